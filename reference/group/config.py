@@ -1,0 +1,36 @@
+"""Broker settings that shape the classic group coordinator (Kafka 4.x defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from reference.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
+    max_size: int = 2**31 - 1  # group.max.size
+    # A new member that never rejoins is dropped after this long (KAFKA-7610); an
+    # internal constant in Kafka, a setting here so tests can shorten it.
+    new_member_join_timeout_ms: int = 300_000
+    offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes
+    offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise UsageError(f"GroupConfig.{field.name} must be a non-negative int, got {value!r}")
+        if self.min_session_timeout_ms > self.max_session_timeout_ms:
+            raise UsageError(
+                "GroupConfig: min_session_timeout_ms "
+                f"({self.min_session_timeout_ms}) exceeds max_session_timeout_ms ({self.max_session_timeout_ms})"
+            )
+        if self.max_size < 1:
+            raise UsageError("GroupConfig.max_size must be at least 1")
+        if self.offsets_retention_check_interval_ms < 1:
+            raise UsageError("GroupConfig.offsets_retention_check_interval_ms must be at least 1")

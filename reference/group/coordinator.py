@@ -1,0 +1,256 @@
+"""The classic group coordinator of one broker, as a sans-IO state machine.
+
+    coordinator = GroupCoordinator(GroupConfig(), SeededChoices(seed=1))
+    effects = coordinator.handle(JoinGroup(request_id=1, api_version=9, now_ms=0, ...))
+    coordinator.next_deadline_ms()   # when to send Tick(now_ms=...) if nothing else arrives
+
+``handle`` takes one event and returns the effects it caused, in order: ``Reply`` to a
+request (possibly one parked earlier) and ``AppendRecords`` to the group's offsets
+partition. Timers due by the event's ``now_ms`` fire first, each at its own deadline,
+and timers due at ``now_ms`` fire again after the event, so a driver never needs a
+separate step for a zero delay.
+
+By default the coordinator completes its own appends, as if every write succeeded at
+once. A driver that owns a log (the failover model, the broker) passes
+``complete_appends=False`` and answers each ``AppendRecords`` with ``AppendCompleted``;
+replies that wait on a write (SyncGroup of the leader, OffsetCommit, DeleteGroups, a
+static member's rejoin) come only then, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from reference.choices import Choices, SeededChoices
+from reference.errors import ErrorCode, UsageError
+from reference.group import lifecycle, loader, membership, offsets, rebalance
+from reference.group.config import GroupConfig
+from reference.group.effects import AppendRecords, Effect, Reply
+from reference.group.records import Record
+from reference.group.requests import (
+    AppendCompleted,
+    DeleteGroups,
+    DescribeGroups,
+    Event,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    LoadGroups,
+    OffsetCommit,
+    OffsetFetch,
+    Request,
+    SyncGroup,
+    Tick,
+    UnloadGroups,
+)
+from reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
+from reference.group.state import Group, Parked
+from reference.group.transitions import DEAD
+from reference.group.timers import Timers
+
+OnWritten = Callable[[ErrorCode], None]
+
+
+class Observer(Protocol):
+    """Sees every event just before it is handled (after due timers) and its effects after."""
+
+    def before(self, coordinator: GroupCoordinator, event: Event) -> None: ...
+
+    def after(self, coordinator: GroupCoordinator, event: Event, effects: list[Effect]) -> None: ...
+
+_HANDLERS: dict[type, Callable] = {
+    JoinGroup: membership.join_group,
+    SyncGroup: membership.sync_group,
+    Heartbeat: membership.heartbeat,
+    LeaveGroup: membership.leave_group,
+    OffsetCommit: offsets.commit_offsets,
+    OffsetFetch: offsets.fetch_offsets,
+    DescribeGroups: lifecycle.describe_groups,
+    ListGroups: lifecycle.list_groups,
+    DeleteGroups: lifecycle.delete_groups,
+}
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupConfig | None = None,
+        choices: Choices | None = None,
+        *,
+        now_ms: int = 0,
+        complete_appends: bool = True,
+        observer: Observer | None = None,
+    ) -> None:
+        self.config = config or GroupConfig()
+        self.choices: Choices = choices or SeededChoices()
+        self.groups: dict[str, Group] = {}
+        self.timers = Timers()
+        self.now_ms = now_ms
+        self.cause = "Tick"  # the input being handled, for the transition table
+        self.complete_appends = complete_appends
+        self.appends_issued = 0
+        self._observer = observer
+        self._pending_appends: dict[int, OnWritten | None] = {}
+        self._unwritten: list[int] = []  # appends to complete at the end of this step
+        self._effects: list[Effect] = []
+        self._open_requests: set[int | str] = set()
+        self.timers.schedule(lifecycle.RETENTION_TIMER, now_ms + self.config.offsets_retention_check_interval_ms)
+
+    # -- driving -------------------------------------------------------------------
+
+    def handle(self, event: Event) -> list[Effect]:
+        """Apply one event; return the effects it caused, in order."""
+        if not isinstance(event, (Request, Tick, AppendCompleted, LoadGroups, UnloadGroups)):
+            raise UsageError(f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event")
+        if event.now_ms < self.now_ms:
+            raise UsageError(
+                f"{type(event).__name__}: now_ms {event.now_ms} is before the coordinator's time {self.now_ms}"
+            )
+        if isinstance(event, Request) and event.request_id in self._open_requests:
+            raise UsageError(f"{event.api}: request_id {event.request_id!r} is still awaiting its reply")
+        self._effects = []
+        self._fire_timers(event.now_ms)
+        self.now_ms = event.now_ms
+        if self._observer is not None:
+            self._observer.before(self, event)
+        if isinstance(event, AppendCompleted):
+            self._complete_append(event.append_id, event.error, "AppendCompleted")
+        elif isinstance(event, LoadGroups):
+            self._load(event.records)
+        elif isinstance(event, UnloadGroups):
+            self._unload()
+        elif isinstance(event, Request):
+            self.cause = event.api
+            self._open_requests.add(event.request_id)
+            _HANDLERS[type(event)](self, event)
+            self._complete_own_appends()
+        self._fire_timers(event.now_ms)
+        effects, self._effects = self._effects, []
+        if self._observer is not None:
+            self._observer.after(self, event, effects)
+        return effects
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest time at which a timer is due; ``Tick`` then to let it fire."""
+        return self.timers.next_deadline_ms()
+
+    def pending_appends(self) -> list[int]:
+        """Appends issued and not yet answered with ``AppendCompleted``."""
+        return list(self._pending_appends)
+
+    def _fire_timers(self, now_ms: int) -> None:
+        while (due := self.timers.pop_due(now_ms)) is not None:
+            key, deadline = due
+            self.now_ms = deadline
+            self.cause = key[0]
+            self._fire(key)
+            self._complete_own_appends()
+
+    def _fire(self, key: tuple) -> None:
+        kind = key[0]
+        if kind == "ExpireOffsets":
+            lifecycle.sweep_expired_offsets(self)
+            return
+        group = self.groups.get(key[1])
+        if group is None:
+            return
+        if kind == "CompleteJoin":
+            rebalance.on_join_timer(self, group)
+        elif kind == "ExpirePendingSync":
+            rebalance.on_pending_sync_timer(self, group)
+        elif kind == "ExpireSession":
+            rebalance.on_session_timer(self, group, key[2])
+        else:
+            raise AssertionError(f"unknown timer {key!r}")
+
+    def _load(self, records: tuple[Record, ...]) -> None:
+        self.cause = "LoadGroups"
+        for group_id, group in loader.replay(records).items():
+            if group_id in self.groups:
+                raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
+            self.groups[group_id] = group
+            loader.on_loaded(self, group)
+
+    def _unload(self) -> None:
+        """GM-43: parked requests learn that this broker is no longer the coordinator."""
+        self.cause = "UnloadGroups"
+        for group in self.groups.values():
+            for member in group.members.values():
+                if member.awaiting_join is not None:
+                    self.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=member.member_id))
+                    member.awaiting_join = None
+                if member.awaiting_sync is not None:
+                    self.reply_parked(member.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+                    member.awaiting_sync = None
+            self._cancel_timers(group)
+            if group.state != DEAD:
+                group.transition_to(DEAD, "UnloadGroups", self.now_ms)
+
+    # -- services for the handlers ---------------------------------------------------
+
+    def reply(self, req: Request, response: Response) -> None:
+        self._emit_reply(req.request_id, req.api, req.api_version, response)
+
+    def reply_parked(self, parked: Parked, api: str, response: Response) -> None:
+        self._emit_reply(parked.request_id, api, parked.api_version, response)
+
+    def abandon(self, parked: Parked) -> None:
+        """Kafka drops a parked request that the same member replaced: it never gets a reply."""
+        self._open_requests.discard(parked.request_id)
+
+    def _emit_reply(self, request_id: int | str, api: str, version: int, response: Response) -> None:
+        if request_id not in self._open_requests:
+            raise AssertionError(f"{api} reply to request {request_id!r}, which is not awaiting one")
+        self._open_requests.discard(request_id)
+        at_version = getattr(response, "at_version", None)
+        self._effects.append(Reply(request_id, api, version, at_version(version) if at_version else response))
+
+    def write(self, group_id: str, records: tuple[Record, ...], on_written: OnWritten | None) -> None:
+        """Append records; ``on_written`` runs when the driver (or we) report the outcome."""
+        self.appends_issued += 1
+        append_id = self.appends_issued
+        self._pending_appends[append_id] = on_written
+        self._effects.append(AppendRecords(append_id, group_id, records))
+        if self.complete_appends:
+            self._unwritten.append(append_id)
+
+    def _complete_own_appends(self) -> None:
+        while self._unwritten:
+            self._complete_append(self._unwritten.pop(0), ErrorCode.NONE, "AppendCompleted")
+
+    def _complete_append(self, append_id: int, error: ErrorCode, cause: str) -> None:
+        if append_id not in self._pending_appends:
+            raise UsageError(f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})")
+        on_written = self._pending_appends.pop(append_id)
+        self.cause = cause
+        if on_written is not None:
+            on_written(error)
+        self._complete_own_appends()
+
+    def create_group(self, group_id: str) -> Group:
+        group = Group(group_id, state_timestamp_ms=self.now_ms)
+        self.groups[group_id] = group
+        return group
+
+    def drop_group(self, group_id: str) -> None:
+        self._cancel_timers(self.groups.pop(group_id))
+
+    def _cancel_timers(self, group: Group) -> None:
+        for member_id in list(group.members) + list(group.pending_members):
+            self.timers.cancel(rebalance.session_key(group.group_id, member_id))
+        self.timers.cancel(rebalance.join_key(group.group_id))
+        self.timers.cancel(rebalance.sync_key(group.group_id))
+
+    # -- inspection ----------------------------------------------------------------
+
+    def group(self, group_id: str) -> Group:
+        try:
+            return self.groups[group_id]
+        except KeyError:
+            raise UsageError(f"no group {group_id!r} (groups: {sorted(self.groups)})") from None
+
+    def open_requests(self) -> Iterable[int | str]:
+        """Requests parked or waiting on a write: not yet answered."""
+        return set(self._open_requests)

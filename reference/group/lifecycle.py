@@ -1,0 +1,145 @@
+"""DescribeGroups, ListGroups, DeleteGroups, and the periodic retention sweep.
+
+Follows Kafka 4.x ``GroupMetadataManager.describeGroups`` / ``listGroups`` /
+``validateDeleteGroup`` and ``GroupCoordinatorShard.cleanupGroupMetadata``.
+Spec rules GM-55 (expiry), GM-60..GM-62.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.errors import ErrorCode, append_error_to_response_error
+from reference.group.offsets import expired_offset_keys
+from reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
+from reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
+from reference.group.responses import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsResponse,
+    ListedGroup,
+    ListGroupsResponse,
+)
+from reference.group.state import Group
+from reference.group.transitions import DEAD, EMPTY, STABLE
+
+if TYPE_CHECKING:
+    from reference.group.coordinator import GroupCoordinator
+
+RETENTION_TIMER = ("ExpireOffsets",)
+
+
+def describe_groups(c: GroupCoordinator, req: DescribeGroups) -> None:
+    described = tuple(describe(c.groups.get(group_id) if group_id is not None else None, group_id) for group_id in req.groups)
+    c.reply(req, DescribeGroupsResponse(described))
+
+
+def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
+    """GM-60: members' metadata is shown only while Stable; an unknown group is Dead, not an error."""
+    if group_id is None:
+        return DescribedGroup(ErrorCode.INVALID_GROUP_ID, group_id, "")
+    if group is None or group.state == DEAD:
+        return DescribedGroup(ErrorCode.NONE, group_id, str(DEAD))
+    stable = group.state == STABLE
+    members = tuple(
+        DescribedMember(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+            member_assignment=m.assignment,
+        )
+        for m in group.members.values()
+    )
+    return DescribedGroup(
+        error_code=ErrorCode.NONE,
+        group_id=group_id,
+        group_state=str(group.state),
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=members,
+    )
+
+
+def list_groups(c: GroupCoordinator, req: ListGroups) -> None:
+    """GM-61: every group this coordinator holds, optionally filtered by state (v4+)."""
+    wanted = {s.lower() for s in req.states_filter} if req.api_version >= 4 else set()
+    listed = tuple(
+        ListedGroup(g.group_id, g.protocol_type or "", str(g.state))
+        for g in c.groups.values()
+        if g.state != DEAD and (not wanted or str(g.state).lower() in wanted)
+    )
+    c.reply(req, ListGroupsResponse(ErrorCode.NONE, listed))
+
+
+def group_tombstones(group: Group) -> tuple[Record, ...]:
+    offsets = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in group.offsets)
+    return (*offsets, Record(GroupMetadataKey(group.group_id), None))
+
+
+def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
+    """GM-62: only an Empty group can be deleted; its offsets go with it."""
+    results: dict[str | None, ErrorCode] = {}
+    waiting: set[str] = set()
+
+    def finish() -> None:
+        if not waiting:
+            c.reply(req, DeleteGroupsResponse(tuple(DeletableGroupResult(g, e) for g, e in results.items())))
+
+    def deleted(group: Group):
+        def on_written(error: ErrorCode) -> None:
+            if error == ErrorCode.NONE:
+                c.drop_group(group.group_id)
+            else:
+                results[group.group_id] = append_error_to_response_error(error)
+            waiting.discard(group.group_id)
+            finish()
+
+        return on_written
+
+    deletable = []
+    for group_id in req.groups_names:
+        group = c.groups.get(group_id) if group_id is not None else None
+        if group_id is None:
+            results[group_id] = ErrorCode.INVALID_GROUP_ID
+        elif group is None or group.state == DEAD:
+            results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+        elif group.state != EMPTY:
+            results[group_id] = ErrorCode.NON_EMPTY_GROUP
+        else:
+            results[group_id] = ErrorCode.NONE
+            if group_id not in waiting:
+                waiting.add(group_id)
+                deletable.append(group)
+    for group in deletable:
+        c.write(group.group_id, group_tombstones(group), deleted(group))
+    finish()
+
+
+def sweep_expired_offsets(c: GroupCoordinator) -> None:
+    """GM-55: runs every offsets.retention.check.interval.ms."""
+    for group in list(c.groups.values()):
+        expired, all_expired = expired_offset_keys(c, group)
+        delete_group = all_expired and group.state == EMPTY
+        if not expired and not delete_group:
+            continue
+        records = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in expired)
+        if delete_group:
+            records = (*records, Record(GroupMetadataKey(group.group_id), None))
+        c.write(group.group_id, records, expiry_written(c, group, expired, delete_group))
+    c.timers.schedule(RETENTION_TIMER, c.now_ms + c.config.offsets_retention_check_interval_ms)
+
+
+def expiry_written(c: GroupCoordinator, group: Group, expired: list[tuple[str, int]], delete_group: bool):
+    def on_written(error: ErrorCode) -> None:
+        if error != ErrorCode.NONE:
+            return
+        for key in expired:
+            group.offsets.pop(key, None)
+        if delete_group and c.groups.get(group.group_id) is group and group.state == EMPTY and not group.offsets:
+            c.drop_group(group.group_id)
+
+    return on_written

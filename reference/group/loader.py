@@ -1,0 +1,91 @@
+"""Rebuilding groups and offsets from ``__consumer_offsets`` records (GM-41, GM-42).
+
+The last record per key wins and tombstones delete. A group whose last metadata record
+lists members comes back Stable, otherwise Empty; groups known only through offsets come
+back as Empty simple groups. An in-flight rebalance is not in the log, so a loaded group
+resumes its last written generation. Follows Kafka 4.x ``GroupMetadataManager.replay``
+and ``onLoaded``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from reference.errors import UsageError
+from reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
+from reference.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from reference.group.requests import Protocol
+from reference.group.state import Group, Member
+from reference.group.transitions import EMPTY, STABLE
+
+if TYPE_CHECKING:
+    from reference.group.coordinator import GroupCoordinator
+
+
+def replay(records: Iterable[Record]) -> dict[str, Group]:
+    """The groups that ``records``, read from the start of a partition, describe."""
+    groups: dict[str, Group] = {}
+    for index, record in enumerate(records):
+        key, value = record.key, record.value
+        if isinstance(key, GroupMetadataKey):
+            if value is None:
+                groups.pop(key.group, None)
+            elif isinstance(value, GroupMetadataValue):
+                previous = groups.get(key.group)
+                groups[key.group] = group_from_value(key.group, value, previous.offsets if previous else {})
+            else:
+                raise UsageError(f"record {index}: a group metadata key with a {type(value).__name__} value")
+        elif isinstance(key, OffsetCommitKey):
+            group = groups.get(key.group)
+            if value is None:
+                if group is not None:
+                    group.offsets.pop((key.topic, key.partition), None)
+            elif isinstance(value, OffsetCommitValue):
+                if group is None:
+                    group = groups[key.group] = Group(key.group)
+                group.offsets[(key.topic, key.partition)] = value
+            else:
+                raise UsageError(f"record {index}: an offset commit key with a {type(value).__name__} value")
+        else:
+            raise UsageError(f"record {index}: unknown key {key!r}")
+    return groups
+
+
+def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) -> Group:
+    group = Group(
+        group_id,
+        state=STABLE if value.members else EMPTY,
+        state_timestamp_ms=value.current_state_timestamp if value.current_state_timestamp >= 0 else None,
+        protocol_type=value.protocol_type or None,
+        protocol_name=value.protocol,
+        generation_id=value.generation,
+        leader_id=value.leader,
+        offsets=dict(offsets),
+    )
+    for m in value.members:
+        member = Member(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout_ms=m.rebalance_timeout if m.rebalance_timeout != -1 else m.session_timeout,
+            session_timeout_ms=m.session_timeout,
+            protocol_type=value.protocol_type,
+            protocols=(Protocol(value.protocol or "", m.subscription),),
+            assignment=m.assignment,
+        )
+        group.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            group.static_members[member.group_instance_id] = member.member_id
+    if value.members:
+        group.assignment_generation = value.generation
+    return group
+
+
+def on_loaded(c: GroupCoordinator, group: Group) -> None:
+    """Sessions restart from the load; a group over group.max.size rebalances at once."""
+    for member in group.members.values():
+        reschedule_heartbeat(c, group, member)
+    if len(group.members) > c.config.max_size:
+        prepare_rebalance(c, group)

@@ -1,0 +1,460 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup: the membership requests.
+
+Validation runs in Kafka 4.x's order (GroupCoordinatorService checks first, then
+``GroupMetadataManager.classicGroupJoin`` / ``classicGroupSync`` / ``classicGroupHeartbeat``
+/ ``classicGroupLeave``). Spec rules GM-1..GM-9 (joining), GM-20..GM-24 (sync), GM-30..GM-31.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.errors import ErrorCode, append_error_to_response_error
+from reference.group.rebalance import (
+    answer_parked_join_unknown,
+    group_metadata_record,
+    maybe_complete_join_phase,
+    maybe_prepare_rebalance_or_complete_join,
+    prepare_rebalance,
+    remove_pending_sync_member,
+    reschedule_heartbeat,
+    reset_and_propagate_assignment_with_error,
+    schedule_session,
+    session_key,
+    set_and_propagate_assignment,
+)
+from reference.group.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from reference.group.responses import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    LeaveMemberResponse,
+    SyncGroupResponse,
+)
+from reference.group.state import Group, Member, Parked
+from reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE, Outcome
+
+if TYPE_CHECKING:
+    from reference.group.coordinator import GroupCoordinator
+
+
+# -- JoinGroup ------------------------------------------------------------------------
+
+
+def join_group(c: GroupCoordinator, req: JoinGroup) -> None:
+    if not req.group_id:
+        c.reply(req, JoinGroupResponse(ErrorCode.INVALID_GROUP_ID, member_id=req.member_id))
+        return
+    config = c.config
+    if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
+        c.reply(req, JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=req.member_id))
+        return
+    group = c.groups.get(req.group_id)
+    created = False
+    if group is None:
+        if req.member_id:
+            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            return
+        group = c.create_group(req.group_id)
+        created = True
+    writes_before = c.appends_issued
+    if not accept_joining_member(c, group, req.member_id):
+        group.remove(req.member_id, c.choices)
+        c.reply(req, JoinGroupResponse(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
+    elif not req.member_id:
+        join_new_member(c, group, req)
+    else:
+        join_existing_member(c, group, req)
+    if created and c.appends_issued == writes_before:
+        # Kafka 4.x commits a newly created group to the log with an empty snapshot; if that
+        # fails, a join still parked learns the error.
+        c.write(group.group_id, (group_metadata_record(c, group, {}),), new_group_written(c, group, req))
+
+
+def new_group_written(c: GroupCoordinator, group: Group, req: JoinGroup):
+    def on_written(error: ErrorCode) -> None:
+        if error == ErrorCode.NONE:
+            return
+        for member in group.members.values():
+            if member.awaiting_join is not None and member.awaiting_join.request_id == req.request_id:
+                c.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(append_error_to_response_error(error)))
+                member.awaiting_join = None
+
+    return on_written
+
+
+def accept_joining_member(c: GroupCoordinator, group: Group, member_id: str) -> bool:
+    """GM-5: group.max.size counts parked members while preparing, members otherwise."""
+    max_size = c.config.max_size
+    member = group.members.get(member_id)
+    if group.state in (EMPTY, DEAD):
+        return True
+    if group.state == PREPARING:
+        return (member is not None and member.awaiting_join is not None) or group.num_awaiting_join() < max_size
+    return member is not None or len(group.members) < max_size
+
+
+def join_new_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
+    if group.state == DEAD:
+        c.reply(req, JoinGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=""))
+        return
+    if not group.supports_protocols(req.protocol_type, req.protocols):
+        c.reply(req, JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""))
+        return
+    instance_id = req.group_instance_id
+    member_id = c.choices.member_id(instance_id if instance_id is not None else req.client_id)
+    if instance_id is not None:
+        if instance_id in group.static_members and group.state == EMPTY:
+            # An Empty group has no members to replace; Kafka fails this internally.
+            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=""))
+        elif instance_id in group.static_members:
+            update_static_member_then_rebalance_or_complete_join(c, group, req, member_id)
+        else:
+            add_member_then_rebalance_or_complete_join(c, group, req, member_id)
+    elif req.requires_known_member_id:
+        # GM-3: the member must come back with this id; until then it is only pending.
+        group.pending_members[member_id] = None
+        schedule_session(c, group, member_id, req.session_timeout_ms)
+        c.reply(req, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+    else:
+        add_member_then_rebalance_or_complete_join(c, group, req, member_id)
+
+
+def join_existing_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
+    member_id = req.member_id
+    if group.state == DEAD:
+        c.reply(req, JoinGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+        return
+    if not group.supports_protocols(req.protocol_type, req.protocols):
+        c.reply(req, JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+        return
+    if member_id in group.pending_members:
+        if req.group_instance_id is not None:
+            # Pending ids are only handed to dynamic members; Kafka fails this internally.
+            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=member_id))
+            return
+        add_member_then_rebalance_or_complete_join(c, group, req, member_id)
+        return
+    error = group.validate_member(member_id, req.group_instance_id)
+    if error is not None:
+        c.reply(req, JoinGroupResponse(error, member_id=member_id))
+        return
+    member = group.members[member_id]
+    if group.state == EMPTY:
+        c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
+        return
+    unchanged = member.matches(req.protocols)
+    leader_in_stable = group.state == STABLE and group.is_leader(member_id)
+    if OUTCOMES[("JoinGroup", group.state)] == Outcome.ANSWER and unchanged and not leader_in_stable:
+        # GM-12: nothing changed for this member; it gets the current generation back.
+        c.reply(req, current_generation_response(group, member_id))
+        return
+    update_member_then_rebalance_or_complete_join(c, group, member, req)
+
+
+def current_generation_response(group: Group, member_id: str) -> JoinGroupResponse:
+    return JoinGroupResponse(
+        error_code=ErrorCode.NONE,
+        generation_id=group.generation_id,
+        protocol_type=group.protocol_type,
+        protocol_name=group.protocol_name,
+        leader=group.leader_id or "",
+        member_id=member_id,
+        members=group.leader_members() if group.is_leader(member_id) else (),
+    )
+
+
+def add_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, req: JoinGroup, member_id: str) -> None:
+    member = Member(
+        member_id=member_id,
+        group_instance_id=req.group_instance_id,
+        client_id=req.client_id,
+        client_host=req.client_host,
+        rebalance_timeout_ms=req.effective_rebalance_timeout_ms,
+        session_timeout_ms=req.session_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=req.protocols,
+        awaiting_join=Parked(req.request_id, req.api_version),
+        is_new=True,
+    )
+    if group.state == PREPARING and group.previous_state == EMPTY:
+        group.new_member_added = True
+    group.add(member)
+    # GM-32: a new member's id is dropped if it is not part of a generation in time.
+    schedule_session(c, group, member_id, c.config.new_member_join_timeout_ms)
+    maybe_prepare_rebalance_or_complete_join(c, group)
+
+
+def update_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, member: Member, req: JoinGroup) -> None:
+    update_member(c, member, req)
+    maybe_prepare_rebalance_or_complete_join(c, group)
+
+
+def update_static_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, req: JoinGroup, new_member_id: str) -> None:
+    """GM-6: a static member rejoining without its id takes over from its previous id."""
+    instance_id = req.group_instance_id
+    assert instance_id is not None
+    old_member_id = group.static_members[instance_id]
+    leader_before = group.leader_id
+    new_member = replace_static_member(c, group, instance_id, old_member_id, new_member_id)
+    reschedule_heartbeat(c, group, new_member)
+    old_settings = (new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms)
+    update_member(c, new_member, req)
+    if group.state == STABLE:
+        if group.protocol_name == group.select_protocol(c.choices):
+            persist_static_replacement(c, group, req, new_member, old_member_id, leader_before, old_settings)
+        else:
+            maybe_prepare_rebalance_or_complete_join(c, group)
+    elif group.state == COMPLETING:
+        # The leader may already be assigning to the old id: start over.
+        prepare_rebalance(c, group)
+    else:
+        maybe_complete_join_phase(c, group)
+
+
+def update_member(c: GroupCoordinator, member: Member, req: JoinGroup) -> None:
+    if member.awaiting_join is not None:
+        # A JoinGroup that replaces a parked one leaves the earlier request unanswered, as in Kafka.
+        c.abandon(member.awaiting_join)
+    member.protocols = req.protocols
+    member.rebalance_timeout_ms = req.effective_rebalance_timeout_ms
+    member.session_timeout_ms = req.session_timeout_ms
+    member.awaiting_join = Parked(req.request_id, req.api_version)
+
+
+def replace_static_member(c: GroupCoordinator, group: Group, instance_id: str, old_member_id: str, new_member_id: str) -> Member:
+    old = group.members.pop(old_member_id)
+    if old.awaiting_join is not None:
+        c.reply_parked(old.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
+    if old.awaiting_sync is not None:
+        c.reply_parked(old.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
+    new = Member(
+        member_id=new_member_id,
+        group_instance_id=old.group_instance_id,
+        client_id=old.client_id,
+        client_host=old.client_host,
+        rebalance_timeout_ms=old.rebalance_timeout_ms,
+        session_timeout_ms=old.session_timeout_ms,
+        protocol_type=old.protocol_type,
+        protocols=old.protocols,
+        assignment=old.assignment,
+    )
+    group.members[new_member_id] = new
+    if group.leader_id == old_member_id:
+        group.leader_id = new_member_id
+    group.static_members[instance_id] = new_member_id
+    return new
+
+
+def persist_static_replacement(
+    c: GroupCoordinator,
+    group: Group,
+    req: JoinGroup,
+    new_member: Member,
+    old_member_id: str,
+    leader_before: str | None,
+    old_settings: tuple,
+) -> None:
+    """Stable and the protocol holds: write the new id, then answer without a rebalance."""
+    instance_id = req.group_instance_id
+    assert instance_id is not None
+    generation = group.generation_id
+
+    def on_written(error: ErrorCode) -> None:
+        parked = new_member.awaiting_join
+        if parked is None:
+            return
+        if error != ErrorCode.NONE:
+            new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms = old_settings
+            new_member.awaiting_join = None
+            old_member = replace_static_member(c, group, instance_id, new_member.member_id, old_member_id)
+            reschedule_heartbeat(c, group, old_member)
+            response = JoinGroupResponse(
+                error_code=append_error_to_response_error(error),
+                generation_id=group.generation_id,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=leader_before or "",
+                member_id="",
+            )
+        elif req.api_version >= 9:
+            is_leader = group.is_leader(new_member.member_id)
+            response = JoinGroupResponse(
+                error_code=ErrorCode.NONE,
+                generation_id=generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=group.leader_id or "",
+                skip_assignment=is_leader,
+                member_id=new_member.member_id,
+                members=group.leader_members() if is_leader else (),
+            )
+        else:
+            # Below v9 the old leader id comes back, so a rejoining static leader does not reassign.
+            response = JoinGroupResponse(
+                error_code=ErrorCode.NONE,
+                generation_id=generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=leader_before or "",
+                member_id=new_member.member_id,
+            )
+        new_member.awaiting_join = None
+        c.reply_parked(parked, "JoinGroup", response)
+
+    assignment = {m.member_id: m.assignment for m in group.members.values()}
+    c.write(group.group_id, (group_metadata_record(c, group, assignment),), on_written)
+
+
+# -- SyncGroup --------------------------------------------------------------------------
+
+
+def sync_group(c: GroupCoordinator, req: SyncGroup) -> None:
+    if not req.group_id:
+        c.reply(req, SyncGroupResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    if req.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        c.reply(req, SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        return
+    group = c.groups.get(req.group_id)
+    if group is None:
+        c.reply(req, SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        return
+    error = validate_sync(group, req)
+    if error is not None:
+        c.reply(req, SyncGroupResponse(error))
+        return
+    outcome = OUTCOMES[("SyncGroup", group.state)]
+    if isinstance(outcome, ErrorCode):
+        c.reply(req, SyncGroupResponse(outcome))
+    elif outcome == Outcome.PARK:
+        member = group.members[req.member_id]
+        if member.awaiting_sync is not None:
+            c.abandon(member.awaiting_sync)
+        member.awaiting_sync = Parked(req.request_id, req.api_version)
+        remove_pending_sync_member(c, group, req.member_id)
+        if group.is_leader(req.member_id):
+            write_leader_assignment(c, group, req)
+    else:
+        remove_pending_sync_member(c, group, req.member_id)
+        member = group.members[req.member_id]
+        c.reply(req, SyncGroupResponse(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment))
+
+
+def validate_sync(group: Group, req: SyncGroup) -> ErrorCode | None:
+    if group.state == DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    error = group.validate_member(req.member_id, req.group_instance_id)
+    if error is not None:
+        return error
+    if req.generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    if req.protocol_type is not None and req.protocol_type != group.protocol_type:
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    if req.protocol_name is not None and req.protocol_name != group.protocol_name:
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
+def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -> None:
+    """GM-22/GM-23: the group becomes Stable only once the leader's assignment is written."""
+    assignment = {a.member_id: a.assignment for a in req.assignments}
+    for member_id in group.members:
+        assignment.setdefault(member_id, b"")
+    generation = req.generation_id
+
+    def on_written(error: ErrorCode) -> None:
+        if group.state != COMPLETING or group.generation_id != generation:
+            return
+        if error != ErrorCode.NONE:
+            reset_and_propagate_assignment_with_error(c, group, append_error_to_response_error(error))
+            maybe_prepare_rebalance_or_complete_join(c, group)
+            return
+        set_and_propagate_assignment(c, group, assignment)
+        group.transition_to(STABLE, "AppendCompleted", c.now_ms)
+
+    c.write(group.group_id, (group_metadata_record(c, group, assignment),), on_written)
+
+
+# -- Heartbeat ----------------------------------------------------------------------------
+
+
+def heartbeat(c: GroupCoordinator, req: Heartbeat) -> None:
+    if not req.group_id:
+        c.reply(req, HeartbeatResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    group = c.groups.get(req.group_id)
+    if group is None:
+        c.reply(req, HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        return
+    if group.state == DEAD:
+        c.reply(req, HeartbeatResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        return
+    error = group.validate_member(req.member_id, req.group_instance_id)
+    if error is None and req.generation_id != group.generation_id:
+        error = ErrorCode.ILLEGAL_GENERATION
+    if error is None:
+        outcome = OUTCOMES[("Heartbeat", group.state)]
+        assert isinstance(outcome, ErrorCode)
+        error = outcome
+        if group.state != EMPTY:
+            reschedule_heartbeat(c, group, group.members[req.member_id])
+    c.reply(req, HeartbeatResponse(error))
+
+
+# -- LeaveGroup ---------------------------------------------------------------------------
+
+
+def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
+    if not req.group_id:
+        c.reply(req, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    group = c.groups.get(req.group_id)
+    if group is None:
+        unknown = tuple(LeaveMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in req.members)
+        c.reply(req, LeaveGroupResponse(ErrorCode.NONE, unknown))
+        return
+    if group.state == DEAD:
+        c.reply(req, LeaveGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        return
+    answers = []
+    for identity in req.members:
+        error = leave_one(c, group, identity.member_id, identity.group_instance_id)
+        answers.append(LeaveMemberResponse(identity.member_id, identity.group_instance_id, error))
+    if any(a.error_code == ErrorCode.NONE for a in answers):
+        if group.state in (STABLE, COMPLETING):
+            prepare_rebalance(c, group)
+        elif group.state == PREPARING:
+            maybe_complete_join_phase(c, group)
+    c.reply(req, LeaveGroupResponse(ErrorCode.NONE, tuple(answers)))
+
+
+def leave_one(c: GroupCoordinator, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+    """GM-31: remove one listed identity; the caller rebalances once for the batch."""
+    if not member_id:
+        static_id = group.static_members.get(instance_id) if instance_id is not None else None
+        if static_id is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        remove_current_member(c, group, static_id)
+        return ErrorCode.NONE
+    if member_id in group.pending_members:
+        remove_pending_member_quietly(c, group, member_id)
+        return ErrorCode.NONE
+    error = group.validate_member(member_id, instance_id)
+    if error is not None:
+        return error
+    remove_current_member(c, group, member_id)
+    return ErrorCode.NONE
+
+
+def remove_pending_member_quietly(c: GroupCoordinator, group: Group, member_id: str) -> None:
+    group.remove(member_id, c.choices)
+    c.timers.cancel(session_key(group.group_id, member_id))
+
+
+def remove_current_member(c: GroupCoordinator, group: Group, member_id: str) -> None:
+    c.timers.cancel(session_key(group.group_id, member_id))
+    answer_parked_join_unknown(c, group.members[member_id])
+    group.remove(member_id, c.choices)
+
+

@@ -1,0 +1,195 @@
+"""OffsetCommit, OffsetFetch and offset expiry for classic groups.
+
+Follows Kafka 4.x ``OffsetMetadataManager`` and ``ClassicGroup.validateOffsetCommit`` /
+``offsetExpirationCondition``. Spec rules GM-50..GM-55. A commit is acknowledged only
+once its records are appended, and becomes visible to OffsetFetch at the same moment.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reference.errors import ErrorCode, append_error_to_response_error
+from reference.group.rebalance import reschedule_heartbeat
+from reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
+from reference.group.requests import OffsetCommit, OffsetFetch
+from reference.group.responses import (
+    CommitPartitionResponse,
+    CommitTopicResponse,
+    FetchPartitionResponse,
+    FetchTopicResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+)
+from reference.group.state import Group
+from reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE
+
+if TYPE_CHECKING:
+    from reference.group.coordinator import GroupCoordinator
+
+
+def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitResponse:
+    """OffsetCommit has no top-level error: a group-level error goes on every partition."""
+    return OffsetCommitResponse(
+        tuple(
+            CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, error) for p in t.partitions))
+            for t in req.topics
+        )
+    )
+
+
+def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
+    if req.group_id is None:
+        c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
+        return
+    group = c.groups.get(req.group_id)
+    if group is None:
+        if req.generation_id >= 0:
+            # GM-50: v9 names the missing group; older versions keep ILLEGAL_GENERATION.
+            error = ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+            c.reply(req, commit_error_response(req, error))
+            return
+        # GM-51: a commit outside group management creates a "simple" group.
+        group = c.create_group(req.group_id)
+    error = validate_offset_commit(group, req)
+    if error is not None:
+        c.reply(req, commit_error_response(req, error))
+        return
+    if group.state in (STABLE, PREPARING):
+        # GM-52: in the classic protocol a commit also keeps the member's session alive.
+        reschedule_heartbeat(c, group, group.members[req.member_id])
+    topics = []
+    accepted: list[Record] = []
+    for topic in req.topics:
+        answers = []
+        for p in topic.partitions:
+            metadata = p.committed_metadata
+            if metadata is not None and len(metadata) > c.config.offset_metadata_max_bytes:
+                answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                continue
+            answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.NONE))
+            value = OffsetCommitValue(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if req.api_version >= 6 else -1,
+                metadata=metadata or "",
+                commit_timestamp=c.now_ms,
+                expire_timestamp=c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1,
+            )
+            accepted.append(Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), value))
+        topics.append(CommitTopicResponse(topic.name, tuple(answers)))
+    response = OffsetCommitResponse(tuple(topics))
+    if not accepted:
+        c.reply(req, response)
+        return
+
+    def on_written(append_error: ErrorCode) -> None:
+        if append_error != ErrorCode.NONE:
+            c.reply(req, commit_error_response(req, append_error_to_response_error(append_error)))
+            return
+        apply_offset_records(c, accepted)
+        c.reply(req, response)
+
+    c.write(req.group_id, tuple(accepted), on_written)
+
+
+def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:
+    """GM-50..GM-52, in Kafka's order (ClassicGroup.validateOffsetCommit)."""
+    if group.state == DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if req.generation_id < 0 and group.state == EMPTY:
+        return None
+    if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+        error = group.validate_member(req.member_id, req.group_instance_id)
+        if error is not None:
+            return error
+        if req.generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+    elif group.state != EMPTY:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if group.state == COMPLETING:
+        outcome = OUTCOMES[("OffsetCommit", COMPLETING)]
+        assert isinstance(outcome, ErrorCode)
+        return outcome
+    return None
+
+
+def apply_offset_records(c: GroupCoordinator, records: list[Record] | tuple[Record, ...]) -> None:
+    for record in records:
+        key = record.key
+        assert isinstance(key, OffsetCommitKey)
+        group = c.groups.get(key.group)
+        if record.value is None:
+            if group is not None:
+                group.offsets.pop((key.topic, key.partition), None)
+            continue
+        if group is None:
+            group = c.create_group(key.group)
+        assert isinstance(record.value, OffsetCommitValue)
+        group.offsets[(key.topic, key.partition)] = record.value
+
+
+def fetch_offsets(c: GroupCoordinator, req: OffsetFetch) -> None:
+    if req.group_id is None:
+        c.reply(req, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    group = c.groups.get(req.group_id)
+    offsets = group.offsets if group is not None and group.state != DEAD else {}
+    if req.topics is None:
+        by_topic: dict[str, list[FetchPartitionResponse]] = {}
+        for (topic, partition), value in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(fetched(partition, value))
+        topics = tuple(FetchTopicResponse(t, tuple(ps)) for t, ps in by_topic.items())
+    else:
+        topics = tuple(
+            FetchTopicResponse(t.name, tuple(fetched(p, offsets.get((t.name, p))) for p in t.partition_indexes))
+            for t in req.topics
+        )
+    c.reply(req, OffsetFetchResponse(ErrorCode.NONE, topics))
+
+
+def fetched(partition: int, value: OffsetCommitValue | None) -> FetchPartitionResponse:
+    if value is None:
+        return FetchPartitionResponse(partition)
+    return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
+
+
+# -- expiry ---------------------------------------------------------------------------------
+
+
+def expiration_base(group: Group) -> str | None:
+    """Which timestamp an offset's retention counts from, or None when offsets cannot expire."""
+    if group.protocol_type is None or group.protocol_type == "":
+        return "commit"
+    if group.state == EMPTY:
+        return "empty"
+    if group.protocol_type == "consumer" and group.state == STABLE and group.subscribed_topics() is not None:
+        return "commit"
+    return None
+
+
+def expired_offset_keys(c: GroupCoordinator, group: Group) -> tuple[list[tuple[str, int]], bool]:
+    """GM-55: the offsets due to expire now, and whether that is all of them."""
+    if not group.offsets:
+        return [], True
+    base = expiration_base(group)
+    if base is None:
+        return [], False
+    subscribed = group.subscribed_topics() or set()
+    expired = []
+    all_expired = True
+    for (topic, partition), value in group.offsets.items():
+        if topic in subscribed:
+            all_expired = False
+            continue
+        if value.expire_timestamp != -1:
+            due = c.now_ms >= value.expire_timestamp
+        else:
+            start = value.commit_timestamp
+            if base == "empty" and group.state_timestamp_ms is not None:
+                start = group.state_timestamp_ms
+            due = c.now_ms - start >= c.config.offsets_retention_ms
+        if due:
+            expired.append((topic, partition))
+        else:
+            all_expired = False
+    return expired, all_expired

@@ -1,0 +1,291 @@
+"""The inputs of the group coordinator: requests, time steps and append completions.
+
+Every input carries ``now_ms``; requests also carry ``request_id`` (the driver's handle
+for matching a reply, which may come later: JoinGroup and SyncGroup park) and
+``api_version``. Field names follow Kafka's request schemas. Constructing an input
+with a version the reference does not model, or a malformed field type, raises
+:class:`UsageError`; invalid *values* a client may send (an empty group id, a negative
+timeout) are accepted here and answered with Kafka's error codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.errors import ErrorCode, UsageError
+
+# API keys and the versions the reference answers (Kafka 4.x classic groups).
+VERSIONS: dict[str, range] = {
+    "JoinGroup": range(0, 10),
+    "SyncGroup": range(0, 6),
+    "Heartbeat": range(0, 5),
+    "LeaveGroup": range(0, 6),
+    "OffsetCommit": range(2, 10),
+    "OffsetFetch": range(1, 10),
+    "DescribeGroups": range(0, 6),
+    "ListGroups": range(0, 6),
+    "DeleteGroups": range(0, 3),
+}
+
+API_KEYS: dict[str, int] = {
+    "OffsetCommit": 8,
+    "OffsetFetch": 9,
+    "JoinGroup": 11,
+    "Heartbeat": 12,
+    "LeaveGroup": 13,
+    "SyncGroup": 14,
+    "DescribeGroups": 15,
+    "ListGroups": 16,
+    "DeleteGroups": 42,
+}
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise UsageError(message)
+
+
+def _check_time(name: str, now_ms: object) -> None:
+    _require(
+        isinstance(now_ms, int) and not isinstance(now_ms, bool) and now_ms >= 0,
+        f"{name}: now_ms must be a non-negative int, got {now_ms!r}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Fields every request has; subclasses add Kafka's fields."""
+
+    request_id: int | str
+    api_version: int
+    now_ms: int
+
+    @property
+    def api(self) -> str:
+        return type(self).__name__
+
+    def __post_init__(self) -> None:
+        _check_time(self.api, self.now_ms)
+        versions = VERSIONS[self.api]
+        _require(
+            isinstance(self.api_version, int) and self.api_version in versions,
+            f"{self.api}: version {self.api_version!r} is not modelled "
+            f"(the reference answers v{versions.start}-v{versions.stop - 1})",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    name: str
+    metadata: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroup(Request):
+    group_id: str = ""
+    session_timeout_ms: int = 10_000
+    rebalance_timeout_ms: int = -1  # v1+; v0 uses the session timeout
+    member_id: str = ""
+    group_instance_id: str | None = None  # v5+
+    protocol_type: str = "consumer"
+    protocols: tuple[Protocol, ...] = ()
+    reason: str | None = None  # v8+
+    client_id: str = "client"
+    client_host: str = "/127.0.0.1"
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(all(isinstance(p, Protocol) for p in self.protocols), "JoinGroup: protocols must be Protocol values")
+        _require(
+            self.group_instance_id is None or self.api_version >= 5,
+            f"JoinGroup: group_instance_id needs v5+, got v{self.api_version}",
+        )
+
+    @property
+    def effective_rebalance_timeout_ms(self) -> int:
+        # Kafka's JoinGroupRequest copies the session timeout into v0 requests.
+        return self.session_timeout_ms if self.api_version == 0 else self.rebalance_timeout_ms
+
+    @property
+    def requires_known_member_id(self) -> bool:
+        """v4+ (KIP-394): a dynamic member first receives its id via MEMBER_ID_REQUIRED."""
+        return self.api_version >= 4
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    member_id: str
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroup(Request):
+    group_id: str = ""
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None  # v3+
+    protocol_type: str | None = None  # v5+
+    protocol_name: str | None = None  # v5+
+    assignments: tuple[Assignment, ...] = ()
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(all(isinstance(a, Assignment) for a in self.assignments), "SyncGroup: assignments must be Assignment values")
+        _require(
+            self.group_instance_id is None or self.api_version >= 3,
+            f"SyncGroup: group_instance_id needs v3+, got v{self.api_version}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat(Request):
+    group_id: str = ""
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None  # v3+
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(
+            self.group_instance_id is None or self.api_version >= 3,
+            f"Heartbeat: group_instance_id needs v3+, got v{self.api_version}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemberIdentity:
+    member_id: str = ""
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroup(Request):
+    group_id: str = ""
+    members: tuple[MemberIdentity, ...] = ()
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(all(isinstance(m, MemberIdentity) for m in self.members), "LeaveGroup: members must be MemberIdentity values")
+        if self.api_version < 3:
+            _require(
+                len(self.members) == 1 and self.members[0].group_instance_id is None,
+                f"LeaveGroup v{self.api_version} carries exactly one member id and no instance id",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1  # v6+
+    committed_metadata: str | None = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopic:
+    name: str
+    partitions: tuple[CommitPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit(Request):
+    group_id: str | None = ""
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None  # v7+
+    retention_time_ms: int = -1  # v2-v4
+    topics: tuple[CommitTopic, ...] = ()
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(all(isinstance(t, CommitTopic) for t in self.topics), "OffsetCommit: topics must be CommitTopic values")
+        _require(
+            self.group_instance_id is None or self.api_version >= 7,
+            f"OffsetCommit: group_instance_id needs v7+, got v{self.api_version}",
+        )
+        _require(
+            self.retention_time_ms == -1 or self.api_version <= 4,
+            f"OffsetCommit: retention_time_ms exists only in v2-v4, got v{self.api_version}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopic:
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetch(Request):
+    group_id: str | None = ""
+    topics: tuple[FetchTopic, ...] | None = ()  # None (v2+) = every committed partition
+    require_stable: bool = False  # v7+
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(self.topics is not None or self.api_version >= 2, "OffsetFetch: all-partitions fetch (topics=None) needs v2+")
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroups(Request):
+    groups: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroups(Request):
+    states_filter: tuple[str, ...] = ()  # v4+
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroups(Request):
+    groups_names: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Time moves to ``now_ms``; timers due by then fire."""
+
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("Tick", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCompleted:
+    """The driver's answer to an :class:`~reference.group.effects.AppendRecords` effect."""
+
+    append_id: int
+    now_ms: int
+    error: ErrorCode = ErrorCode.NONE
+
+    def __post_init__(self) -> None:
+        _check_time("AppendCompleted", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadGroups:
+    """This coordinator now leads the partition holding ``records`` (read from its start)."""
+
+    records: tuple
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("LoadGroups", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class UnloadGroups:
+    """This coordinator no longer leads the partition: its groups become Dead."""
+
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("UnloadGroups", self.now_ms)
+
+
+Event = Request | Tick | AppendCompleted | LoadGroups | UnloadGroups
+GROUP_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
+ALL_REQUESTS = (*GROUP_REQUESTS, DescribeGroups, ListGroups, DeleteGroups)
+

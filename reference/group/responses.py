@@ -1,0 +1,207 @@
+"""Responses of the group coordinator, in Kafka's field names.
+
+A response is built once, at the version of the request it answers: fields a version
+does not carry hold their schema default (``None`` for absent strings), so comparing a
+broker's decoded response with the reference's is a plain equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error_code: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None  # v7+
+    protocol_name: str | None = None  # "" below v7 when there is none
+    leader: str = ""
+    skip_assignment: bool = False  # v9+
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()
+
+    def at_version(self, version: int) -> JoinGroupResponse:
+        """Kafka's JoinGroupResponse: no protocol type below v7, null protocol name sent as ""."""
+        if version >= 7:
+            return self
+        return JoinGroupResponse(
+            error_code=self.error_code,
+            generation_id=self.generation_id,
+            protocol_type=None,
+            protocol_name=self.protocol_name or "",
+            leader=self.leader,
+            skip_assignment=False,
+            member_id=self.member_id,
+            members=tuple(JoinGroupMember(m.member_id, m.group_instance_id if version >= 5 else None, m.metadata) for m in self.members),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    error_code: ErrorCode
+    protocol_type: str | None = None  # v5+
+    protocol_name: str | None = None  # v5+
+    assignment: bytes = b""
+
+    def at_version(self, version: int) -> SyncGroupResponse:
+        if version >= 5:
+            return self
+        return SyncGroupResponse(self.error_code, None, None, self.assignment)
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveMemberResponse:
+    member_id: str
+    group_instance_id: str | None
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error_code: ErrorCode
+    members: tuple[LeaveMemberResponse, ...] = ()  # v3+
+
+    def at_version(self, version: int) -> LeaveGroupResponse:
+        """Below v3 a single member's error becomes the top-level error."""
+        if version >= 3:
+            return self
+        if self.error_code != ErrorCode.NONE or not self.members:
+            return LeaveGroupResponse(self.error_code)
+        return LeaveGroupResponse(self.members[0].error_code)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartitionResponse:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopicResponse:
+    name: str
+    partitions: tuple[CommitPartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    """OffsetCommit has no top-level error: group errors repeat on every partition."""
+
+    topics: tuple[CommitTopicResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResponse:
+    partition_index: int
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1  # v5+
+    metadata: str | None = ""
+    error_code: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopicResponse:
+    name: str
+    partitions: tuple[FetchPartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error_code: ErrorCode  # v2+; below v2 it is copied into every partition
+    topics: tuple[FetchTopicResponse, ...] = ()
+
+    def at_version(self, version: int) -> OffsetFetchResponse:
+        topics = self.topics
+        if version < 5:
+            topics = tuple(
+                FetchTopicResponse(t.name, tuple(_replace_epoch(p) for p in t.partitions)) for t in topics
+            )
+        if version >= 2 or self.error_code == ErrorCode.NONE:
+            return OffsetFetchResponse(self.error_code, topics)
+        return OffsetFetchResponse(
+            ErrorCode.NONE,
+            tuple(
+                FetchTopicResponse(t.name, tuple(FetchPartitionResponse(p.partition_index, error_code=self.error_code) for p in t.partitions))
+                for t in topics
+            ),
+        )
+
+
+def _replace_epoch(partition: FetchPartitionResponse) -> FetchPartitionResponse:
+    return FetchPartitionResponse(partition.partition_index, partition.committed_offset, -1, partition.metadata, partition.error_code)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None  # v4+
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    error_code: ErrorCode
+    group_id: str | None
+    group_state: str
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str  # v4+
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsResponse:
+    error_code: ErrorCode
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletableGroupResult:
+    group_id: str | None
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteGroupsResponse:
+    results: tuple[DeletableGroupResult, ...]
+
+
+Response = (
+    JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
+    | OffsetFetchResponse
+    | DescribeGroupsResponse
+    | ListGroupsResponse
+    | DeleteGroupsResponse
+)

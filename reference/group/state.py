@@ -1,0 +1,208 @@
+"""A classic group and its members, as the coordinator holds them in memory.
+
+Mirrors Kafka 4.x ``ClassicGroup`` / ``ClassicGroupMember``. Members keep join order
+(a dict), which is the order the reference offers to :class:`~reference.choices.Choices`
+where Kafka iterates a hash map.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reference.choices import Choices
+from reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
+from reference.errors import ErrorCode, InvariantViolation
+from reference.group.records import OffsetCommitValue
+from reference.group.requests import Protocol
+from reference.group.responses import JoinGroupMember
+from reference.group.transitions import EMPTY, GroupState, is_allowed
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A request held by the coordinator until it can be answered."""
+
+    request_id: int | str
+    api_version: int
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[Protocol, ...]
+    assignment: bytes = b""
+    awaiting_join: Parked | None = None
+    awaiting_sync: Parked | None = None
+    is_new: bool = False
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def metadata(self, protocol_name: str) -> bytes:
+        for protocol in self.protocols:
+            if protocol.name == protocol_name:
+                return protocol.metadata
+        raise InvariantViolation("SelectedProtocolSupported", f"member {self.member_id} lacks protocol {protocol_name}")
+
+    def matches(self, protocols: tuple[Protocol, ...]) -> bool:
+        """Same names, same order, same metadata bytes (ClassicGroupMember.matches)."""
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        for protocol in self.protocols:
+            if protocol.name in candidates:
+                return protocol.name
+        raise InvariantViolation("SelectedProtocolSupported", f"member {self.member_id} supports none of {sorted(candidates)}")
+
+    def has_satisfied_heartbeat(self) -> bool:
+        """A member waiting on the coordinator is not expired, unless it is new."""
+        if self.is_new:
+            return False
+        return self.awaiting_join is not None or self.awaiting_sync is not None
+
+
+@dataclass(slots=True)
+class Group:
+    group_id: str
+    state: GroupState = EMPTY
+    previous_state: GroupState = EMPTY
+    state_timestamp_ms: int | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    generation_id: int = 0
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    pending_members: dict[str, None] = field(default_factory=dict)  # ids given out by MEMBER_ID_REQUIRED
+    pending_sync: dict[str, None] = field(default_factory=dict)  # members yet to send SyncGroup
+    new_member_added: bool = False
+    # The initial rebalance's delay and extension budget (Kafka's InitialDelayedJoin).
+    in_initial_delay: bool = False
+    initial_delay_ms: int = 0
+    initial_remaining_ms: int = 0
+    # The generation whose leader's assignment is in the members' ``assignment``.
+    assignment_generation: int | None = None
+    offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
+
+    # -- state -----------------------------------------------------------------
+
+    def transition_to(self, target: GroupState, cause: str, now_ms: int) -> None:
+        if not is_allowed(self.state, target, cause):
+            raise InvariantViolation(
+                "ValidTransition", f"group {self.group_id!r}: {self.state} -> {target} caused by {cause} is not in TRANSITIONS"
+            )
+        self.previous_state = self.state
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    # -- membership ------------------------------------------------------------
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.pending_members.pop(member.member_id, None)
+
+    def remove(self, member_id: str, choices: Choices) -> Member | None:
+        """Drop a member or a pending member; a removed leader hands over (ClassicGroup.remove)."""
+        member = self.members.pop(member_id, None)
+        if member is not None and member.group_instance_id is not None:
+            self.static_members.pop(member.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = choices.leader(list(self.members)) if self.members else None
+        self.pending_members.pop(member_id, None)
+        self.pending_sync.pop(member_id, None)
+        return member
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode | None:
+        """UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID, or None for a known member."""
+        if group_instance_id is not None:
+            known = self.static_members.get(group_instance_id)
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+            return None
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def num_awaiting_join(self) -> int:
+        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+
+    def has_all_members_joined(self) -> bool:
+        return not self.pending_members and all(m.awaiting_join is not None for m in self.members.values())
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # -- protocols -------------------------------------------------------------
+
+    def candidate_protocols(self) -> set[str]:
+        """Protocol names every member supports."""
+        members = iter(self.members.values())
+        first = next(members, None)
+        if first is None:
+            return set()
+        candidates = {p.name for p in first.protocols}
+        for member in members:
+            candidates &= {p.name for p in member.protocols}
+        return candidates
+
+    def supports_protocols(self, protocol_type: str, protocols: tuple[Protocol, ...]) -> bool:
+        if self.state == EMPTY:
+            return bool(protocol_type) and bool(protocols)
+        if self.protocol_type != protocol_type:
+            return False
+        candidates = self.candidate_protocols()
+        return any(p.name in candidates for p in protocols)
+
+    def select_protocol(self, choices: Choices) -> str:
+        """Each member votes for its first candidate; most votes wins (ties: Choices)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            name = member.vote(candidates)
+            votes[name] = votes.get(name, 0) + 1
+        best = max(votes.values())
+        return choices.protocol([name for name, count in votes.items() if count == best])
+
+    def leader_members(self) -> tuple[JoinGroupMember, ...]:
+        """What the leader's JoinGroup response lists: every member's chosen metadata."""
+        assert self.protocol_name is not None
+        return tuple(
+            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
+        )
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the consumer members subscribe to; None when unknown (ClassicGroup.computeSubscribedTopics)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        if not self.members:
+            return set()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in self.members.values():
+                topics.update(decode_subscription(member.metadata(self.protocol_name)).topics)
+        except MalformedConsumerProtocol:
+            return None
+        return topics
+

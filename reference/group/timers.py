@@ -1,0 +1,52 @@
+"""Deadlines as state. The coordinator never sleeps: a driver asks
+:meth:`Timers.next_deadline_ms` and sends an event carrying a later ``now_ms``.
+
+Each timer has a key (``("ExpireSession", group_id, member_id)``, ...); scheduling a key
+again replaces its deadline, as Kafka's coordinator timer does. Timers due at the same
+instant fire in the order they were scheduled.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable
+
+
+class Timers:
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Hashable]] = []
+        self._live: dict[Hashable, tuple[int, int]] = {}
+        self._seq = 0
+
+    def schedule(self, key: Hashable, deadline_ms: int) -> None:
+        self._seq += 1
+        self._live[key] = (deadline_ms, self._seq)
+        heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+
+    def cancel(self, key: Hashable) -> None:
+        self._live.pop(key, None)
+
+    def deadline(self, key: Hashable) -> int | None:
+        entry = self._live.get(key)
+        return entry[0] if entry else None
+
+    def _drop_stale(self) -> None:
+        heap = self._heap
+        while heap and self._live.get(heap[0][2]) != (heap[0][0], heap[0][1]):
+            heapq.heappop(heap)
+
+    def next_deadline_ms(self) -> int | None:
+        self._drop_stale()
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now_ms: int) -> tuple[Hashable, int] | None:
+        """The earliest timer due at ``now_ms``, removed, with its deadline; or None."""
+        self._drop_stale()
+        if not self._heap or self._heap[0][0] > now_ms:
+            return None
+        deadline, _, key = heapq.heappop(self._heap)
+        del self._live[key]
+        return key, deadline
+
+    def __len__(self) -> int:
+        return len(self._live)
