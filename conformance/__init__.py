@@ -1,0 +1,1 @@
+"""coordspec's conformance kit and command line."""
