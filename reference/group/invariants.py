@@ -83,11 +83,14 @@ class Monitor:
     """Observes a coordinator (``GroupCoordinator(observer=Monitor())``) and checks every invariant."""
 
     def __init__(self) -> None:
-        self._generations: dict[str, tuple[int, int]] = {}  # group id -> (id(group), generation)
+        # group id -> (the group object, its generation); a deleted and re-created group starts afresh
+        self._generations: dict[str, tuple[Group, int]] = {}
         self._commits: dict[int | str, _CommitContext] = {}
         self._syncs: dict[int | str, SyncGroup] = {}
-        # (group, generation) -> partition -> owner (instance id, or member id for dynamic members)
-        self._owners: dict[tuple[str, int], dict[tuple[str, int], str]] = {}
+        # (group id, incarnation, generation) -> partition -> owner (instance id, or member id)
+        self._owners: dict[tuple[str, int, int], dict[tuple[str, int], str]] = {}
+        # A group deleted and created again restarts at generation 0: count its incarnations.
+        self._incarnations: dict[str, tuple[Group, int]] = {}
         self.steps = 0
 
     def before(self, coordinator: GroupCoordinator, event: Event) -> None:
@@ -114,13 +117,20 @@ class Monitor:
             for check in STATE_CHECKS:
                 check(group)
 
+    def _incarnation(self, group: Group) -> int:
+        known = self._incarnations.get(group.group_id)
+        if known is None or known[0] is not group:
+            known = (group, known[1] + 1 if known else 0)
+            self._incarnations[group.group_id] = known
+        return known[1]
+
     def _check_generation(self, group: Group) -> None:
         seen = self._generations.get(group.group_id)
-        if seen is not None and seen[0] == id(group) and group.generation_id < seen[1]:
+        if seen is not None and seen[0] is group and group.generation_id < seen[1]:
             raise InvariantViolation(
                 "GenerationMonotonic", f"group {group.group_id!r} went from generation {seen[1]} to {group.generation_id}"
             )
-        self._generations[group.group_id] = (id(group), group.generation_id)
+        self._generations[group.group_id] = (group, group.generation_id)
 
     def _check_reply(self, coordinator: GroupCoordinator, reply: Reply) -> None:
         response = reply.response
@@ -144,7 +154,7 @@ class Monitor:
         member = group.members.get(request.member_id)
         if member is not None and member.group_instance_id is not None:
             owner = member.group_instance_id
-        owners = self._owners.setdefault((group.group_id, request.generation_id), {})
+        owners = self._owners.setdefault((group.group_id, self._incarnation(group), request.generation_id), {})
         for topic_partitions in decoded.partitions:
             for partition in topic_partitions.partitions:
                 key = (topic_partitions.topic, partition)
