@@ -454,7 +454,12 @@ def remove_pending_member_quietly(c: GroupCoordinator, group: Group, member_id: 
 
 def remove_current_member(c: GroupCoordinator, group: Group, member_id: str) -> None:
     c.timers.cancel(session_key(group.group_id, member_id))
-    answer_parked_join_unknown(c, group.members[member_id])
+    member = group.members[member_id]
+    answer_parked_join_unknown(c, member)
+    if member.awaiting_sync is not None:
+        # Kafka answers a parked JoinGroup of a leaving member, but not a parked SyncGroup.
+        c.abandon(member.awaiting_sync)
+        member.awaiting_sync = None
     group.remove(member_id, c.choices)
 
 
