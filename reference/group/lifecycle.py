@@ -40,7 +40,7 @@ def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
     """GM-60: members' metadata is shown only while Stable; an unknown group is Dead, not an error."""
     if group_id is None:
         return DescribedGroup(ErrorCode.INVALID_GROUP_ID, group_id, "")
-    if group is None or group.state == DEAD:
+    if group is None or group.state == DEAD or not group.in_log:
         return DescribedGroup(ErrorCode.NONE, group_id, str(DEAD))
     stable = group.state == STABLE
     members = tuple(
@@ -70,7 +70,7 @@ def list_groups(c: GroupCoordinator, req: ListGroups) -> None:
     listed = tuple(
         ListedGroup(g.group_id, g.protocol_type or "", str(g.state))
         for g in c.groups.values()
-        if g.state != DEAD and (not wanted or str(g.state).lower() in wanted)
+        if g.in_log and g.state != DEAD and (not wanted or str(g.state).lower() in wanted)
     )
     c.reply(req, ListGroupsResponse(ErrorCode.NONE, listed))
 

@@ -43,7 +43,7 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
                     group.offsets.pop((key.topic, key.partition), None)
             elif isinstance(value, OffsetCommitValue):
                 if group is None:
-                    group = groups[key.group] = Group(key.group)
+                    group = groups[key.group] = Group(key.group, in_log=True)
                 group.offsets[(key.topic, key.partition)] = value
             else:
                 raise UsageError(f"record {index}: an offset commit key with a {type(value).__name__} value")
@@ -62,6 +62,7 @@ def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) ->
         generation_id=value.generation,
         leader_id=value.leader,
         offsets=dict(offsets),
+        in_log=True,
     )
     for m in value.members:
         member = Member(
@@ -80,6 +81,7 @@ def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) ->
             group.static_members[member.group_instance_id] = member.member_id
     if value.members:
         group.assignment_generation = value.generation
+    group.subscribed_topics = group.compute_subscribed_topics()
     return group
 
 

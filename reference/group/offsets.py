@@ -43,6 +43,7 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
         c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
         return
     group = c.groups.get(req.group_id)
+    created = group is None
     if group is None:
         if req.generation_id >= 0:
             # GM-50: v9 names the missing group; older versions keep ILLEGAL_GENERATION.
@@ -84,6 +85,8 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
 
     def on_written(append_error: ErrorCode) -> None:
         if append_error != ErrorCode.NONE:
+            if created and c.groups.get(group.group_id) is group and not group.in_log:
+                c.drop_group(group.group_id)  # Kafka reverts the group the failed write created
             c.reply(req, commit_error_response(req, append_error_to_response_error(append_error)))
             return
         apply_offset_records(c, accepted)
@@ -162,7 +165,7 @@ def expiration_base(group: Group) -> str | None:
         return "commit"
     if group.state == EMPTY:
         return "empty"
-    if group.protocol_type == "consumer" and group.state == STABLE and group.subscribed_topics() is not None:
+    if group.protocol_type == "consumer" and group.state == STABLE and group.subscribed_topics is not None:
         return "commit"
     return None
 
@@ -174,7 +177,7 @@ def expired_offset_keys(c: GroupCoordinator, group: Group) -> tuple[list[tuple[s
     base = expiration_base(group)
     if base is None:
         return [], False
-    subscribed = group.subscribed_topics() or set()
+    subscribed = group.subscribed_topics or set()
     expired = []
     all_expired = True
     for (topic, partition), value in group.offsets.items():

@@ -183,6 +183,7 @@ def init_next_generation(c: GroupCoordinator, group: Group) -> None:
     else:
         group.protocol_name = None
         group.transition_to(EMPTY, "CompleteJoin", c.now_ms)
+    group.subscribed_topics = group.compute_subscribed_topics()
     group.assignment_generation = None
     group.pending_sync.clear()
 

@@ -85,10 +85,15 @@ class Group:
     pending_members: dict[str, None] = field(default_factory=dict)  # ids given out by MEMBER_ID_REQUIRED
     pending_sync: dict[str, None] = field(default_factory=dict)  # members yet to send SyncGroup
     new_member_added: bool = False
+    # Whether a write naming this group has completed: Describe/ListGroups read only
+    # groups that exist in the committed log, as Kafka reads them at the committed offset.
+    in_log: bool = False
     # The initial rebalance's delay and extension budget (Kafka's InitialDelayedJoin).
     in_initial_delay: bool = False
     initial_delay_ms: int = 0
     initial_remaining_ms: int = 0
+    # Topics the consumer members subscribed to when this generation formed (None: unknown).
+    subscribed_topics: set[str] | None = None
     # The generation whose leader's assignment is in the members' ``assignment``.
     assignment_generation: int | None = None
     offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
@@ -190,7 +195,7 @@ class Group:
             JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
         )
 
-    def subscribed_topics(self) -> set[str] | None:
+    def compute_subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to; None when unknown (ClassicGroup.computeSubscribedTopics)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
