@@ -73,6 +73,13 @@ _HANDLERS: dict[type, Callable] = {
 }
 
 
+def _group_ids(request: Request) -> tuple[str, ...]:
+    group_id = getattr(request, "group_id", None)
+    if group_id is not None:
+        return (group_id,)
+    return tuple(g for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ()) if g is not None)
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -92,41 +99,47 @@ class GroupCoordinator:
         self.complete_appends = complete_appends
         self.appends_issued = 0
         self._observer = observer
-        self._pending_appends: dict[int, OnWritten | None] = {}
+        self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
+        # Groups the current step may have changed, for observers that check invariants.
+        self.touched_groups: set[str] = set()
         self.timers.schedule(lifecycle.RETENTION_TIMER, now_ms + self.config.offsets_retention_check_interval_ms)
 
     # -- driving -------------------------------------------------------------------
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event; return the effects it caused, in order."""
-        if not isinstance(event, (Request, Tick, AppendCompleted, LoadGroups, UnloadGroups)):
+        handler = _HANDLERS.get(type(event))
+        if handler is None and not isinstance(event, (Tick, AppendCompleted, LoadGroups, UnloadGroups)):
             raise UsageError(f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event")
-        if event.now_ms < self.now_ms:
-            raise UsageError(
-                f"{type(event).__name__}: now_ms {event.now_ms} is before the coordinator's time {self.now_ms}"
-            )
-        if isinstance(event, Request) and event.request_id in self._open_requests:
+        now_ms = event.now_ms
+        if now_ms < self.now_ms:
+            raise UsageError(f"{type(event).__name__}: now_ms {now_ms} is before the coordinator's time {self.now_ms}")
+        if handler is not None and event.request_id in self._open_requests:
             raise UsageError(f"{event.api}: request_id {event.request_id!r} is still awaiting its reply")
         self._effects = []
-        self._fire_timers(event.now_ms)
-        self.now_ms = event.now_ms
+        self.touched_groups = set()
+        self._fire_timers(now_ms)
+        self.now_ms = now_ms
         if self._observer is not None:
             self._observer.before(self, event)
-        if isinstance(event, AppendCompleted):
+        if handler is not None:
+            self.cause = type(event).__name__
+            self._open_requests.add(event.request_id)
+            self.touched_groups.update(_group_ids(event))
+            handler(self, event)
+            self._complete_own_appends()
+        elif isinstance(event, AppendCompleted):
             self._complete_append(event.append_id, event.error, "AppendCompleted")
         elif isinstance(event, LoadGroups):
             self._load(event.records)
+            self.touched_groups.update(self.groups)
         elif isinstance(event, UnloadGroups):
             self._unload()
-        elif isinstance(event, Request):
-            self.cause = event.api
-            self._open_requests.add(event.request_id)
-            _HANDLERS[type(event)](self, event)
-            self._complete_own_appends()
-        self._fire_timers(event.now_ms)
+            self.touched_groups.update(self.groups)
+        self._fire_timers(now_ms)
         effects, self._effects = self._effects, []
         if self._observer is not None:
             self._observer.after(self, event, effects)
@@ -151,8 +164,10 @@ class GroupCoordinator:
     def _fire(self, key: tuple) -> None:
         kind = key[0]
         if kind == "ExpireOffsets":
+            self.touched_groups.update(self.groups)
             lifecycle.sweep_expired_offsets(self)
             return
+        self.touched_groups.add(key[1])
         group = self.groups.get(key[1])
         if group is None:
             return
@@ -167,6 +182,8 @@ class GroupCoordinator:
 
     def _load(self, records: tuple[Record, ...]) -> None:
         self.cause = "LoadGroups"
+        if self.timers.deadline(lifecycle.RETENTION_TIMER) is None:
+            self.timers.schedule(lifecycle.RETENTION_TIMER, self.now_ms + self.config.offsets_retention_check_interval_ms)
         for group_id, group in loader.replay(records).items():
             if group_id in self.groups:
                 raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
@@ -176,6 +193,7 @@ class GroupCoordinator:
     def _unload(self) -> None:
         """GM-43: parked requests learn that this broker is no longer the coordinator."""
         self.cause = "UnloadGroups"
+        self.timers.cancel(lifecycle.RETENTION_TIMER)
         for group in self.groups.values():
             for member in group.members.values():
                 if member.awaiting_join is not None:
@@ -211,7 +229,7 @@ class GroupCoordinator:
         """Append records; ``on_written`` runs when the driver (or we) report the outcome."""
         self.appends_issued += 1
         append_id = self.appends_issued
-        self._pending_appends[append_id] = on_written
+        self._pending_appends[append_id] = (group_id, on_written)
         self._effects.append(AppendRecords(append_id, group_id, records))
         if self.complete_appends:
             self._unwritten.append(append_id)
@@ -223,8 +241,12 @@ class GroupCoordinator:
     def _complete_append(self, append_id: int, error: ErrorCode, cause: str) -> None:
         if append_id not in self._pending_appends:
             raise UsageError(f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})")
-        on_written = self._pending_appends.pop(append_id)
+        group_id, on_written = self._pending_appends.pop(append_id)
         self.cause = cause
+        self.touched_groups.add(group_id)
+        group = self.groups.get(group_id)
+        if error == ErrorCode.NONE and group is not None:
+            group.in_log = True
         if on_written is not None:
             on_written(error)
         self._complete_own_appends()
@@ -235,7 +257,15 @@ class GroupCoordinator:
         return group
 
     def drop_group(self, group_id: str) -> None:
-        self._cancel_timers(self.groups.pop(group_id))
+        """Forget a group. Requests still parked in it are orphaned, as when Kafka reverts
+        a group whose creating write failed: they get no reply."""
+        group = self.groups.pop(group_id)
+        for member in group.members.values():
+            for parked in (member.awaiting_join, member.awaiting_sync):
+                if parked is not None:
+                    self.abandon(parked)
+            member.awaiting_join = member.awaiting_sync = None
+        self._cancel_timers(group)
 
     def _cancel_timers(self, group: Group) -> None:
         for member_id in list(group.members) + list(group.pending_members):

@@ -112,7 +112,10 @@ class Monitor:
         for effect in effects:
             if isinstance(effect, Reply):
                 self._check_reply(coordinator, effect)
-        for group in coordinator.groups.values():
+        for group_id in coordinator.touched_groups:
+            group = coordinator.groups.get(group_id)
+            if group is None:
+                continue
             self._check_generation(group)
             for check in STATE_CHECKS:
                 check(group)

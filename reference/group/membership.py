@@ -23,6 +23,7 @@ from reference.group.rebalance import (
     session_key,
     set_and_propagate_assignment,
 )
+from reference.group.records import GroupMetadataKey, GroupMetadataValue, Record
 from reference.group.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
 from reference.group.responses import (
     HeartbeatResponse,
@@ -66,19 +67,27 @@ def join_group(c: GroupCoordinator, req: JoinGroup) -> None:
     else:
         join_existing_member(c, group, req)
     if created and c.appends_issued == writes_before:
-        # Kafka 4.x commits a newly created group to the log with an empty snapshot; if that
-        # fails, a join still parked learns the error.
-        c.write(group.group_id, (group_metadata_record(c, group, {}),), new_group_written(c, group, req))
+        # GM-2: Kafka 4.x commits a newly created group to the log as an empty group.
+        c.write(group.group_id, (empty_group_record(group),), new_group_written(c, group, req))
+
+
+def empty_group_record(group: Group) -> Record:
+    timestamp = group.state_timestamp_ms if group.state_timestamp_ms is not None else -1
+    return Record(GroupMetadataKey(group.group_id), GroupMetadataValue("", 0, None, None, timestamp, ()))
 
 
 def new_group_written(c: GroupCoordinator, group: Group, req: JoinGroup):
+    """If the new group cannot be written it is gone again (Kafka reverts its snapshot);
+    a join still parked in it learns the error."""
+
     def on_written(error: ErrorCode) -> None:
-        if error == ErrorCode.NONE:
+        if error == ErrorCode.NONE or c.groups.get(group.group_id) is not group:
             return
         for member in group.members.values():
             if member.awaiting_join is not None and member.awaiting_join.request_id == req.request_id:
                 c.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(append_error_to_response_error(error)))
                 member.awaiting_join = None
+        c.drop_group(group.group_id)
 
     return on_written
 
@@ -104,10 +113,7 @@ def join_new_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
     instance_id = req.group_instance_id
     member_id = c.choices.member_id(instance_id if instance_id is not None else req.client_id)
     if instance_id is not None:
-        if instance_id in group.static_members and group.state == EMPTY:
-            # An Empty group has no members to replace; Kafka fails this internally.
-            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=""))
-        elif instance_id in group.static_members:
+        if instance_id in group.static_members:
             update_static_member_then_rebalance_or_complete_join(c, group, req, member_id)
         else:
             add_member_then_rebalance_or_complete_join(c, group, req, member_id)
@@ -130,8 +136,9 @@ def join_existing_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> N
         return
     if member_id in group.pending_members:
         if req.group_instance_id is not None:
-            # Pending ids are only handed to dynamic members; Kafka fails this internally.
-            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, member_id=member_id))
+            # Pending ids are only handed to dynamic members; Kafka fails this internally,
+            # and the service answers with the error alone.
+            c.reply(req, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR))
             return
         add_member_then_rebalance_or_complete_join(c, group, req, member_id)
         return
@@ -262,7 +269,7 @@ def persist_static_replacement(
 
     def on_written(error: ErrorCode) -> None:
         parked = new_member.awaiting_join
-        if parked is None:
+        if parked is None or c.groups.get(group.group_id) is not group:
             return
         if error != ErrorCode.NONE:
             new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms = old_settings
@@ -364,7 +371,7 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
     generation = req.generation_id
 
     def on_written(error: ErrorCode) -> None:
-        if group.state != COMPLETING or group.generation_id != generation:
+        if c.groups.get(group.group_id) is not group or group.state != COMPLETING or group.generation_id != generation:
             return
         if error != ErrorCode.NONE:
             reset_and_propagate_assignment_with_error(c, group, append_error_to_response_error(error))

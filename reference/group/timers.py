@@ -41,8 +41,11 @@ class Timers:
 
     def pop_due(self, now_ms: int) -> tuple[Hashable, int] | None:
         """The earliest timer due at ``now_ms``, removed, with its deadline; or None."""
+        heap = self._heap
+        if not heap or heap[0][0] > now_ms:
+            return None  # the common case, and stale entries beyond now_ms can wait
         self._drop_stale()
-        if not self._heap or self._heap[0][0] > now_ms:
+        if not heap or heap[0][0] > now_ms:
             return None
         deadline, _, key = heapq.heappop(self._heap)
         del self._live[key]
