@@ -7,6 +7,7 @@ Validation runs in Kafka 4.x's order (GroupCoordinatorService checks first, then
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from reference.errors import ErrorCode, append_error_to_response_error
@@ -235,17 +236,8 @@ def replace_static_member(c: GroupCoordinator, group: Group, instance_id: str, o
         c.reply_parked(old.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
     if old.awaiting_sync is not None:
         c.reply_parked(old.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
-    new = Member(
-        member_id=new_member_id,
-        group_instance_id=old.group_instance_id,
-        client_id=old.client_id,
-        client_host=old.client_host,
-        rebalance_timeout_ms=old.rebalance_timeout_ms,
-        session_timeout_ms=old.session_timeout_ms,
-        protocol_type=old.protocol_type,
-        protocols=old.protocols,
-        assignment=old.assignment,
-    )
+    # The new id inherits everything but the parked requests (which were just fenced).
+    new = dataclasses.replace(old, member_id=new_member_id, awaiting_join=None, awaiting_sync=None, is_new=False)
     group.members[new_member_id] = new
     if group.leader_id == old_member_id:
         group.leader_id = new_member_id
