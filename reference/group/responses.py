@@ -7,6 +7,7 @@ broker's decoded response with the reference's is a plain equality.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from reference.errors import ErrorCode
@@ -169,6 +170,18 @@ class DescribedGroup:
 class DescribeGroupsResponse:
     groups: tuple[DescribedGroup, ...]
 
+    def at_version(self, version: int) -> DescribeGroupsResponse:
+        """Members carry their group instance id from v4."""
+        if version >= 4:
+            return self
+        return DescribeGroupsResponse(
+            tuple(
+                DescribedGroup(g.error_code, g.group_id, g.group_state, g.protocol_type, g.protocol_data,
+                               tuple(dataclasses.replace(m, group_instance_id=None) for m in g.members))
+                for g in self.groups
+            )
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ListedGroup:
@@ -181,6 +194,12 @@ class ListedGroup:
 class ListGroupsResponse:
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...] = ()
+
+    def at_version(self, version: int) -> ListGroupsResponse:
+        """Groups carry their state from v4."""
+        if version >= 4:
+            return self
+        return ListGroupsResponse(self.error_code, tuple(ListedGroup(g.group_id, g.protocol_type, "") for g in self.groups))
 
 
 @dataclass(frozen=True, slots=True)
