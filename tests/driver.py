@@ -6,6 +6,9 @@ GroupMetadataManagerTestContext so Kafka's coordinator tests port step by step.
     assert join.error == ErrorCode.MEMBER_ID_REQUIRED
     d.sleep(3000)                                   # timers due by then fire, each at its deadline
 
+Kafka's own test helpers built on the context (joinClassicGroupAsDynamicMemberAndCompleteJoin,
+staticMembersJoinAndRebalance, createClassicGroup, ...) are ported in tests/kafka_context.py.
+
 Every step is checked by the invariant Monitor. Appends complete on their own unless
 the driver is built with ``complete_appends=False``; then ``d.complete(append, error)``.
 
@@ -198,51 +201,3 @@ class Driver:
 
     def group(self, group_id: str = GROUP_ID) -> Group:
         return self.coordinator.group(group_id)
-
-    # -- Kafka's test helpers -----------------------------------------------------------
-
-    def join_dynamic_and_complete_join(self, *, group_id: str = GROUP_ID, session_timeout_ms: int = 500,
-                                       rebalance_timeout_ms: int = 500, protocol_names=("range",)) -> Pending:
-        """joinClassicGroupAsDynamicMemberAndCompleteJoin: v4 two-step join, then the initial delay."""
-        first = self.join(version=4, group_id=group_id, session_timeout_ms=session_timeout_ms,
-                          rebalance_timeout_ms=rebalance_timeout_ms, protocol_names=protocol_names)
-        assert first.error == ErrorCode.MEMBER_ID_REQUIRED
-        second = self.join(first.response.member_id, version=4, group_id=group_id, session_timeout_ms=session_timeout_ms,
-                           rebalance_timeout_ms=rebalance_timeout_ms, protocol_names=protocol_names)
-        assert not second.done
-        self.sleep(self.coordinator.config.initial_rebalance_delay_ms)
-        assert second.done and second.error == ErrorCode.NONE
-        return second
-
-    def join_dynamic_and_complete_rebalance(self, *, group_id: str = GROUP_ID) -> Pending:
-        """joinClassicGroupAsDynamicMemberAndCompleteRebalance: one member, Stable at generation 1."""
-        join = self.join_dynamic_and_complete_join(group_id=group_id, session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
-        assert join.response.generation_id == 1
-        sync = self.sync(join.response.member_id, 1, group_id=group_id)
-        assert sync.error == ErrorCode.NONE
-        assert str(self.group(group_id).state) == "Stable"
-        return join
-
-    def static_members_join_and_rebalance(self, *, leader_instance: str = "leader-instance-id",
-                                          follower_instance: str = "follower-instance-id",
-                                          rebalance_timeout_ms: int = 10_000, session_timeout_ms: int = 5_000) -> dict:
-        """staticMembersJoinAndRebalance: two static members, Stable at generation 1,
-        leader assignment [1], follower assignment [2]."""
-        # v5 is the first version that carries group.instance.id (Kafka's harness uses v3 and skips that check).
-        kw = dict(version=5, protocol_names=("range", "roundrobin"), rebalance_timeout_ms=rebalance_timeout_ms,
-                  session_timeout_ms=session_timeout_ms)
-        leader = self.join(group_instance_id=leader_instance, **kw)
-        follower = self.join(group_instance_id=follower_instance, **kw)
-        assert not leader.done and not follower.done
-        self.sleep(3_000)
-        self.sleep(3_000)
-        assert leader.error == ErrorCode.NONE and follower.error == ErrorCode.NONE
-        leader_id, follower_id = leader.response.member_id, follower.response.member_id
-        assert leader.response.generation_id == 1
-        sync = self.sync(leader_id, 1, group_instance_id=leader_instance,
-                         assignments={leader_id: b"\x01", follower_id: b"\x02"})
-        assert sync.error == ErrorCode.NONE
-        follower_sync = self.sync(follower_id, 1, group_instance_id=follower_instance)
-        assert follower_sync.error == ErrorCode.NONE and follower_sync.response.assignment == b"\x02"
-        return {"generation_id": 1, "leader_id": leader_id, "follower_id": follower_id,
-                "leader_assignment": b"\x01", "follower_assignment": b"\x02"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from driver import Driver
+from kafka_context import join_dynamic_and_complete_join, join_dynamic_and_complete_rebalance
 
 from reference.errors import ErrorCode, UsageError
 from reference.group import (
@@ -55,7 +56,7 @@ def test_null_group_id_is_invalid_for_offsets():
 
 def test_negative_generation_and_unknown_members_are_answered_not_raised():
     d = Driver()
-    join = d.join_dynamic_and_complete_join()
+    join = join_dynamic_and_complete_join(d, check_records=False)
     member = join.response.member_id
     assert d.sync(member, -5).error == ErrorCode.ILLEGAL_GENERATION
     assert d.heartbeat("nobody", 1).error == ErrorCode.UNKNOWN_MEMBER_ID
@@ -64,7 +65,7 @@ def test_negative_generation_and_unknown_members_are_answered_not_raised():
 
 def test_sync_v5_without_protocol_type_or_name_is_inconsistent():
     d = Driver()
-    join = d.join_dynamic_and_complete_join()
+    join = join_dynamic_and_complete_join(d, check_records=False)
     sync = d.sync(join.response.member_id, 1, protocol_type=None)
     assert sync.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     # Below v5 the fields do not exist, and the same sync is accepted.
@@ -126,7 +127,7 @@ def test_handle_rejects_what_is_not_an_event():
 
 def test_unknown_group_lookup_names_the_known_groups():
     d = Driver()
-    d.join_dynamic_and_complete_join()
+    join_dynamic_and_complete_join(d, check_records=False)
     with pytest.raises(UsageError, match=r"no group 'other' \(groups: \['group-id'\]\)"):
         d.group("other")
 
@@ -139,6 +140,16 @@ def test_loading_a_malformed_record_names_it():
 
 def test_loading_a_group_twice_is_a_usage_error():
     d = Driver()
-    d.join_dynamic_and_complete_rebalance()
+    join_dynamic_and_complete_rebalance(d, create_group=False)
     with pytest.raises(UsageError, match="group 'group-id' is already loaded"):
         d.load(d.log)
+
+
+def test_describe_and_list_below_v4_carry_no_instance_ids_or_states():
+    d = Driver()
+    d.join(version=5, group_instance_id="i", session_timeout_ms=10_000)
+    old, new = d.describe("group-id", version=3), d.describe("group-id", version=4)
+    assert old.response.groups[0].members[0].group_instance_id is None
+    assert new.response.groups[0].members[0].group_instance_id == "i"
+    assert d.list_groups(version=3).response.groups[0].group_state == ""
+    assert d.list_groups(version=4).response.groups[0].group_state == "PreparingRebalance"

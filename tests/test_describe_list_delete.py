@@ -19,8 +19,14 @@ Skipped Kafka tests:
 from __future__ import annotations
 
 from driver import GROUP_ID, Driver, kafka_test_config
+from kafka_context import (
+    group_tombstone,
+    join_dynamic_and_complete_join,
+    join_dynamic_and_complete_rebalance,
+    offset_tombstone,
+)
 from reference.errors import ErrorCode
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, Record
+from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
 from reference.group.responses import (
     DeletableGroupResult,
     DescribedGroup,
@@ -52,14 +58,6 @@ def dead(group_id: str) -> DescribedGroup:
     return DescribedGroup(ErrorCode.NONE, group_id, "Dead", "", "", ())
 
 
-def offset_tombstone(group: str, topic: str, partition: int) -> Record:
-    return Record(OffsetCommitKey(group, topic, partition), None)
-
-
-def group_tombstone(group: str) -> Record:
-    return Record(GroupMetadataKey(group), None)
-
-
 def results(pending) -> dict[str | None, ErrorCode]:
     """DeleteGroups results by group id (Kafka orders them by partition; the order is not asserted)."""
     out = {r.group_id: r.error_code for r in pending.response.results}
@@ -69,7 +67,7 @@ def results(pending) -> dict[str | None, ErrorCode]:
 
 def empty_group(d: Driver, group_id: str = GROUP_ID) -> None:
     """A classic group that had a member and is Empty again, without offsets."""
-    member_id = d.join_dynamic_and_complete_rebalance(group_id=group_id).response.member_id
+    member_id = join_dynamic_and_complete_rebalance(d, group_id=group_id, create_group=False).response.member_id
     assert d.leave(member_id, group_id=group_id).error == ErrorCode.NONE
     assert str(d.group(group_id).state) == "Empty"
 
@@ -130,7 +128,7 @@ def test_describe_and_list_read_the_last_committed_state():
 def test_describe_dead_group_after_unload():
     """A group this coordinator no longer leads is described as Dead."""
     d = Driver()
-    d.join_dynamic_and_complete_rebalance()
+    join_dynamic_and_complete_rebalance(d, create_group=False)
     d.unload()
     assert d.describe(GROUP_ID).response == DescribeGroupsResponse((dead(GROUP_ID),))
     assert d.list_groups().response == ListGroupsResponse(ErrorCode.NONE, ())
@@ -139,7 +137,7 @@ def test_describe_dead_group_after_unload():
 def test_describe_group_completing_rebalance_shows_assignment_without_metadata():
     """CompletingRebalance: protocolData "" and no member metadata (describeGroups' non-Stable branch)."""
     d = Driver()
-    join = d.join_dynamic_and_complete_join()
+    join = join_dynamic_and_complete_join(d, check_records=False)
     described = d.describe(GROUP_ID).response.groups[0]
     assert described == DescribedGroup(ErrorCode.NONE, GROUP_ID, "CompletingRebalance", "consumer", "", (
         DescribedMember(join.response.member_id, None, "client", "/127.0.0.1", b"", b""),
@@ -165,8 +163,9 @@ def test_list_groups():
 def test_list_groups_reports_each_state():
     """ListGroups lists every classic group with its protocol type and state; filters are case-insensitive."""
     d = Driver()
-    d.join_dynamic_and_complete_rebalance(group_id="stable")
-    d.join_dynamic_and_complete_join(group_id="completing", session_timeout_ms=600_000, rebalance_timeout_ms=600_000)
+    join_dynamic_and_complete_rebalance(d, group_id="stable", create_group=False)
+    join_dynamic_and_complete_join(d, group_id="completing", session_timeout_ms=600_000, rebalance_timeout_ms=600_000,
+                                   check_records=False)
     d.join(group_id="preparing", version=3)
     d.commit({("t", 0): 1}, group_id="simple")
     groups = {g.group_id: g for g in d.list_groups().response.groups}
@@ -269,7 +268,7 @@ def test_validate_delete_group():
 def test_delete_empty_group_removes_it_and_its_offsets():
     """An Empty group is deleted with its offsets: offset tombstones, then the group tombstone."""
     d = Driver()
-    member_id = d.join_dynamic_and_complete_rebalance().response.member_id
+    member_id = join_dynamic_and_complete_rebalance(d, create_group=False).response.member_id
     d.commit({("foo", 0): 1, ("foo", 1): 2, ("bar", 0): 3}, group_id=GROUP_ID, member_id=member_id, generation_id=1)
     assert d.leave(member_id).error == ErrorCode.NONE
     delete = d.delete(GROUP_ID)
@@ -289,7 +288,7 @@ def test_delete_group_mixed_results():
     """One request: deletable, non-empty, unknown and null ids each get their own result."""
     d = Driver()
     d.commit({("t", 0): 1}, group_id="simple")
-    d.join_dynamic_and_complete_rebalance(group_id="busy")
+    join_dynamic_and_complete_rebalance(d, group_id="busy", create_group=False)
     delete = d.delete("simple", "busy", "missing", None)
     assert results(delete) == {"simple": ErrorCode.NONE, "busy": ErrorCode.NON_EMPTY_GROUP,
                                "missing": ErrorCode.GROUP_ID_NOT_FOUND, None: ErrorCode.INVALID_GROUP_ID}

@@ -2,21 +2,23 @@
 
 Source: apache/kafka 1eb7644349cb07139d6a3c1ad1986979647cac99,
 group-coordinator/src/test/java/org/apache/kafka/coordinator/group/GroupMetadataManagerTest.java.
-Helpers and porting conventions: see the top of test_sync.py. Kafka's heartbeat errors that the
-manager *throws* (UnknownMemberIdException, IllegalGenerationException, ...) are the response's
-error code here, as the service layer converts them.
+Kafka's test helpers are in tests/kafka_context.py; porting conventions: see the docstring of
+test_sync.py. Kafka's heartbeat errors that the manager *throws* (UnknownMemberIdException,
+IllegalGenerationException, ...) are the response's error code here, as the service layer
+converts them.
 """
 
 from __future__ import annotations
 
-from test_sync import (
+from kafka_context import (
     LATEST_JOIN,
+    STATIC_JOIN_V3_FLAGS,
     assert_no_or_empty_result,
     complete_appends,
     create_classic_group,
+    join_and_complete_join,
     join_dynamic_and_complete_join,
     join_dynamic_and_complete_rebalance,
-    join_static_and_complete_join,
     new_driver,
     static_members_join_and_rebalance,
     verify_session_expiration,
@@ -66,7 +68,7 @@ def test_heartbeat_empty_group():
 def test_heartbeat_unknown_member_existing_group():
     """Kafka: GroupMetadataManagerTest.testHeartbeatUnknownMemberExistingGroup"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
 
     heartbeat = d.heartbeat("unknown-member-id", leader.generation_id)
     assert heartbeat.error == ErrorCode.UNKNOWN_MEMBER_ID
@@ -94,7 +96,7 @@ def test_heartbeat_during_completing_rebalance():
     """Kafka: GroupMetadataManagerTest.testHeartbeatDuringCompletingRebalance"""
     d = new_driver()
     create_classic_group(d)
-    leader = join_dynamic_and_complete_join(d)
+    leader = join_dynamic_and_complete_join(d).response
     assert leader.generation_id == 1
     assert d.group().state == COMPLETING
 
@@ -105,7 +107,7 @@ def test_heartbeat_during_completing_rebalance():
 def test_heartbeat_illegal_generation():
     """Kafka: GroupMetadataManagerTest.testHeartbeatIllegalGeneration"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
 
     heartbeat = d.heartbeat(leader.member_id, leader.generation_id + 1)
     assert heartbeat.error == ErrorCode.ILLEGAL_GENERATION
@@ -114,7 +116,7 @@ def test_heartbeat_illegal_generation():
 def test_valid_heartbeat():
     """Kafka: GroupMetadataManagerTest.testValidHeartbeat"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
 
     heartbeat = d.heartbeat(leader.member_id, leader.generation_id)
     assert heartbeat.error == ErrorCode.NONE
@@ -123,7 +125,7 @@ def test_valid_heartbeat():
 def test_classic_group_member_session_timeout():
     """Kafka: GroupMetadataManagerTest.testClassicGroupMemberSessionTimeout"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
 
     # Advance clock by session timeout to kick member out.
     verify_session_expiration(d, 5_000)
@@ -135,7 +137,7 @@ def test_classic_group_member_session_timeout():
 def test_classic_group_member_heartbeat_maintains_session():
     """Kafka: GroupMetadataManagerTest.testClassicGroupMemberHeartbeatMaintainsSession"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
 
     # Advance clock by 1/2 of session timeout.
     assert_no_or_empty_result(d.sleep(2_500))
@@ -150,7 +152,7 @@ def test_classic_group_member_heartbeat_maintains_session():
 def test_classic_group_member_session_timeout_during_rebalance():
     """Kafka: GroupMetadataManagerTest.testClassicGroupMemberSessionTimeoutDuringRebalance"""
     d = new_driver()
-    leader = join_dynamic_and_complete_rebalance(d)
+    leader = join_dynamic_and_complete_rebalance(d).response
     group = d.group()
 
     # Add a new member. This should trigger a rebalance. The new member has the new-member join
@@ -186,7 +188,8 @@ def test_rebalance_completes_before_member_joins():
     group = d.group()
 
     # Create a group with a single (static) member.
-    leader = join_static_and_complete_join(d, "leader-instance-id", rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id",
+                                    rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
     first_member_id = leader.member_id
     first_generation_id = leader.generation_id
     assert first_generation_id == 1
@@ -276,7 +279,7 @@ def test_heartbeat_during_rebalance_causes_rebalance_in_progress():
 
     # First start up a group (with a slightly larger timeout to give us time to heartbeat when the
     # rebalance starts).
-    leader = join_dynamic_and_complete_join(d, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader = join_dynamic_and_complete_join(d, rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
     assert leader.generation_id == 1
     assert d.group().state == COMPLETING
 
@@ -293,17 +296,17 @@ def test_heartbeat_during_rebalance_causes_rebalance_in_progress():
 def test_static_member_heartbeat_leader_with_invalid_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberHeartbeatLeaderWithInvalidMemberId"""
     d = new_driver()
-    result = static_members_join_and_rebalance(d)
+    result = static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
-    sync = d.sync(result["leader_id"], result["generation_id"], group_instance_id="leader-instance-id")
+    sync = d.sync(result.leader_id, result.generation_id, group_instance_id="leader-instance-id")
     assert sync.records == []
     assert sync.done
     assert sync.error == ErrorCode.NONE
 
-    heartbeat = d.heartbeat(result["leader_id"], result["generation_id"])
+    heartbeat = d.heartbeat(result.leader_id, result.generation_id)
     assert heartbeat.error == ErrorCode.NONE
 
-    heartbeat = d.heartbeat("invalid-member-id", result["generation_id"], group_instance_id="leader-instance-id")
+    heartbeat = d.heartbeat("invalid-member-id", result.generation_id, group_instance_id="leader-instance-id")
     assert heartbeat.error == ErrorCode.FENCED_INSTANCE_ID
 
 
@@ -314,7 +317,8 @@ def test_second_member_partially_join_and_timeout():
     group = d.group()
 
     # Create a group with a single member.
-    leader = join_static_and_complete_join(d, "leader-instance-id", rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id",
+                                    rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
     first_member_id = leader.member_id
     first_generation_id = leader.generation_id
     assert first_generation_id == 1

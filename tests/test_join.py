@@ -18,90 +18,38 @@ Porting conventions:
 * Kafka's ``group.transitionTo(STABLE)`` is reached with the leader's SyncGroup; DEAD with
   an unload (the only way a coordinator's group becomes Dead).
 * "throws X" in Kafka becomes the error X in the response (GroupCoordinatorService converts).
+* Kafka's test helpers (createClassicGroup, joinClassicGroupAsDynamicMemberAndCompleteJoin,
+  verifySessionExpiration, ...) are in tests/kafka_context.py.
 """
 
 from __future__ import annotations
 
 from driver import GROUP_ID, LATEST, Driver, kafka_test_config, protocols
+from kafka_context import (
+    STATIC_V3,
+    create_classic_group,
+    due_timers,
+    empty_group_record,
+    force_stable,
+    join_and_complete_join,
+    join_deadline,
+    join_dynamic_and_complete_join,
+    metadata_of,
+    verify_join_responses,
+    verify_session_expiration,
+)
 
 from reference.errors import ErrorCode, append_error_to_response_error
 from reference.group import GroupState
-from reference.group.rebalance import join_key, session_key
+from reference.group.rebalance import session_key
 from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
 from reference.group.responses import JoinGroupResponse
 
-STATIC_V3 = 7  # see the module docstring
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
-
-
-# -- helpers mirroring GroupMetadataManagerTestContext ------------------------------------------
-
-
-def create_group(driver: Driver, group_id: str = GROUP_ID):
-    """createClassicGroup: an Empty group at generation 0, no members."""
-    driver.load([Record(GroupMetadataKey(group_id), GroupMetadataValue("", 0, None, None, driver.now_ms, ()))])
-    group = driver.group(group_id)
-    assert group.state == GroupState.EMPTY and not group.members and group.generation_id == 0
-    return group
-
-
-def force_stable(driver: Driver, leader_id: str, generation: int, group_instance_id: str | None = None) -> None:
-    """Kafka's ``group.transitionTo(STABLE)``: here the leader's SyncGroup (no assignment) gets the group there."""
-    sync = driver.sync(leader_id, generation, group_instance_id=group_instance_id)
-    for append in list(driver.appends):
-        if not driver.coordinator.complete_appends:
-            driver.complete(append)
-    assert sync.error == ErrorCode.NONE
-    assert driver.group().state == GroupState.STABLE
-
-
-def join_and_complete_join(driver: Driver, *, version: int, advance_ms: int = 3_000, **fields):
-    """joinClassicGroupAndCompleteJoin for a static member or a v3 join: one join, then sleep."""
-    join = driver.join(version=version, **fields)
-    driver.sleep(advance_ms)
-    assert join.done and join.error == ErrorCode.NONE
-    return join
 
 
 def awaiting_join(group) -> int:
     return sum(1 for m in group.members.values() if m.awaiting_join is not None)
-
-
-def join_errors(joins) -> list[ErrorCode]:
-    return [j.error for j in joins]
-
-
-def verify_join_responses(joins, expected_success: int, expected_failure: ErrorCode) -> list[str]:
-    """verifyClassicGroupJoinResponses: every join answered; the failures all carry one error."""
-    assert all(j.done for j in joins)
-    assert sum(1 for j in joins if j.error == ErrorCode.NONE) == expected_success
-    assert all(j.error in (ErrorCode.NONE, expected_failure) for j in joins)
-    return [j.response.member_id for j in joins]
-
-
-def due_timers(driver: Driver, ms: int) -> set:
-    """The group timers that expire within the next ``ms`` (the keys Kafka's sleep would return)."""
-    deadline = driver.now_ms + ms
-    return {key for key, (at, _) in driver.coordinator.timers._live.items() if at <= deadline and key[0] != "ExpireOffsets"}
-
-
-def empty_group_record(group_id: str, generation: int, timestamp: int, protocol_type: str = "consumer") -> Record:
-    return Record(GroupMetadataKey(group_id), GroupMetadataValue(protocol_type, generation, None, None, timestamp, ()))
-
-
-def verify_session_expiration(driver: Driver, timeout_ms: int) -> None:
-    """verifySessionExpiration: every member's session expires; the last removal writes the empty group."""
-    group = driver.group()
-    expected_keys = {session_key(group.group_id, m) for m in group.members}
-    assert due_timers(driver, timeout_ms) == expected_keys
-    records = driver.sleep(timeout_ms)
-    assert records == [empty_group_record(group.group_id, group.generation_id, driver.now_ms)]
-    assert group.state == GroupState.EMPTY
-    assert not group.members
-
-
-def subscription(protos, name: str) -> bytes:
-    return next(p.metadata for p in protos if p.name == name)
 
 
 # -- max group size ----------------------------------------------------------------------------
@@ -110,7 +58,7 @@ def subscription(protos, name: str) -> bytes:
 def test_join_group_should_receive_error_if_group_over_max_size():
     """Kafka: GroupMetadataManagerTest.testJoinGroupShouldReceiveErrorIfGroupOverMaxSize"""
     d = Driver(kafka_test_config(max_size=10))
-    create_group(d)
+    create_classic_group(d)
     for _ in range(10):
         join = d.join("")
         assert not join.done
@@ -124,7 +72,7 @@ def test_join_group_should_receive_error_if_group_over_max_size():
 def test_dynamic_members_join_group_with_max_size_and_required_known_member():
     """Kafka: GroupMetadataManagerTest.testDynamicMembersJoinGroupWithMaxSizeAndRequiredKnownMember"""
     d = Driver(kafka_test_config(max_size=10, initial_rebalance_delay_ms=50))
-    group = create_group(d)
+    group = create_classic_group(d)
 
     first_round = [d.join("", version=4) for _ in range(11)]
     member_ids = verify_join_responses(first_round, 0, ErrorCode.MEMBER_ID_REQUIRED)
@@ -148,7 +96,7 @@ def test_dynamic_members_join_group_with_max_size_and_required_known_member():
 def test_dynamic_members_join_group_with_max_size_and_not_required_known_member():
     """Kafka: GroupMetadataManagerTest.testDynamicMembersJoinGroupWithMaxSizeAndNotRequiredKnownMember"""
     d = Driver(kafka_test_config(max_size=10, initial_rebalance_delay_ms=50))
-    group = create_group(d)
+    group = create_classic_group(d)
 
     first_round = [d.join("") for _ in range(11)]
     assert len(group.members) == 10
@@ -169,7 +117,7 @@ def test_dynamic_members_join_group_with_max_size_and_not_required_known_member(
 def test_static_members_join_group_with_max_size():
     """Kafka: GroupMetadataManagerTest.testStaticMembersJoinGroupWithMaxSize"""
     d = Driver(kafka_test_config(max_size=10, initial_rebalance_delay_ms=50))
-    group = create_group(d)
+    group = create_classic_group(d)
     instance_ids = [f"instance-id-{i}" for i in range(11)]
 
     first_round = [d.join("", version=STATIC_V3, group_instance_id=i) for i in instance_ids]
@@ -191,7 +139,7 @@ def test_static_members_join_group_with_max_size():
 def test_dynamic_members_can_rejoin_group_with_max_size_while_rebalancing():
     """Kafka: GroupMetadataManagerTest.testDynamicMembersCanRejoinGroupWithMaxSizeWhileRebalancing"""
     d = Driver(kafka_test_config(max_size=10, initial_rebalance_delay_ms=50))
-    group = create_group(d)
+    group = create_classic_group(d)
 
     first_round = [d.join("", version=4) for _ in range(11)]
     assert len(group.members) == 0
@@ -224,7 +172,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     # The join timer is then the rebalance timeout (10000) instead of the initial delay; Kafka's
     # test sleeps the whole 10000 either way.
     member_ids = [d.coordinator.choices.member_id("client-id") for _ in range(12)]
-    range_metadata = subscription(protocols("range"), "range")
+    range_metadata = metadata_of(protocols("range"), "range")
     members = tuple(
         MemberMetadata(m, None, "client-id", "client-host", 10_000, 5_000, range_metadata, b"") for m in member_ids
     )
@@ -269,8 +217,8 @@ def test_join_group_unknown_member_new_group():
 def test_classic_group_join_inconsistent_protocol_type():
     """Kafka: GroupMetadataManagerTest.testClassicGroupJoinInconsistentProtocolType"""
     d = Driver()
-    create_group(d)
-    d.join_dynamic_and_complete_join()
+    create_classic_group(d)
+    join_dynamic_and_complete_join(d)
 
     join = d.join("", protocol_type="connect", protocol_names=("range",))
     assert join.records == []
@@ -281,7 +229,7 @@ def test_classic_group_join_inconsistent_protocol_type():
 def test_join_group_with_empty_protocol_type():
     """Kafka: GroupMetadataManagerTest.testJoinGroupWithEmptyProtocolType"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join = d.join("", protocol_type="", protocol_names=("range",))
     assert join.records == []
     assert join.done
@@ -298,7 +246,7 @@ def test_join_group_with_empty_protocol_type():
 def test_join_group_with_empty_group_protocol():
     """Kafka: GroupMetadataManagerTest.testJoinGroupWithEmptyGroupProtocol"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join = d.join("", protocol_type="consumer", protocols=())
     assert join.records == []
     assert join.done
@@ -308,7 +256,7 @@ def test_join_group_with_empty_group_protocol():
 def test_join_group_inconsistent_group_protocol():
     """Kafka: GroupMetadataManagerTest.testJoinGroupInconsistentGroupProtocol"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join = d.join("", protocol_names=("range",))
     assert join.records == []
     assert not join.done
@@ -326,7 +274,7 @@ def test_join_group_inconsistent_group_protocol():
 def test_join_group_second_join_inconsistent_protocol():
     """Kafka: GroupMetadataManagerTest.testJoinGroupSecondJoinInconsistentProtocol"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join = d.join("", version=4)
     assert join.records == []
     assert join.done
@@ -352,8 +300,8 @@ def test_join_group_second_join_inconsistent_protocol():
 def test_join_group_unknown_consumer_existing_group():
     """Kafka: GroupMetadataManagerTest.testJoinGroupUnknownConsumerExistingGroup"""
     d = Driver()
-    create_group(d)
-    response = d.join_dynamic_and_complete_join(session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
+    create_classic_group(d)
+    response = join_dynamic_and_complete_join(d, session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
     assert response.error == ErrorCode.NONE
 
     join = d.join("other-member-id", session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
@@ -365,7 +313,7 @@ def test_join_group_unknown_consumer_existing_group():
 def test_join_group_unknown_consumer_new_dead_group():
     """Kafka: GroupMetadataManagerTest.testJoinGroupUnknownConsumerNewDeadGroup"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     # Kafka forces the group DEAD with transitionTo; a coordinator's group becomes Dead when the
     # coordinator unloads its partition.
     d.unload()
@@ -380,8 +328,8 @@ def test_join_group_unknown_consumer_new_dead_group():
 def test_existing_member_join_dead_group():
     """Kafka: GroupMetadataManagerTest.testExistingMemberJoinDeadGroup"""
     d = Driver()
-    group = create_group(d)
-    response = d.join_dynamic_and_complete_join()
+    group = create_classic_group(d)
+    response = join_dynamic_and_complete_join(d)
     assert response.error == ErrorCode.NONE
     member_id = response.response.member_id
     assert member_id in group.members
@@ -412,7 +360,7 @@ def test_join_group_protocol_type_is_not_provided_when_an_error_occurs():
 def test_join_group_returns_the_protocol_type():
     """Kafka: GroupMetadataManagerTest.testJoinGroupReturnsTheProtocolType"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     # The protocol type is in JoinGroup responses from v7 on, and v4+ hands a dynamic member its
     # id first (MEMBER_ID_REQUIRED); Kafka's v3 requests join in one step.
     version = 7
@@ -443,7 +391,7 @@ def test_join_group_returns_the_protocol_type():
 def test_join_group_existing_pending_member_with_group_instance_id_throws_exception():
     """Kafka: GroupMetadataManagerTest.testJoinGroupExistingPendingMemberWithGroupInstanceIdThrowsException"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     join = d.join("", version=4)
     assert join.records == []
     assert join.error == ErrorCode.MEMBER_ID_REQUIRED
@@ -466,8 +414,8 @@ def test_join_group_existing_pending_member_with_group_instance_id_throws_except
 def test_join_group_existing_member_in_empty_state():
     """Kafka: GroupMetadataManagerTest.testJoinGroupExistingMemberInEmptyState"""
     d = Driver()
-    group = create_group(d)
-    response = d.join_dynamic_and_complete_join()
+    group = create_classic_group(d)
+    response = join_dynamic_and_complete_join(d)
     assert response.error == ErrorCode.NONE
     member_id = response.response.member_id
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -534,7 +482,7 @@ def test_generate_records_on_new_classic_group_failure_transforms_error():
 def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group():
     """Kafka: GroupMetadataManagerTest.testDelayInitialRebalanceByGroupInitialRebalanceDelayOnEmptyGroup"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join = d.join("")
     assert join.records == []
     assert not join.done
@@ -550,7 +498,7 @@ def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group
 def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebalance():
     """Kafka: GroupMetadataManagerTest.testResetRebalanceDelayWhenNewMemberJoinsGroupDuringInitialRebalance"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     first = d.join("", rebalance_timeout_ms=9_000)
     assert first.records == []
     assert not first.done
@@ -579,7 +527,7 @@ def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebala
 def test_delay_rebalance_upto_rebalance_timeout():
     """Kafka: GroupMetadataManagerTest.testDelayRebalanceUptoRebalanceTimeout"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     first = d.join("", rebalance_timeout_ms=6_000)
     assert first.records == []
     assert not first.done
@@ -616,9 +564,9 @@ def test_delay_rebalance_upto_rebalance_timeout():
 def test_new_member_join_expiration():
     """Kafka: GroupMetadataManagerTest.testNewMemberJoinExpiration"""
     d = Driver()
-    group = create_group(d)
-    first = d.join_dynamic_and_complete_join(session_timeout_ms=5_000 + NEW_MEMBER_JOIN_TIMEOUT_MS,
-                                             rebalance_timeout_ms=2 * NEW_MEMBER_JOIN_TIMEOUT_MS)
+    group = create_classic_group(d)
+    first = join_dynamic_and_complete_join(d, session_timeout_ms=5_000 + NEW_MEMBER_JOIN_TIMEOUT_MS,
+                                           rebalance_timeout_ms=2 * NEW_MEMBER_JOIN_TIMEOUT_MS)
     first_member_id = first.response.member_id
     assert first.response.leader == first_member_id
     assert first.error == ErrorCode.NONE
@@ -645,7 +593,7 @@ def test_new_member_join_expiration():
 def test_new_member_timeout_completion():
     """Kafka: GroupMetadataManagerTest.testNewMemberTimeoutCompletion"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     join = d.join("", session_timeout_ms=NEW_MEMBER_JOIN_TIMEOUT_MS + 5_000)
     assert join.records == []
     assert not join.done
@@ -680,7 +628,7 @@ def test_new_member_timeout_completion():
 def test_new_member_failure_after_join_group_completion():
     """Kafka: GroupMetadataManagerTest.testNewMemberFailureAfterJoinGroupCompletion"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     join = join_and_complete_join(d, version=3, member_id="", session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
     member_id = join.response.member_id
     assert join.response.leader == member_id
@@ -708,7 +656,7 @@ def test_new_member_failure_after_join_group_completion():
 def test_heartbeat_expiration_should_remove_pending_member():
     """Kafka: GroupMetadataManagerTest.testHeartbeatExpirationShouldRemovePendingMember"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     join = d.join("", version=4, session_timeout_ms=1_000)
     assert join.records == []
     assert join.done
@@ -724,7 +672,7 @@ def test_heartbeat_expiration_should_remove_pending_member():
 def test_heartbeat_expiration_should_remove_member():
     """Kafka: GroupMetadataManagerTest.testHeartbeatExpirationShouldRemoveMember"""
     d = Driver(kafka_test_config(initial_rebalance_delay_ms=10 * 60 * 1000))
-    group = create_group(d)
+    group = create_classic_group(d)
     join = d.join("")
     assert join.records == []
     assert not join.done
@@ -749,8 +697,8 @@ def test_heartbeat_expiration_should_remove_member():
 def test_join_group_existing_member_updated_metadata_triggers_rebalance():
     """Kafka: GroupMetadataManagerTest.testJoinGroupExistingMemberUpdatedMetadataTriggersRebalance"""
     d = Driver()
-    group = create_group(d)
-    response = d.join_dynamic_and_complete_join(protocol_names=("range",))
+    group = create_classic_group(d)
+    response = join_dynamic_and_complete_join(d, protocol_names=("range",))
     assert response.error == ErrorCode.NONE
     member_id = response.response.member_id
     member = group.members[member_id]
@@ -772,8 +720,8 @@ def test_join_group_existing_member_updated_metadata_triggers_rebalance():
 def test_join_group_as_existing_leader_triggers_rebalance_in_stable_state():
     """Kafka: GroupMetadataManagerTest.testJoinGroupAsExistingLeaderTriggersRebalanceInStableState"""
     d = Driver()
-    group = create_group(d)
-    response = d.join_dynamic_and_complete_join()
+    group = create_classic_group(d)
+    response = join_dynamic_and_complete_join(d)
     assert response.error == ErrorCode.NONE
     member_id = response.response.member_id
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -791,8 +739,8 @@ def test_join_group_as_existing_leader_triggers_rebalance_in_stable_state():
 
 
 def _leader_and_member_at_generation_two(d: Driver):
-    group = create_group(d)
-    leader_response = d.join_dynamic_and_complete_join(protocol_names=("range",))
+    group = create_classic_group(d)
+    leader_response = join_dynamic_and_complete_join(d, protocol_names=("range",))
     assert leader_response.error == ErrorCode.NONE
     leader_id = leader_response.response.leader
     assert group.generation_id == 1
@@ -860,8 +808,8 @@ def test_join_group_existing_member_does_not_trigger_rebalance_in_stable_state()
 def test_complete_join_remove_not_yet_rejoined_dynamic_members():
     """Kafka: GroupMetadataManagerTest.testCompleteJoinRemoveNotYetRejoinedDynamicMembers"""
     d = Driver()
-    group = create_group(d)
-    leader = d.join_dynamic_and_complete_join(session_timeout_ms=1_000, rebalance_timeout_ms=1_000)
+    group = create_classic_group(d)
+    leader = join_dynamic_and_complete_join(d, session_timeout_ms=1_000, rebalance_timeout_ms=1_000)
     assert leader.error == ErrorCode.NONE
     assert group.generation_id == 1
 
@@ -884,7 +832,7 @@ def test_complete_join_remove_not_yet_rejoined_dynamic_members():
 def test_complete_join_phase_in_empty_state_skips_rebalance():
     """Kafka: GroupMetadataManagerTest.testCompleteJoinPhaseInEmptyStateSkipsRebalance"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     join = d.join("", session_timeout_ms=1_000, rebalance_timeout_ms=1_000)
     assert join.records == []
     assert not join.done
@@ -906,7 +854,7 @@ def test_complete_join_phase_in_empty_state_skips_rebalance():
 def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     """Kafka: GroupMetadataManagerTest.testCompleteJoinPhaseNoMembersRejoinedExtendsJoinPhase"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     kw = dict(session_timeout_ms=30_000, rebalance_timeout_ms=10_000)
 
     # The first member joins and completes the join phase.
@@ -947,9 +895,9 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
 
     # While neither member has rejoined, each expiry of the rebalance timeout extends the phase.
     assert d.sleep(10_000) == []
-    assert d.coordinator.timers.deadline(join_key(GROUP_ID)) - d.now_ms == 10_000
+    assert join_deadline(d) - d.now_ms == 10_000
     assert d.sleep(10_000) == []
-    assert d.coordinator.timers.deadline(join_key(GROUP_ID)) - d.now_ms == 10_000
+    assert join_deadline(d) - d.now_ms == 10_000
 
     assert group.state == GroupState.PREPARING_REBALANCE
     assert len(group.members) == 2

@@ -3,21 +3,24 @@ to the reference.
 
 Source: apache/kafka 1eb7644349cb07139d6a3c1ad1986979647cac99,
 group-coordinator/src/test/java/org/apache/kafka/coordinator/group/GroupMetadataManagerTest.java.
-Helpers and porting conventions: see the top of test_sync.py. Where Kafka's classicGroupLeave
-*throws* UnknownMemberIdException (the group does not exist), the service layer answers top-level
-NONE with every listed member UNKNOWN_MEMBER_ID; that is the expected response here.
+Kafka's test helpers are in tests/kafka_context.py; porting conventions: see the docstring of
+test_sync.py. Where Kafka's classicGroupLeave *throws* UnknownMemberIdException (the group does
+not exist), the service layer answers top-level NONE with every listed member UNKNOWN_MEMBER_ID;
+that is the expected response here.
 """
 
 from __future__ import annotations
 
-from test_sync import (
+from kafka_context import (
+    LATEST_JOIN,
+    STATIC_JOIN_V3_FLAGS,
     assert_no_or_empty_result,
     complete_appends,
     create_classic_group,
-    expected_group_record,
+    join_and_complete_join,
     join_dynamic_and_complete_join,
-    join_static_and_complete_join,
     new_driver,
+    new_group_metadata_record,
     setup_group_with_pending_member,
     static_members_join_and_rebalance,
 )
@@ -84,11 +87,11 @@ def test_valid_leave_group():
     d = new_driver()
     create_classic_group(d)
     group = d.group()
-    join = join_dynamic_and_complete_join(d)
+    join = join_dynamic_and_complete_join(d).response
 
     # Dynamic member leaves. The group becomes empty.
     leave = d.leave(join.member_id)
-    assert leave.records == [expected_group_record(d)]
+    assert leave.records == [new_group_metadata_record(d.group())]
     complete_appends(d)
 
     assert leave.response == leave_response((join.member_id, None, NONE))
@@ -100,7 +103,7 @@ def test_leave_group_with_fenced_instance_id():
     """Kafka: GroupMetadataManagerTest.testLeaveGroupWithFencedInstanceId"""
     d = new_driver()
     create_classic_group(d)
-    join_static_and_complete_join(d, "group-instance-id")
+    join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="group-instance-id")
 
     leave = d.leave(("other-member-id", "group-instance-id"))
     assert leave.response == leave_response(("other-member-id", "group-instance-id", ErrorCode.FENCED_INSTANCE_ID))
@@ -111,7 +114,7 @@ def test_leave_group_static_member_with_unknown_member_id():
     """Kafka: GroupMetadataManagerTest.testLeaveGroupStaticMemberWithUnknownMemberId"""
     d = new_driver()
     create_classic_group(d)
-    join_static_and_complete_join(d, "group-instance-id")
+    join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="group-instance-id")
 
     # Having an unknown member id does not affect the request: the group instance id is valid.
     leave = d.leave(("", "group-instance-id"))
@@ -121,7 +124,7 @@ def test_leave_group_static_member_with_unknown_member_id():
 def test_static_members_valid_batch_leave_group():
     """Kafka: GroupMetadataManagerTest.testStaticMembersValidBatchLeaveGroup"""
     d = new_driver()
-    static_members_join_and_rebalance(d)
+    static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "leader-instance-id"), ("", "follower-instance-id"))
     assert leave.response == leave_response(("", "leader-instance-id", NONE), ("", "follower-instance-id", NONE))
@@ -130,7 +133,7 @@ def test_static_members_valid_batch_leave_group():
 def test_static_members_leave_unknown_group():
     """Kafka: GroupMetadataManagerTest.testStaticMembersLeaveUnknownGroup"""
     d = new_driver()
-    static_members_join_and_rebalance(d)
+    static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "leader-instance-id"), ("", "follower-instance-id"), group_id="invalid-group-id")
     assert leave.records == []
@@ -140,7 +143,7 @@ def test_static_members_leave_unknown_group():
 def test_static_members_fenced_instance_batch_leave_group():
     """Kafka: GroupMetadataManagerTest.testStaticMembersFencedInstanceBatchLeaveGroup"""
     d = new_driver()
-    static_members_join_and_rebalance(d)
+    static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "leader-instance-id"), ("invalid-member-id", "follower-instance-id"))
     assert leave.response == leave_response(
@@ -152,7 +155,7 @@ def test_static_members_fenced_instance_batch_leave_group():
 def test_static_members_unknown_instance_batch_leave_group():
     """Kafka: GroupMetadataManagerTest.testStaticMembersUnknownInstanceBatchLeaveGroup"""
     d = new_driver()
-    static_members_join_and_rebalance(d)
+    static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "unknown-instance-id"), ("", "follower-instance-id"))
     assert leave.response == leave_response(("", "unknown-instance-id", UNKNOWN), ("", "follower-instance-id", NONE))
@@ -164,7 +167,8 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     d = new_driver()
     long_session_timeout_ms = 10_000
     rebalance_timeout_ms = 5_000
-    result = static_members_join_and_rebalance(d, rebalance_timeout_ms=rebalance_timeout_ms,
+    result = static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS,
+                                               rebalance_timeout_ms=rebalance_timeout_ms,
                                                session_timeout_ms=long_session_timeout_ms)
     group = d.group()
 
@@ -180,19 +184,19 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     assert len(join.response.members) == 3
     assert join.response.generation_id == 2
     assert group.state == COMPLETING
-    assert set(group.members) == {result["leader_id"], result["follower_id"], new_member_id}
-    assert {m.member_id for m in group.members.values() if m.is_static} == {result["leader_id"], result["follower_id"]}
+    assert set(group.members) == {result.leader_id, result.follower_id, new_member_id}
+    assert {m.member_id for m in group.members.values() if m.is_static} == {result.leader_id, result.follower_id}
     assert {m.member_id for m in group.members.values() if not m.is_static} == {new_member_id}
 
     # A leave from the static follower moves the group towards PreparingRebalance.
-    leave = d.leave((result["follower_id"], "follower-instance-id"))
-    assert leave.response == leave_response((result["follower_id"], "follower-instance-id", NONE))
+    leave = d.leave((result.follower_id, "follower-instance-id"))
+    assert leave.response == leave_response((result.follower_id, "follower-instance-id", NONE))
     assert group.state == PREPARING
 
     d.sleep(rebalance_timeout_ms)
     # Only the static leader is kept, and the group is stuck in PreparingRebalance.
     assert not [m for m in group.members.values() if not m.is_static]
-    assert set(group.members) == {result["leader_id"]}
+    assert set(group.members) == {result.leader_id}
     assert group.generation_id == 2
     assert group.state == PREPARING
 
@@ -205,7 +209,7 @@ def test_pending_members_leave_group():
     d = new_driver()
     create_classic_group(d)
     group = d.group()
-    pending = setup_group_with_pending_member(d)["pending_member_response"]
+    pending = setup_group_with_pending_member(d).pending_member_response
 
     leave = d.leave(pending.member_id)
     assert leave.response == leave_response((pending.member_id, None, NONE))
@@ -221,7 +225,7 @@ def test_pending_member_batch_leave_group():
     """Kafka: GroupMetadataManagerTest.testPendingMemberBatchLeaveGroup"""
     d = new_driver()
     create_classic_group(d)
-    pending = setup_group_with_pending_member(d)["pending_member_response"]
+    pending = setup_group_with_pending_member(d).pending_member_response
 
     leave = d.leave(("", "unknown-instance-id"), pending.member_id)
     assert leave.response == leave_response(("", "unknown-instance-id", UNKNOWN), (pending.member_id, None, NONE))
@@ -232,8 +236,8 @@ def test_joined_member_pending_member_batch_leave_group():
     d = new_driver()
     create_classic_group(d)
     result = setup_group_with_pending_member(d)
-    leader_id, follower_id = result["leader_id"], result["follower_id"]
-    pending_id = result["pending_member_response"].member_id
+    leader_id, follower_id = result.leader_id, result.follower_id
+    pending_id = result.pending_member_response.member_id
 
     leave = d.leave(leader_id, follower_id, pending_id)
     assert leave.response == leave_response((leader_id, None, NONE), (follower_id, None, NONE), (pending_id, None, NONE))
@@ -244,8 +248,8 @@ def test_joined_member_pending_member_batch_leave_group_with_unknown_member():
     d = new_driver()
     create_classic_group(d)
     result = setup_group_with_pending_member(d)
-    leader_id, follower_id = result["leader_id"], result["follower_id"]
-    pending_id = result["pending_member_response"].member_id
+    leader_id, follower_id = result.leader_id, result.follower_id
+    pending_id = result.pending_member_response.member_id
 
     leave = d.leave(leader_id, follower_id, pending_id, "unknown-member-id")
     assert leave.response == leave_response(
@@ -261,7 +265,7 @@ def test_join_group_completion_when_pending_member_joins():
     d = new_driver()
     create_classic_group(d)
     group = d.group()
-    pending = setup_group_with_pending_member(d)["pending_member_response"]
+    pending = setup_group_with_pending_member(d).pending_member_response
 
     # Complete join group for the pending member.
     join = d.join(pending.member_id, version=3)
@@ -339,7 +343,7 @@ def test_classic_group_on_unloaded_completing_rebalance():
     # A group with a leader, a follower and a pending member: the pending member joins, then the
     # pending member and the follower sync, so two members await sync while the leader is pending.
     result = setup_group_with_pending_member(d)
-    pending_id = result["pending_member_response"].member_id
+    pending_id = result.pending_member_response.member_id
 
     join = d.join(pending_id, version=3)
     assert join.records == []
@@ -348,7 +352,7 @@ def test_classic_group_on_unloaded_completing_rebalance():
     assert len(group.members) == 3
     assert len(group.pending_members) == 0
 
-    follower_sync = d.sync(result["follower_id"], join.response.generation_id)
+    follower_sync = d.sync(result.follower_id, join.response.generation_id)
     pending_sync = d.sync(pending_id, join.response.generation_id)
     assert not follower_sync.done
     assert not pending_sync.done

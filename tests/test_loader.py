@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 from driver import GROUP_ID, Driver, kafka_test_config
+from kafka_context import join_dynamic_and_complete_rebalance, session_deadline
 from reference.consumer_protocol import Subscription, encode_subscription
 from reference.errors import ErrorCode
 from reference.group import Protocol
@@ -61,10 +62,6 @@ def offset_record(group: str, topic: str, partition: int, offset: int, *, leader
                   metadata: str = "metadata", commit_timestamp: int = NOW, expire_timestamp: int = -1) -> Record:
     return Record(OffsetCommitKey(group, topic, partition),
                   OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp))
-
-
-def session_deadline(d: Driver, member_id: str, group_id: str = GROUP_ID) -> int | None:
-    return d.coordinator.timers.deadline(("ExpireSession", group_id, member_id))
 
 
 @pytest.mark.parametrize("use_default_rebalance_timeout", [True, False])
@@ -293,7 +290,7 @@ def test_round_trip_through_the_log():
     a.commit({("baz", 3): 30}, group_id="simple", retention_time_ms=50_000, version=4)
     a.commit({("baz", 0): 1}, group_id="deleted")
     assert a.delete("deleted").response.results[0].error_code == ErrorCode.NONE
-    lonely = a.join_dynamic_and_complete_rebalance(group_id="emptied").response.member_id
+    lonely = join_dynamic_and_complete_rebalance(a, group_id="emptied", create_group=False).response.member_id
     a.commit({("qux", 0): 5}, group_id="emptied", member_id=lonely, generation_id=1)
     assert a.leave(lonely, group_id="emptied").error == ErrorCode.NONE
 

@@ -39,10 +39,11 @@ from __future__ import annotations
 import pytest
 
 from driver import GROUP_ID, Driver, kafka_test_config
+from kafka_context import group_tombstone, join_dynamic_and_complete_rebalance, offset_tombstone, session_deadline
 from reference.consumer_protocol import Subscription, encode_subscription
 from reference.errors import ErrorCode
 from reference.group import CommitPartition, CommitTopic, FetchTopic, OffsetCommit, OffsetFetch, Protocol
-from reference.group.records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue, Record
+from reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
@@ -66,14 +67,6 @@ def commit_record(group: str, topic: str, partition: int, offset: int, *, leader
                   commit_timestamp: int, expire_timestamp: int = -1) -> Record:
     return Record(OffsetCommitKey(group, topic, partition),
                   OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp))
-
-
-def offset_tombstone(group: str, topic: str, partition: int) -> Record:
-    return Record(OffsetCommitKey(group, topic, partition), None)
-
-
-def group_tombstone(group: str) -> Record:
-    return Record(GroupMetadataKey(group), None)
 
 
 def invalid(partition: int) -> FetchPartitionResponse:
@@ -116,10 +109,6 @@ def stabilize(d: Driver, member_id: str, *, group_id: str = "foo", generation_id
                   assignments={member_id: b""})
     assert sync.error == ErrorCode.NONE
     assert str(d.group(group_id).state) == "Stable"
-
-
-def session_deadline(d: Driver, member_id: str, group_id: str = "foo") -> int | None:
-    return d.coordinator.timers.deadline(("ExpireSession", group_id, member_id))
 
 
 # -- OffsetCommit -----------------------------------------------------------------------------
@@ -173,7 +162,7 @@ def test_generic_group_offset_commit_with_unknown_instance_id():
     # Kafka's group is Empty with a dynamic member, a state the protocol never produces; a
     # Stable group with one dynamic member exercises the same validateMember rule.
     d = Driver()
-    member = d.join_dynamic_and_complete_rebalance(group_id="foo").response.member_id
+    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
     commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, group_instance_id="instanceid",
                       generation_id=10)
     assert commit.response == commit_response("bar", (0, ErrorCode.UNKNOWN_MEMBER_ID))
@@ -226,14 +215,14 @@ def test_generic_group_offset_commit_with_retention_time():
 def test_generic_group_offset_commit_maintains_session():
     """OffsetMetadataManagerTest.testGenericGroupOffsetCommitMaintainsSession"""
     d = Driver()
-    member = d.join_dynamic_and_complete_rebalance(group_id="foo").response.member_id  # session 5000
-    assert session_deadline(d, member) == d.now_ms + 5_000
+    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id  # session 5000
+    assert session_deadline(d, member, "foo") == d.now_ms + 5_000
     assert d.sleep(2_500) == []
     assert member in d.group("foo").members
     commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, generation_id=1, retention_time_ms=1234,
                       version=4)
     assert commit.response == commit_response("bar", (0, ErrorCode.NONE))
-    assert session_deadline(d, member) == d.now_ms + 5_000  # rescheduled by the commit
+    assert session_deadline(d, member, "foo") == d.now_ms + 5_000  # rescheduled by the commit
     d.sleep(2_500)  # past the deadline the session had before the commit
     assert member in d.group("foo").members
     d.sleep(2_500)
@@ -243,13 +232,13 @@ def test_generic_group_offset_commit_maintains_session():
 def test_offset_commit_in_preparing_rebalance_is_accepted_and_maintains_session():
     """A member of the current generation may commit while the group prepares a rebalance (GM-52)."""
     d = Driver()
-    first = d.join_dynamic_and_complete_rebalance(group_id="foo").response.member_id
+    first = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
     newcomer = d.join(group_id="foo", version=3, session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
     assert not newcomer.done and str(d.group("foo").state) == "PreparingRebalance"
     d.sleep(1_000)
     commit = d.commit({("bar", 0): 7}, group_id="foo", member_id=first, generation_id=1)
     assert commit.response == commit_response("bar", (0, ErrorCode.NONE))
-    assert session_deadline(d, first) == d.now_ms + 5_000
+    assert session_deadline(d, first, "foo") == d.now_ms + 5_000
 
 
 def test_simple_group_offset_commit():
@@ -465,8 +454,8 @@ def test_cleanup_expired_offsets_group_has_no_offsets():
     # A group without offsets counts as "all expired": an Empty one is deleted by the sweep with a
     # lone group tombstone, a non-empty one is left alone (maybeDeleteGroup).
     d = Driver(expiry_config())
-    d.join_dynamic_and_complete_rebalance(group_id="stable-group")
-    member = d.join_dynamic_and_complete_rebalance(group_id="empty-group").response.member_id
+    join_dynamic_and_complete_rebalance(d, group_id="stable-group", create_group=False)
+    member = join_dynamic_and_complete_rebalance(d, group_id="empty-group", create_group=False).response.member_id
     leave = d.leave(member, group_id="empty-group")
     assert leave.error == ErrorCode.NONE and str(d.group("empty-group").state) == "Empty"
     records = d.sleep(500)
@@ -546,7 +535,7 @@ def test_simple_group_is_deleted_when_all_its_offsets_expire():
 def test_empty_group_offsets_expire_from_when_the_group_became_empty():
     """In an Empty group with a protocol type, retention counts from the state change, not the commit."""
     d = Driver(expiry_config(offsets_retention_check_interval_ms=1_000))
-    member = d.join_dynamic_and_complete_rebalance(group_id="foo").response.member_id
+    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
     d.commit({("foo", 0): 10}, group_id="foo", member_id=member, generation_id=1)
     committed_at = d.now_ms
     for _ in range(5):  # the member stays 20 s, heartbeating within its 5 s session

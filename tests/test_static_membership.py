@@ -16,153 +16,34 @@ Porting conventions (as in test_join.py):
   ``at_version`` of the request's version (a no-op from v7 on).
 * ``createClassicGroup`` is reached by loading an empty GroupMetadata record; Kafka's
   ``group.transitionTo(STABLE)`` by the leader's SyncGroup; DEAD by unloading the partition.
-* The driver's ``static_members_join_and_rebalance`` sends its JoinGroups at v3 with an
-  instance id, which the reference refuses; this file has its own copy of Kafka's
-  ``staticMembersJoinAndRebalance`` at ``STATIC_V3``.
+* Kafka's test helpers (``staticMembersJoinAndRebalance``, ``joinClassicGroupAndCompleteJoin``,
+  ``checkJoinGroupResponse``, ...) are in tests/kafka_context.py;
+  ``static_members_join_and_rebalance`` sends its JoinGroups at ``STATIC_V3`` by default.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
-from driver import GROUP_ID, LATEST, Driver, protocols
+from driver import Driver, protocols
+from kafka_context import (
+    FOLLOWER_INSTANCE_ID as FOLLOWER,
+    LATEST_JOIN,
+    LEADER_INSTANCE_ID as LEADER,
+    STATIC_V3,
+    check_join_response,
+    complete_appends,
+    create_classic_group,
+    force_stable,
+    join_and_complete_join,
+    join_response_members,
+    metadata_of,
+    new_group_metadata_record,
+    static_members_join_and_rebalance,
+)
 
 from reference.errors import ErrorCode
 from reference.group import GroupState
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
 from reference.group.responses import JoinGroupMember, JoinGroupResponse
-
-STATIC_V3 = 7  # see the module docstring
-LATEST_JOIN = LATEST["JoinGroup"]
-LEADER = "leader-instance-id"
-FOLLOWER = "follower-instance-id"
-
-
-# -- helpers mirroring GroupMetadataManagerTestContext ------------------------------------------
-
-
-@dataclass
-class RebalanceResult:
-    generation_id: int
-    leader_id: str
-    leader_assignment: bytes
-    follower_id: str
-    follower_assignment: bytes
-
-
-def create_group(driver: Driver, group_id: str = GROUP_ID):
-    """createClassicGroup: an Empty group at generation 0, no members."""
-    driver.load([Record(GroupMetadataKey(group_id), GroupMetadataValue("", 0, None, None, driver.now_ms, ()))])
-    group = driver.group(group_id)
-    assert group.state == GroupState.EMPTY and not group.members
-    return group
-
-
-def complete_appends(driver: Driver, error: ErrorCode = ErrorCode.NONE) -> None:
-    """Answer the appends of the last step (Kafka's appendFuture.complete / completeExceptionally)."""
-    if driver.coordinator.complete_appends:
-        return
-    for append in list(driver.appends):
-        driver.complete(append, error)
-
-
-def group_record(group) -> Record:
-    """GroupCoordinatorRecordHelpers.newGroupMetadataRecord(group, group.groupAssignment())."""
-    members = tuple(
-        MemberMetadata(
-            member_id=m.member_id,
-            group_instance_id=m.group_instance_id,
-            client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout=m.rebalance_timeout_ms,
-            session_timeout=m.session_timeout_ms,
-            subscription=metadata_of(m.protocols, group.protocol_name),
-            assignment=m.assignment,
-        )
-        for m in group.members.values()
-    )
-    value = GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name, group.leader_id,
-                               group.state_timestamp_ms, members)
-    return Record(GroupMetadataKey(group.group_id), value)
-
-
-def metadata_of(protos, name: str) -> bytes:
-    return next(p.metadata for p in protos if p.name == name)
-
-
-def join_response_members(group) -> tuple[JoinGroupMember, ...]:
-    """toJoinResponseMembers: every member, in the group's order, with its selected protocol's metadata."""
-    return tuple(
-        JoinGroupMember(m.member_id, m.group_instance_id, metadata_of(m.protocols, group.protocol_name))
-        for m in group.members.values()
-    )
-
-
-def check_join_response(expected: JoinGroupResponse, join, group, state: GroupState, instance_ids: set[str]) -> None:
-    """checkJoinGroupResponse: full equality, the group's state, the instance ids listed."""
-    assert join.done
-    assert join.response == expected.at_version(join.request.api_version)
-    assert group.state == state
-    assert {m.group_instance_id for m in join.response.members} == instance_ids
-
-
-def join_and_complete_join(driver: Driver, *, version: int, advance_ms: int = 3_000, **fields):
-    """joinClassicGroupAndCompleteJoin for a static member: one join, then sleep."""
-    join = driver.join(version=version, **fields)
-    driver.sleep(advance_ms)
-    assert join.done
-    assert join.error == ErrorCode.NONE
-    return join
-
-
-def force_stable(driver: Driver, member_id: str, generation: int, group_instance_id: str | None = None) -> None:
-    """Kafka's ``group.transitionTo(STABLE)``: here the leader's SyncGroup (no assignment) gets the group there."""
-    sync = driver.sync(member_id, generation, group_instance_id=group_instance_id)
-    complete_appends(driver)
-    assert sync.error == ErrorCode.NONE
-    assert driver.group().state == GroupState.STABLE
-
-
-def static_members_join_and_rebalance(driver: Driver, *, rebalance_timeout_ms: int = 10_000,
-                                      session_timeout_ms: int = 5_000) -> RebalanceResult:
-    """staticMembersJoinAndRebalance: two static members, Stable at generation 1."""
-    group = create_group(driver)
-    kw = dict(version=STATIC_V3, protocol_names=("range", "roundrobin"), rebalance_timeout_ms=rebalance_timeout_ms,
-              session_timeout_ms=session_timeout_ms)
-    leader = driver.join("", group_instance_id=LEADER, **kw)
-    follower = driver.join("", group_instance_id=FOLLOWER, **kw)
-    assert leader.records == [] and follower.records == []
-    assert not leader.done and not follower.done
-
-    # The first delayed join is extended (a member joined meanwhile), the second completes it.
-    assert driver.sleep(3_000) == []
-    assert driver.sleep(3_000) == []
-
-    assert leader.error == ErrorCode.NONE and follower.error == ErrorCode.NONE
-    assert leader.response.generation_id == 1 and follower.response.generation_id == 1
-    assert len(group.members) == 2
-    assert group.generation_id == 1
-    assert group.state == GroupState.COMPLETING_REBALANCE
-
-    leader_id, follower_id = leader.response.member_id, follower.response.member_id
-    assignment = {leader_id: b"\x01", follower_id: b"\x02"}
-    leader_sync = driver.sync(leader_id, 1, group_instance_id=LEADER, assignments=assignment)
-    leader_sync_records = leader_sync.records
-    complete_appends(driver)  # a successful write
-    # The generated record carries the new assignment (the group holds it now; no time has passed).
-    assert [m.assignment for m in group.members.values()] == [assignment[m] for m in group.members]
-    assert leader_sync_records == [group_record(group)]
-    assert leader_sync.done and leader_sync.error == ErrorCode.NONE
-    assert group.state == GroupState.STABLE
-
-    follower_sync = driver.sync(follower_id, 1, group_instance_id=FOLLOWER)
-    assert follower_sync.records == []
-    assert follower_sync.done and follower_sync.error == ErrorCode.NONE
-    assert group.state == GroupState.STABLE
-    assert len(group.members) == 2
-    assert group.generation_id == 1
-    return RebalanceResult(1, leader_id, leader_sync.response.assignment, follower_id, follower_sync.response.assignment)
 
 
 # -- tests -------------------------------------------------------------------------------------
@@ -171,14 +52,14 @@ def static_members_join_and_rebalance(driver: Driver, *, rebalance_timeout_ms: i
 def test_static_member_join_as_first_member():
     """Kafka: GroupMetadataManagerTest.testStaticMemberJoinAsFirstMember"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id")
 
 
 def test_static_member_rejoin_with_explicit_unknown_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithExplicitUnknownMemberId"""
     d = Driver()
-    create_group(d)
+    create_classic_group(d)
     kw = dict(group_instance_id="group-instance-id", session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
     join_and_complete_join(d, version=STATIC_V3, member_id="", **kw)
 
@@ -191,7 +72,7 @@ def test_static_member_rejoin_with_explicit_unknown_member_id():
 def test_join_group_replace_static_member():
     """Kafka: GroupMetadataManagerTest.testJoinGroupReplaceStaticMember"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     kw = dict(version=STATIC_V3, group_instance_id="group-instance-id", session_timeout_ms=5_000)
 
     old = d.join("", **kw)
@@ -220,7 +101,7 @@ def test_join_group_replace_static_member():
 def test_replace_static_member_in_stable_state_no_error(support_skipping_assignment):
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateNoError"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     version = LATEST_JOIN if support_skipping_assignment else STATIC_V3
     response = join_and_complete_join(d, version=version, member_id="", group_instance_id="group-instance-id",
                                       protocol_names=("range",))
@@ -235,7 +116,7 @@ def test_replace_static_member_in_stable_state_no_error(support_skipping_assignm
     new_protocols = protocols("range", "roundrobin")
     join = d.join("", version=version, group_instance_id="group-instance-id", protocols=new_protocols,
                   rebalance_timeout_ms=7_000, session_timeout_ms=4_500)
-    assert join.records == [group_record(group)]
+    assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
     complete_appends(d)  # the write succeeds
@@ -269,7 +150,7 @@ def test_replace_static_member_in_stable_state_no_error(support_skipping_assignm
 def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_rebalance():
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateWithUpdatedProtocolTriggersRebalance"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     response = join_and_complete_join(d, version=LATEST_JOIN, member_id="", group_instance_id="group-instance-id",
                                       protocol_names=("range", "roundrobin"))
     assert len(group.members) == 1
@@ -291,7 +172,7 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
 def test_replace_static_member_in_stable_state_errors():
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateErrors"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     response = join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id",
                                       protocol_names=("range",), rebalance_timeout_ms=4_000, session_timeout_ms=3_000)
     assert len(group.members) == 1
@@ -305,7 +186,7 @@ def test_replace_static_member_in_stable_state_errors():
     join = d.join("", version=STATIC_V3, group_instance_id="group-instance-id",
                   protocols=protocols("range", "roundrobin"),  # roundrobin subscribes to "bar", as in Kafka
                   rebalance_timeout_ms=7_000, session_timeout_ms=6_000)
-    assert join.records == [group_record(group)]
+    assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
     complete_appends(d, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # a failed write
@@ -333,7 +214,7 @@ def test_replace_static_member_in_stable_state_errors():
 def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignment):
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateSucceeds"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     version = LATEST_JOIN if support_skipping_assignment else STATIC_V3
     response = join_and_complete_join(d, version=version, member_id="", group_instance_id="group-instance-id",
                                       protocol_names=("range",))
@@ -346,7 +227,7 @@ def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignm
 
     join = d.join("", version=version, group_instance_id="group-instance-id",
                   protocol_names=("range", "roundrobin"), rebalance_timeout_ms=7_000, session_timeout_ms=6_000)
-    assert join.records == [group_record(group)]
+    assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
     complete_appends(d)  # the write succeeds
@@ -374,7 +255,7 @@ def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignm
 def test_replace_static_member_in_completing_rebalance_state_triggers_rebalance():
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInCompletingRebalanceStateTriggersRebalance"""
     d = Driver()
-    group = create_group(d)
+    group = create_classic_group(d)
     join_and_complete_join(d, version=LATEST_JOIN, member_id="", group_instance_id="group-instance-id")
     assert len(group.members) == 1
     assert group.generation_id == 1
@@ -524,7 +405,7 @@ def test_static_member_fence_duplicate_rejoining_follower_after_member_id_change
 def test_static_member_rejoin_with_known_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithKnownMemberId"""
     d = Driver(complete_appends=False)
-    group = create_group(d)
+    group = create_classic_group(d)
     join = join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id")
     member_id = join.response.member_id
 
@@ -552,7 +433,7 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id(support_skipp
 
     # A static leader rejoining with an unknown id does not rebalance; the new id is written.
     join = d.join("", version=version, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
-    assert join.records == [group_record(group)]
+    assert join.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert join.done
 
@@ -707,7 +588,7 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     assert selected == "range"
 
     follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,))
-    assert follower.records == [group_record(group)]
+    assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d, ErrorCode.MESSAGE_TOO_LARGE)  # a failed write
     assert follower.done
 
@@ -733,7 +614,7 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     leader_sync = d.sync(rr.leader_id, rr.generation_id + 1, group_instance_id=LEADER)
     leader_sync_records = leader_sync.records
     complete_appends(d)  # a successful write
-    assert leader_sync_records == [group_record(group)]
+    assert leader_sync_records == [new_group_metadata_record(group)]
     assert leader_sync.done
     assert group.state == GroupState.STABLE
     assert leader_sync.error == ErrorCode.NONE
@@ -756,7 +637,7 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     # group's selected protocol stays the same.
     selected = group.select_protocol(d.coordinator.choices)
     follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,))
-    assert follower.records == [group_record(group)]
+    assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert follower.done
 
@@ -843,7 +724,7 @@ def test_static_member_rejoin_as_follower_with_unknown_member_id():
 
     # A static follower rejoining without a protocol change does not rebalance.
     follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin"))
-    assert follower.records == [group_record(group)]
+    assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert follower.done
 
@@ -925,7 +806,7 @@ def test_get_different_static_member_id_after_each_rejoin():
     last_member_id = rr.leader_id
     for _ in range(5):
         leader = d.join("", version=LATEST_JOIN, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
-        assert leader.records == [group_record(group)]
+        assert leader.records == [new_group_metadata_record(group)]
         complete_appends(d)  # a successful write
         assert leader.done
         assert leader.response.member_id == group.static_members[LEADER]
