@@ -70,8 +70,8 @@ class Recorder:
                 self.replies[effect.request_id] = effect.response
 
 
-def join_all(r: Recorder, group: str, members: list[str], names: list[str]) -> tuple[int, str]:
-    """Everyone (re)joins; returns the generation and the leader."""
+def join_all(r: Recorder, group: str, members: list[str], names: list[str]) -> None:
+    """Everyone (re)joins; ``members`` learns the ids the coordinator answered with."""
     ids = []
     for i, name in enumerate(names):
         member_id = members[i] if i < len(members) else ""
@@ -80,7 +80,6 @@ def join_all(r: Recorder, group: str, members: list[str], names: list[str]) -> t
             protocols=PROTOCOLS, client_id=n))
         ids.append(rid)
     members[:] = [r.replies[rid].member_id if rid in r.replies else members[i] for i, rid in enumerate(ids)]
-    return 0, ""
 
 
 def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
@@ -103,9 +102,11 @@ def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
         for group, ids in state.items():
             generation = generations[group]
             for i, member in enumerate(ids):
-                r.send(lambda rid, now, m=member: Heartbeat(rid, 4, now, group_id=group, generation_id=generation, member_id=m))
                 topic = CommitTopic("t", (CommitPartition(i, round_number * 100 + i),))
-                r.send(lambda rid, now, m=member: OffsetCommit(rid, 9, now, group_id=group, generation_id=generation, member_id=m, topics=(topic,)))
+                r.send(lambda rid, now, g=group, gen=generation, m=member: Heartbeat(
+                    rid, 4, now, group_id=g, generation_id=gen, member_id=m))
+                r.send(lambda rid, now, g=group, gen=generation, m=member, t=topic: OffsetCommit(
+                    rid, 9, now, group_id=g, generation_id=gen, member_id=m, topics=(t,)))
             if round_number % 5 == 4:
                 generations[group] = rebalance(r, group, ids, names)
     return r.events

@@ -129,7 +129,7 @@ def test_static_members_join_group_with_max_size():
     assert d.sleep(50) == []
     member_ids = verify_join_responses(first_round, 10, ErrorCode.GROUP_MAX_SIZE_REACHED)
 
-    second_round = [d.join(m, version=STATIC_V3, group_instance_id=i) for m, i in zip(member_ids, instance_ids)]
+    second_round = [d.join(m, version=STATIC_V3, group_instance_id=i) for m, i in zip(member_ids, instance_ids, strict=True)]
     verify_join_responses(second_round, 10, ErrorCode.GROUP_MAX_SIZE_REACHED)
     assert len(group.members) == 10
     assert awaiting_join(group) == 0
