@@ -2,12 +2,22 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-# CI runs a few hundred examples per stateful test; COORDSPEC_EXAMPLES=5000 for a deeper run.
-settings.register_profile(
-    "coordspec",
-    max_examples=int(os.environ.get("COORDSPEC_EXAMPLES", "300")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    database=None,
-)
-settings.load_profile("coordspec")
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--examples",
+        type=int,
+        default=int(os.environ.get("COORDSPEC_EXAMPLES", "300")),
+        help="Hypothesis examples per property and state machine (default 300, or $COORDSPEC_EXAMPLES)",
+    )
+
+
+def pytest_configure(config):
+    settings.register_profile(
+        "coordspec",
+        max_examples=config.getoption("--examples"),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        database=None,
+    )
+    settings.load_profile("coordspec")

@@ -5,7 +5,7 @@ sending with stale generations as zombies, while time advances and (in the secon
 machine) the log fails some appends. The coordinator's Monitor checks the named
 invariants after every step (GenerationMonotonic, NoStaleGenerationCommit,
 LeaderIsMember, AtMostOneOwnerPerPartition, StableImpliesAllSynced, StaticMembersMapped);
-the machines add that no request is ever lost. Examples: COORDSPEC_EXAMPLES (default 300).
+the machines add that no request is ever lost. Examples: --examples N (default 300).
 """
 
 from __future__ import annotations
