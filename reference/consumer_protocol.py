@@ -31,6 +31,9 @@ class Subscription:
     owned_partitions: tuple[TopicPartitions, ...] = ()  # v1+
     generation_id: int = -1  # v2+
     rack_id: str | None = None  # v3+
+    # Not on the wire: the leader learns it from JoinGroup's member list, as Kafka's
+    # Subscription object carries it to the assignor.
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
