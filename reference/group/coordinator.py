@@ -132,7 +132,7 @@ class GroupCoordinator:
             handler(self, event)
             self._complete_own_appends()
         elif isinstance(event, AppendCompleted):
-            self._complete_append(event.append_id, event.error, "AppendCompleted")
+            self._complete_append(event.append_id, event.error)
         elif isinstance(event, LoadGroups):
             self._load(event.records)
             self.touched_groups.update(self.groups)
@@ -215,7 +215,7 @@ class GroupCoordinator:
         self._emit_reply(parked.request_id, api, parked.api_version, response)
 
     def abandon(self, parked: Parked) -> None:
-        """Kafka drops a parked request that the same member replaced: it never gets a reply."""
+        """A parked request Kafka never answers (GM-35): it is no longer awaiting a reply."""
         self._open_requests.discard(parked.request_id)
 
     def _emit_reply(self, request_id: int | str, api: str, version: int, response: Response) -> None:
@@ -236,13 +236,13 @@ class GroupCoordinator:
 
     def _complete_own_appends(self) -> None:
         while self._unwritten:
-            self._complete_append(self._unwritten.pop(0), ErrorCode.NONE, "AppendCompleted")
+            self._complete_append(self._unwritten.pop(0), ErrorCode.NONE)
 
-    def _complete_append(self, append_id: int, error: ErrorCode, cause: str) -> None:
+    def _complete_append(self, append_id: int, error: ErrorCode) -> None:
         if append_id not in self._pending_appends:
             raise UsageError(f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})")
         group_id, on_written = self._pending_appends.pop(append_id)
-        self.cause = cause
+        self.cause = "AppendCompleted"
         self.touched_groups.add(group_id)
         group = self.groups.get(group_id)
         if error == ErrorCode.NONE and group is not None:
