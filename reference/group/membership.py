@@ -302,7 +302,7 @@ def persist_static_replacement(
         c.reply_parked(parked, "JoinGroup", response)
 
     assignment = {m.member_id: m.assignment for m in group.members.values()}
-    c.write(group.group_id, (group_metadata_record(c, group, assignment),), on_written)
+    c.write(group.group_id, (group_metadata_record(group, assignment),), on_written)
 
 
 # -- SyncGroup --------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
         set_and_propagate_assignment(c, group, assignment)
         group.transition_to(STABLE, "AppendCompleted", c.now_ms)
 
-    c.write(group.group_id, (group_metadata_record(c, group, assignment),), on_written)
+    c.write(group.group_id, (group_metadata_record(group, assignment),), on_written)
 
 
 # -- Heartbeat ----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def reschedule_heartbeat(c: GroupCoordinator, group: Group, member: Member) -> N
     schedule_session(c, group, member.member_id, member.session_timeout_ms)
 
 
-def group_metadata_record(c: GroupCoordinator, group: Group, assignment: dict[str, bytes]) -> Record:
+def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
     """A snapshot of the group; members' subscriptions are their selected protocol's metadata."""
     members = tuple(
         MemberMetadata(
@@ -139,7 +139,7 @@ def complete_join(c: GroupCoordinator, group: Group) -> None:
         return
     init_next_generation(c, group)
     if group.state == EMPTY:
-        c.write(group.group_id, (group_metadata_record(c, group, {}),), None)
+        c.write(group.group_id, (group_metadata_record(group, {}),), None)
         return
     members = group.leader_members()
     for member in group.members.values():
