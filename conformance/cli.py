@@ -23,12 +23,33 @@ def main(argv: list[str] | None = None) -> int:
     diagram = commands.add_parser("diagram", help="render the group state machine into spec/ (SVG via Graphviz)")
     diagram.add_argument("--out", type=Path, default=Path("spec"), help="directory to write into (default: spec)")
 
+    tla = commands.add_parser("tla", help="model-check the TLA+ specs in tla/ with TLC")
+    tla_commands = tla.add_subparsers(dest="tla_command", metavar="SUBCOMMAND", required=True)
+    tla_check = tla_commands.add_parser("check", help="run TLC on each spec at its bounds, and on every mutant")
+    tla_check.add_argument("specs", nargs="*", metavar="SPEC", help="spec names (default: all in tla/)")
+    tla_check.add_argument("--deep", action="store_true", help="use the larger bounds of MC<SPEC>_deep.cfg")
+    tla_check.add_argument("--workers", type=int, default=1, help="TLC worker threads (default 1)")
+    tla_check.add_argument("--no-mutants", action="store_true", help="skip the mutants")
+    tla_check.add_argument("--out", type=Path, default=Path("out/tla"), help="where counterexamples are written")
+
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             from conformance.demo import run_demo
 
             return run_demo(seed=args.seed, quiet=args.quiet)
+        if args.command == "tla":
+            from conformance.tla import TlcError, check, summary
+
+            try:
+                verdicts = check(args.specs, deep=args.deep, workers=args.workers, mutants=not args.no_mutants, out=args.out)
+            except TlcError as exc:
+                print(f"coordspec tla check: {exc}", file=sys.stderr)
+                return 2
+            print(summary(verdicts))
+            failed = [v.label for v in verdicts if not v.ok]
+            print(f"coordspec tla check: {len(verdicts) - len(failed)} passed, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
+            return 1 if failed else 0
         if args.command == "diagram":
             from conformance.diagram import GraphvizMissing, render
 
