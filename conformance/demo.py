@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reference.assignors.leader import lead
 from reference.choices import SeededChoices
-from reference.consumer_protocol import Assignment as ConsumerAssignment
-from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
+from reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
 from reference.group import (
     Assignment,
     CommitPartition,
@@ -38,18 +38,6 @@ TOPIC = "orders"
 PARTITIONS = 6
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
-
-
-def range_assign(members: list[str]) -> dict[str, bytes]:
-    """Kafka's range assignor for one topic: contiguous blocks, the first members take the remainder."""
-    members = sorted(members)
-    per, extra = divmod(PARTITIONS, len(members))
-    out, start = {}, 0
-    for i, member in enumerate(members):
-        count = per + (1 if i < extra else 0)
-        out[member] = encode_assignment(ConsumerAssignment((TopicPartitions(TOPIC, tuple(range(start, start + count))),)))
-        start += count
-    return out
 
 
 class Session:
@@ -163,12 +151,12 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
         joined = {r.request_id: r.response for r in s.wait(s.coordinator.next_deadline_ms())}
     leader = next(r.leader for r in joined.values())
     generation = next(r.generation_id for r in joined.values())
-    lead = next(n for n, m in ids.items() if m == leader)
-    s.say(f"# {lead} leads and assigns {PARTITIONS} partitions with the range assignor.")
-    plan = range_assign(list(ids.values()))
-    s.send(lead, sync(leader, generation, tuple(Assignment(m, a) for m, a in plan.items())))
+    leader_name = next(n for n, m in ids.items() if m == leader)
+    s.say(f"# {leader_name} leads and assigns {PARTITIONS} partitions with the range assignor.")
+    plan = lead("range", {TOPIC: PARTITIONS}, next(r.members for r in joined.values() if r.members))
+    s.send(leader_name, sync(leader, generation, tuple(Assignment(m, a) for m, a in plan.items())))
     for name in ids:
-        if name != lead:
+        if name != leader_name:
             s.send(name, sync(ids[name], generation))
     s.now_ms += 1_000
     for i, name in enumerate(ids):
@@ -184,11 +172,12 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
     s.now_ms += 1_000
     for name in ("c1", "c2"):
         s.send(name, lambda rid, now, n=name: Heartbeat(rid, 4, now, group_id=GROUP, generation_id=generation, member_id=ids[n]))
+    rejoined = {}
     for name in ("c1", "c2"):
-        replies = s.send(name, join(ids[name], client=name))
-    new_generation = replies[0].response.generation_id
-    new_leader = replies[0].response.leader
-    plan = range_assign([ids["c1"], ids["c2"]])
+        rejoined.update({r.request_id: r.response for r in s.send(name, join(ids[name], client=name))})
+    new_generation = next(iter(rejoined.values())).generation_id
+    new_leader = next(iter(rejoined.values())).leader
+    plan = lead("range", {TOPIC: PARTITIONS}, next(r.members for r in rejoined.values() if r.members))
     s.send("c1" if ids["c1"] == new_leader else "c2", sync(new_leader, new_generation, tuple(Assignment(m, a) for m, a in plan.items())))
     other = "c2" if ids["c1"] == new_leader else "c1"
     s.send(other, sync(ids[other], new_generation))

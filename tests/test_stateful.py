@@ -16,9 +16,10 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from reference.assignors.leader import lead
 from reference.choices import SeededChoices
 from reference.consumer_protocol import Assignment as ConsumerAssignment
-from reference.consumer_protocol import Subscription, TopicPartitions, decode_subscription, encode_assignment, encode_subscription
+from reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
 from reference.errors import ErrorCode
 from reference.group import (
     AppendCompleted,
@@ -79,15 +80,6 @@ CLIENTS = (
 def subscription() -> tuple[Protocol, ...]:
     meta = encode_subscription(Subscription((TOPIC,)))
     return (Protocol("range", meta), Protocol("roundrobin", meta))
-
-
-def round_robin(members) -> dict[str, bytes]:
-    """A valid consumer assignment of every partition over the members the leader was given."""
-    ids = [m.member_id for m in members if TOPIC in decode_subscription(m.metadata).topics]
-    owned: dict[str, list[int]] = {m: [] for m in ids}
-    for p in range(PARTITIONS):
-        owned[ids[p % len(ids)]].append(p)
-    return {m: encode_assignment(ConsumerAssignment((TopicPartitions(TOPIC, tuple(ps)),))) for m, ps in owned.items()}
 
 
 class GroupMachine(RuleBasedStateMachine):
@@ -180,7 +172,8 @@ class GroupMachine(RuleBasedStateMachine):
         self.send_sync(self.pick_known(data))
 
     def send_sync(self, c: Client) -> None:
-        plan = round_robin(c.members) if c.leader and c.members else {}
+        # The leader runs the assignor the group selected over the members JoinGroup listed.
+        plan = lead(c.protocol_name, {TOPIC: PARTITIONS}, c.members) if c.leader and c.members else {}
         self.send(c, lambda rid, now: SyncGroup(
             rid, 5, now, group_id=GROUP, generation_id=c.generation_id, member_id=c.member_id,
             group_instance_id=c.instance_id, protocol_type="consumer", protocol_name=c.protocol_name,
