@@ -32,6 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     tla_check.add_argument("--no-mutants", action="store_true", help="skip the mutants")
     tla_check.add_argument("--out", type=Path, default=Path("out/tla"), help="where counterexamples are written")
 
+    assign = commands.add_parser("assign", help="assignors: z3 proofs and measurements")
+    assign_commands = assign.add_subparsers(dest="assign_command", metavar="SUBCOMMAND", required=True)
+    assign_verify = assign_commands.add_parser(
+        "verify", help="prove assignor validity for every input up to the bounds, measure stickiness against "
+        "z3's optimum, prove the fencing of versioned writes by k-induction")
+    assign_verify.add_argument("--members", type=int, default=4, help="group size bound (default 4)")
+    assign_verify.add_argument("--topics", type=int, default=3, help="number of topics (default 3)")
+    assign_verify.add_argument("--max-partitions", type=int, default=6, help="partitions per topic, 1..N (default 6)")
+    assign_verify.add_argument("--cases", type=int, default=300, help="membership changes for stickiness (default 300)")
+    assign_verify.add_argument("--k", type=int, default=3, help="induction depth for fencing (default 3)")
+    assign_verify.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
+    assign_verify.add_argument("--seed", type=int, default=0, help="seed for the generated membership changes")
+
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -50,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             failed = [v.label for v in verdicts if not v.ok]
             print(f"coordspec tla check: {len(verdicts) - len(failed)} passed, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
             return 1 if failed else 0
+        if args.command == "assign":
+            from conformance.assign_verify import verify
+
+            return verify(args.members, args.topics, args.max_partitions, args.cases, args.k, args.workers, args.seed)
         if args.command == "diagram":
             from conformance.diagram import GraphvizMissing, render
 
