@@ -36,10 +36,18 @@ def test_rules_are_numbered_once():
     assert len(headings) == len(set(headings))
 
 
-def test_every_test_the_spec_cites_exists():
+def test_every_test_and_file_the_spec_cites_exists():
     defined = set()
     for path in (ROOT / "tests").glob("test_*.py"):
         defined |= set(re.findall(r"^def (test_\w+)", path.read_text(), flags=re.MULTILINE))
-    cited = set(re.findall(r"`(?:[\w./]+\.py::)?(test_[\w*]+)(?![\w*]|\.py)", SPEC))
-    missing = [name for name in cited if not fnmatch.filter(defined, name)]
-    assert not missing, f"spec cites tests that do not exist: {sorted(missing)}"
+    for page in (ROOT / "spec").glob("*.md"):
+        text = page.read_text()
+        cited = set(re.findall(r"`(?:[\w./]+\.py::)?(test_[\w*]+)(?![\w*]|\.py)", text))
+        missing = [name for name in cited if not fnmatch.filter(defined, name)]
+        assert not missing, f"{page.name} cites tests that do not exist: {sorted(missing)}"
+        files = set(re.findall(r"`(test_\w+\.py)", text))
+        absent = [name for name in files if not (ROOT / "tests" / name).exists()]
+        assert not absent, f"{page.name} cites test files that do not exist: {sorted(absent)}"
+        links = re.findall(r"\]\((\.\./[^)#]+)", text)
+        broken = [link for link in links if not (page.parent / link).resolve().exists()]
+        assert not broken, f"{page.name} links to files that do not exist: {broken}"
