@@ -175,8 +175,10 @@ class Group:
             return bool(protocol_type) and bool(protocols)
         if self.protocol_type != protocol_type:
             return False
+        # Kafka counts the members supporting each protocol and compares with the member
+        # count: in a group rebalancing with no members left, every protocol qualifies.
         candidates = self.candidate_protocols()
-        return any(p.name in candidates for p in protocols)
+        return any(not self.members or p.name in candidates for p in protocols)
 
     def select_protocol(self, choices: Choices) -> str:
         """Each member votes for its first candidate; most votes wins (ties: Choices)."""
