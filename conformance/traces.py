@@ -1,0 +1,931 @@
+"""Trace validation between tla/GroupMembership.tla and the reference coordinator (reference/group).
+
+Two directions, both at the CI bounds (clients c1, c2; partitions p1, p2; MaxGeneration 3):
+
+``validate_random_traces(count, steps, seed)`` (reference -> spec)
+    A seeded random driver plays one group on the reference, records after every step
+    the reference state mapped onto the spec's variables plus the spec action the step
+    is, writes the traces as a TLA+ module (``TraceData``) and has TLC check, in one run,
+    that every trace is a behaviour of the spec (tla/TraceGroupMembership.tla).
+
+``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
+    TLC's simulation mode produces random behaviours of the spec; each is replayed on
+    the reference, which must take every step and reach the same abstract state.
+
+How a trace is accepted. TraceGroupMembership's variables are the spec's plus a trace
+number ``t`` and an index ``i``; Init picks any trace and matches its first record, Next
+moves ``i`` to ``i + 1`` by the base action the record names (each name is a disjunct of
+the base Next, so this is a Next step) landing exactly on record ``i + 1``, and a trace
+that reached its end stutters. TLC runs with deadlock checking on: a deadlock is a trace
+that cannot be continued (its number and index are in TLC's counterexample); no deadlock
+means every trace was matched to its end. No TLCGet and no ALIAS are needed. The
+invariant ``StartsInInit`` checks each first record against the base Init, and an accepted
+run must find exactly sum(len(trace)) distinct states (every record reached once). All
+traces are checked by one TLC run.
+
+Behaviours for the other direction come from ``-simulate -depth -seed`` on a wrapper
+module (``SIM_MODULE`` below, written next to a copy of the spec): TLC 2.15 has no
+``-simulate file=...`` (``-help`` lists only ``-depth``, ``-seed``, ``-aril``), so the
+wrapper runs ``count`` behaviours back to back in one simulated run (after ``depth`` steps a
+Restart step puts the spec's variables back to Init) and an invariant fails once all are
+done: the counterexample TLC prints in ``-tool`` mode is the run, cut at its Init states.
+The wrapper forces CompleteJoin whenever the reference would complete the join phase at
+once (see SIM_MODULE).
+
+Found by these checks and fixed in the reference: a JoinGroup into a group rebalancing with
+no members left (its only member left during the initial join phase) was refused with
+INCONSISTENT_GROUP_PROTOCOL; Kafka's ``supportsProtocols``, like the spec, accepts it.
+
+The mapping, reference -> spec
+------------------------------
+Member ids: each client keeps one identity, as the spec abstracts. The driver rejoins
+with its known member id while that id is a member, and with an empty id (JoinGroup v3:
+the id comes at once, no MEMBER_ID_REQUIRED) only when it is not, so a client never has
+two ids in the group. Every id the coordinator hands out is mapped to the client it was
+handed to.
+
+=================  ==========================================================================
+spec variable      reference
+=================  ==========================================================================
+state              ``group.state`` (no group yet: "Empty")
+generation         ``group.generation_id``
+members            clients of ``group.members``
+joined             members with a parked JoinGroup (``awaiting_join``)
+syncing            members with a parked SyncGroup (``awaiting_sync``)
+pendingSync        clients of ``group.pending_sync``
+leader             client of ``group.leader_id``, or "none"
+assignment         the members' decoded assignments when the reference last stored a
+                   leader's assignment (``assignment_generation`` changed); the spec keeps
+                   it across rebalances and removals, the reference clears it, so this is
+                   history kept by the mapping
+assignmentGen      that ``assignment_generation`` (0 before any)
+clientGen          the driver's clients: generation of their last successful JoinGroup
+                   reply; -1 initially, after LeaveGroup and after Crash
+clientLeader       whether that reply named the client leader
+owners             ghost: [g][p] = clients a successful SyncGroup reply of generation g
+                   handed p (``foo-0`` is p1, ``foo-1`` is p2)
+lastCommit         ghost: the last accepted OffsetCommit with the group's generation, the
+                   client's membership and the group state when it was sent
+=================  ==========================================================================
+
+Actions: JoinGroup / JoinGroupAnswered (a JoinGroup the coordinator answers at once with
+the current generation, GM-12), SyncGroup, Heartbeat, LeaveGroup, OffsetCommit(c, TRUE /
+FALSE), are the requests; Crash is the driver forgetting a client's generation (no
+request). Timers fire at any moment in the spec: the driver moves a timer's deadline to
+now and sends Tick, and the firing is CompleteJoin (the join timer), ExpireSession(c)
+(c's session timer) or ExpirePendingSync (the pending-sync timer). A commit the
+coordinator refuses is recorded as ``OffsetCommitRejected``, which TLC checks as a
+stutter in which the spec's OffsetCommit is not enabled either.
+
+When one reference step completes the join phase on the way (the last member rejoins,
+leaves or expires; all pending-sync members expire), the driver observes the
+reference just before ``complete_join`` runs and records two steps: the request or timer,
+then CompleteJoin.
+
+The driver stays inside the spec's abstractions: appends complete at once, members are
+dynamic, only members not parked expire (the reference also drops a *new* member parked
+in JoinGroup after ``new_member_join_timeout_ms``, GM-32, which the spec does not model),
+JoinGroup is sent only while the generation is below MaxGeneration (except the unchanged
+rejoins the coordinator answers at once), and a client leaves only while a member.
+Replaying spec behaviours, the spec's choice of a new leader is given to the reference
+through its ``Choices``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from conformance.tla import TLA_DIR, TlcError, TlcResult, absorb, find_jar, read_messages
+from reference.choices import SeededChoices
+from reference.consumer_protocol import Assignment as ConsumerAssignment
+from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
+from reference.errors import ErrorCode
+from reference.group import (
+    CommitPartition,
+    CommitTopic,
+    GroupConfig,
+    GroupCoordinator,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    MemberIdentity,
+    OffsetCommit,
+    Protocol,
+    SyncGroup,
+    Tick,
+)
+from reference.group import Assignment as SyncAssignment
+from reference.group import rebalance
+from reference.group.effects import Reply
+from reference.group.invariants import Monitor
+
+CLIENTS = ("c1", "c2")
+PARTITIONS = ("p1", "p2")
+MAX_GENERATION = 3
+NONE = "none"  # the spec's None
+GROUP = "group"
+TOPIC = "foo"
+PARTITION_INDEX = {"p1": 0, "p2": 1}
+CONFIG = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=600_000, initial_rebalance_delay_ms=3_000)
+SESSION_MS = 30_000
+REBALANCE_MS = 2_000  # not above the initial delay: the initial join phase is never extended
+VARIABLES = ("state", "generation", "members", "joined", "syncing", "pendingSync", "leader", "assignment",
+             "assignmentGen", "clientGen", "clientLeader", "owners", "lastCommit")
+NO_COMMIT = {"client": NONE, "generationId": -1, "groupGeneration": 0, "wasMember": False, "groupState": "Empty"}
+
+
+class TraceMismatch(AssertionError):
+    """The reference and the spec disagree."""
+
+
+# -- the reference, driven as the spec's clients -----------------------------------------------------------
+
+
+class ScriptedChoices(SeededChoices):
+    """Seeded choices, except that a leader in ``want`` wins when it is a candidate."""
+
+    def __init__(self, seed: int, arbitrary: bool) -> None:
+        super().__init__(seed, arbitrary)
+        self.want: list[str] = []
+
+    def leader(self, candidates):
+        for member_id in self.want:
+            if member_id in candidates:
+                return member_id
+        return super().leader(candidates)
+
+
+@dataclass
+class Client:
+    name: str
+    member_id: str | None = None
+    gen: int = -1
+    leader: bool = False
+    members_seen: tuple[str, ...] = ()  # member ids in the leader's last JoinGroup reply
+    variant: int = 0  # flips to change the member's metadata
+
+
+@dataclass
+class Step:
+    action: str
+    actor: str
+    with_generation: bool
+    state: dict
+
+
+@contextlib.contextmanager
+def _before_complete_join(callback) -> Iterator[None]:
+    original = rebalance.complete_join
+
+    def wrapped(c, group):
+        callback()
+        return original(c, group)
+
+    rebalance.complete_join = wrapped
+    try:
+        yield
+    finally:
+        rebalance.complete_join = original
+
+
+class Harness:
+    """One group on the reference coordinator, two clients, and the spec's view of it."""
+
+    def __init__(self, seed: int = 0, arbitrary: bool = True) -> None:
+        self.choices = ScriptedChoices(seed, arbitrary)
+        self.coordinator = GroupCoordinator(CONFIG, self.choices, now_ms=0, observer=Monitor())
+        self.now_ms = 0
+        self.clients = {c: Client(c) for c in CLIENTS}
+        self.client_of: dict[str, str] = {}
+        self.owners = {g: {p: frozenset() for p in PARTITIONS} for g in range(1, MAX_GENERATION + 1)}
+        self.last_commit = dict(NO_COMMIT)
+        self.assignment = {c: frozenset() for c in CLIENTS}
+        self.assignment_gen = 0
+        self.pending: dict[int, tuple] = {}
+        self.commit_context: dict[int, dict] = {}
+        self.join_errors: dict[int, ErrorCode] = {}
+        self.commit_accepted = False
+        self.request_ids = 0
+        self.steps: list[Step] = [Step("Init", NONE, False, self.abstract())]
+
+    # -- the abstraction ------------------------------------------------------
+
+    @property
+    def group(self):
+        return self.coordinator.groups.get(GROUP)
+
+    def _learn_ids(self) -> None:
+        group = self.group
+        if group is None:
+            return
+        for member in group.members.values():
+            parked = member.awaiting_join
+            if member.member_id not in self.client_of and parked is not None and parked.request_id in self.pending:
+                client = self.pending[parked.request_id][0]
+                self.client_of[member.member_id] = client
+                self.clients[client].member_id = member.member_id
+
+    def _client(self, member_id: str | None) -> str:
+        if member_id is None:
+            return NONE
+        if member_id not in self.client_of:
+            raise TraceMismatch(f"member id {member_id!r} was never handed to a client")
+        return self.client_of[member_id]
+
+    def abstract(self) -> dict:
+        group = self.group
+        self._learn_ids()
+        clients = {
+            "clientGen": {c: self.clients[c].gen for c in CLIENTS},
+            "clientLeader": {c: self.clients[c].leader for c in CLIENTS},
+            "owners": {g: dict(ps) for g, ps in self.owners.items()},
+            "lastCommit": dict(self.last_commit),
+        }
+        if group is None:
+            return {"state": "Empty", "generation": 0, "members": frozenset(), "joined": frozenset(),
+                    "syncing": frozenset(), "pendingSync": frozenset(), "leader": NONE,
+                    "assignment": dict(self.assignment), "assignmentGen": self.assignment_gen, **clients}
+        if group.assignment_generation is not None and group.assignment_generation != self.assignment_gen:
+            self.assignment = {c: frozenset() for c in CLIENTS}
+            for member in group.members.values():
+                self.assignment[self._client(member.member_id)] = partitions_of(member.assignment)
+            self.assignment_gen = group.assignment_generation
+        members = group.members.values()
+        return {
+            "state": str(group.state),
+            "generation": group.generation_id,
+            "members": frozenset(self._client(m.member_id) for m in members),
+            "joined": frozenset(self._client(m.member_id) for m in members if m.awaiting_join is not None),
+            "syncing": frozenset(self._client(m.member_id) for m in members if m.awaiting_sync is not None),
+            "pendingSync": frozenset(self._client(m) for m in group.pending_sync),
+            "leader": self._client(group.leader_id),
+            "assignment": dict(self.assignment),
+            "assignmentGen": self.assignment_gen,
+            **clients,
+        }
+
+    # -- the membership test the driver may make -------------------------------------------
+
+    def is_member(self, c: str) -> bool:
+        group, member_id = self.group, self.clients[c].member_id
+        return group is not None and member_id is not None and member_id in group.members
+
+    def member(self, c: str):
+        return self.group.members[self.clients[c].member_id]
+
+    def state(self) -> str:
+        return "Empty" if self.group is None else str(self.group.state)
+
+    def generation(self) -> int:
+        return 0 if self.group is None else self.group.generation_id
+
+    # -- events ------------------------------------------------------------------------
+
+    def _send(self, client: str, cls, version: int, **fields) -> int:
+        self.request_ids += 1
+        self.now_ms += 1
+        request = cls(self.request_ids, version, self.now_ms, group_id=GROUP, **fields)
+        self.pending[request.request_id] = (client, cls.__name__, fields)
+        self._handle(request)
+        return request.request_id
+
+    def _handle(self, event) -> None:
+        for effect in self.coordinator.handle(event):
+            if isinstance(effect, Reply):
+                self._on_reply(effect)
+
+    def _on_reply(self, reply: Reply) -> None:
+        client, api, fields = self.pending.pop(reply.request_id)
+        response = reply.response
+        me = self.clients[client]
+        if api == "JoinGroup":
+            self.join_errors[reply.request_id] = response.error_code
+        if api == "JoinGroup" and response.error_code == ErrorCode.NONE:
+            self.client_of.setdefault(response.member_id, client)
+            me.member_id = response.member_id
+            me.gen = response.generation_id
+            me.leader = response.leader == response.member_id
+            if me.leader:
+                me.members_seen = tuple(m.member_id for m in response.members)
+        elif api == "SyncGroup" and response.error_code == ErrorCode.NONE:
+            generation = fields["generation_id"]
+            for p in partitions_of(response.assignment):
+                self.owners[generation][p] = self.owners[generation][p] | {client}
+        elif api == "OffsetCommit":
+            errors = {p.error_code for t in response.topics for p in t.partitions}
+            context = self.commit_context.pop(reply.request_id)
+            if errors == {ErrorCode.NONE}:
+                self.last_commit = context
+            self.commit_accepted = errors == {ErrorCode.NONE}
+
+    def _record(self, action: str, actor: str, with_generation: bool, run) -> list[Step]:
+        """Run one reference event; split it where the join phase completed on the way."""
+        before = self.steps[-1].state
+        mids: list[dict] = []
+        with _before_complete_join(lambda: mids.append(self.abstract())):
+            run()
+        end = self.abstract()
+        if action == "CompleteJoin":
+            steps = [] if end == before else [Step("CompleteJoin", NONE, False, end)]
+        else:
+            states = [*mids, end]
+            steps = [Step(action, actor, with_generation, states[0])]
+            steps += [Step("CompleteJoin", NONE, False, s) for s in states[1:]]
+        self.steps.extend(steps)
+        return steps
+
+    def protocols(self, c: str) -> tuple[Protocol, ...]:
+        sub = Subscription((TOPIC,), user_data=bytes([self.clients[c].variant]))
+        return (Protocol("range", encode_subscription(sub)),)
+
+    def join(self, c: str, changed: bool = False) -> list[Step]:
+        me = self.clients[c]
+        member_id = me.member_id if self.is_member(c) else ""
+        if changed:
+            me.variant ^= 1
+        sent: list[int] = []
+
+        def run():
+            sent.append(self._send(c, JoinGroup, 3, member_id=member_id, session_timeout_ms=SESSION_MS,
+                                   rebalance_timeout_ms=REBALANCE_MS, protocol_type="consumer",
+                                   protocols=self.protocols(c)))
+
+        steps = self._record("JoinGroup", c, False, run)
+        error = self.join_errors.get(sent[0])  # None: parked
+        if len(steps) == 1 and error == ErrorCode.NONE:
+            steps[0].action = "JoinGroupAnswered"  # answered at once with the current generation (GM-12)
+        elif error not in (None, ErrorCode.NONE) and steps[0].action == "JoinGroup":
+            steps[0].action = "JoinGroupRefused"  # no spec action refuses a JoinGroup: TLC rejects the trace
+        return steps
+
+    def sync(self, c: str, assignment: dict[str, frozenset] | None = None, rng: random.Random | None = None) -> list[Step]:
+        me = self.clients[c]
+        assignments: tuple = ()
+        if me.leader:
+            if assignment is None:
+                assignment = random_assignment([self._client(m) for m in me.members_seen], rng or random.Random(0))
+            ids = {self._client(m): m for m in me.members_seen}
+            assignments = tuple(SyncAssignment(ids[client], encode_partitions(ps))
+                                for client, ps in sorted(assignment.items()) if client in ids)
+        return self._record("SyncGroup", c, False, lambda: self._send(
+            c, SyncGroup, 5, generation_id=me.gen, member_id=me.member_id, protocol_type="consumer",
+            protocol_name="range", assignments=assignments))
+
+    def heartbeat(self, c: str) -> list[Step]:
+        me = self.clients[c]
+        return self._record("Heartbeat", c, False, lambda: self._send(
+            c, Heartbeat, 4, generation_id=me.gen, member_id=me.member_id))
+
+    def leave(self, c: str) -> list[Step]:
+        me = self.clients[c]
+        member_id = me.member_id
+
+        def run():
+            me.gen, me.leader = -1, False
+            self._send(c, LeaveGroup, 5, members=(MemberIdentity(member_id),))
+
+        return self._record("LeaveGroup", c, False, run)
+
+    def commit(self, c: str, with_generation: bool) -> list[Step]:
+        me = self.clients[c]
+        generation = me.gen if with_generation else -1
+        context = {"client": c, "generationId": generation, "groupGeneration": self.generation(),
+                   "wasMember": self.is_member(c), "groupState": self.state()}
+        self.commit_accepted = False
+        self.commit_context[self.request_ids + 1] = context
+        self._record("OffsetCommit", c, with_generation, lambda: self._send(
+            c, OffsetCommit, 9, generation_id=generation, member_id=(me.member_id or "") if with_generation else "",
+            topics=(CommitTopic(TOPIC, (CommitPartition(0, self.request_ids),)),)))
+        if not self.commit_accepted:
+            self.steps[-1].action = "OffsetCommitRejected"
+        return [self.steps[-1]]
+
+    def crash(self, c: str) -> list[Step]:
+        me = self.clients[c]
+
+        def run():
+            me.gen, me.leader = -1, False
+
+        return self._record("Crash", c, False, run)
+
+    def fire(self, action: str, c: str | None = None) -> list[Step]:
+        """A timer fires now: CompleteJoin, ExpireSession(c) or ExpirePendingSync."""
+        if action == "CompleteJoin":
+            key = rebalance.join_key(GROUP)
+        elif action == "ExpirePendingSync":
+            key = rebalance.sync_key(GROUP)
+        else:
+            key = rebalance.session_key(GROUP, self.clients[c].member_id)
+
+        def run():
+            self.now_ms += 1
+            self.coordinator.timers.schedule(key, self.now_ms)
+            self._handle(Tick(self.now_ms))
+
+        return self._record(action, c or NONE, False, run)
+
+
+def partitions_of(data: bytes) -> frozenset:
+    if not data:
+        return frozenset()
+    names = {i: p for p, i in PARTITION_INDEX.items()}
+    return frozenset(names[i] for tp in decode_assignment(data).partitions if tp.topic == TOPIC for i in tp.partitions)
+
+
+def encode_partitions(partitions) -> bytes:
+    indexes = tuple(sorted(PARTITION_INDEX[p] for p in partitions))
+    return encode_assignment(ConsumerAssignment((TopicPartitions(TOPIC, indexes),) if indexes else ()))
+
+
+def random_assignment(members: list[str], rng: random.Random) -> dict[str, frozenset]:
+    out = {c: set() for c in members}
+    for p in PARTITIONS:
+        out[rng.choice(members)].add(p)
+    return {c: frozenset(ps) for c, ps in out.items()}
+
+
+# -- reference -> spec: the random driver --------------------------------------------------------------------
+
+
+def random_trace(seed: int, steps: int) -> list[Step]:
+    """A random run of the reference, recorded as at least ``steps`` spec steps after Init."""
+    rng = random.Random(seed)
+    h = Harness(seed, arbitrary=True)
+    while len(h.steps) <= steps:
+        moves = []
+        group, state, generation = h.group, h.state(), h.generation()
+        for c in CLIENTS:
+            me = h.clients[c]
+            member = h.is_member(c)
+            if generation < MAX_GENERATION:
+                moves += [(4, lambda c=c: h.join(c, changed=rng.random() < 0.5))]
+            elif member and (state == "CompletingRebalance" or (state == "Stable" and group.leader_id != me.member_id)):
+                moves += [(2, lambda c=c: h.join(c, changed=False))]
+            if me.gen >= 0:
+                moves += [(4, lambda c=c: h.sync(c, rng=rng)), (1, lambda c=c: h.heartbeat(c)),
+                          (2, lambda c=c: h.commit(c, True)), (1, lambda c=c: h.crash(c))]
+            moves += [(1, lambda c=c: h.commit(c, False))]
+            if member:
+                moves += [(1, lambda c=c: h.leave(c))]
+                m = h.member(c)
+                if m.awaiting_join is None and m.awaiting_sync is None:
+                    moves += [(1, lambda c=c: h.fire("ExpireSession", c))]
+        if state == "PreparingRebalance":
+            moves += [(4, lambda: h.fire("CompleteJoin"))]
+        if state in ("CompletingRebalance", "Stable") and group.pending_sync:
+            moves += [(1, lambda: h.fire("ExpirePendingSync"))]
+        weights = [w for w, _ in moves]
+        rng.choices([m for _, m in moves], weights)[0]()
+    return h.steps
+
+
+def corrupt_generation_jump(trace: list[Step]) -> tuple[list[Step], int]:
+    """The first generation increase jumps by 2 instead (and stays 1 ahead): (trace, 1-based index)."""
+    out = [Step(s.action, s.actor, s.with_generation, dict(s.state)) for s in trace]
+    for k in range(1, len(out)):
+        if out[k].state["generation"] > out[k - 1].state["generation"]:
+            for s in out[k:]:
+                s.state["generation"] += 1
+            return out, k + 1
+    raise ValueError("the trace never advances the generation")
+
+
+def corrupt_stale_commit(trace: list[Step]) -> tuple[list[Step], int] | None:
+    """A commit the reference refused for a stale generation, recorded as accepted instead."""
+    for k, s in enumerate(trace):
+        if s.action == "OffsetCommitRejected" and s.with_generation:
+            before = trace[k - 1].state
+            gen = before["clientGen"][s.actor]
+            if before["state"] not in ("PreparingRebalance", "Stable") or gen == before["generation"]:
+                continue
+            commit = {"client": s.actor, "generationId": gen, "groupGeneration": before["generation"],
+                      "wasMember": s.actor in before["members"], "groupState": before["state"]}
+            old = s.state["lastCommit"]
+            out = [Step(x.action, x.actor, x.with_generation, dict(x.state)) for x in trace]
+            out[k].action = "OffsetCommit"
+            for x in out[k:]:
+                if x.state["lastCommit"] != old:
+                    break
+                x.state["lastCommit"] = commit
+            return out, k + 1
+    return None
+
+
+# -- TLA+ values --------------------------------------------------------------------------------------------
+
+
+def tla(value) -> str:
+    """Python -> TLA+: clients and partitions are model values, other strings are strings."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value if value in CLIENTS or value in PARTITIONS else f'"{value}"'
+    if isinstance(value, frozenset | set):
+        return "{" + ", ".join(sorted(tla(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        keys = list(value)
+        if keys and all(isinstance(k, int) for k in keys):
+            return "<<" + ", ".join(tla(value[k]) for k in sorted(keys)) + ">>"
+        if keys and all(k in CLIENTS or k in PARTITIONS for k in keys):
+            return "(" + " @@ ".join(f"{k} :> {tla(value[k])}" for k in sorted(keys)) + ")"
+        return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
+    raise TypeError(f"no TLA+ form for {value!r}")
+
+
+_SHARED = ("assignment", "clientGen", "clientLeader", "owners", "lastCommit")  # few distinct values: named once
+
+
+def trace_module(traces: list[list[Step]]) -> str:
+    """The traces as a TLA+ module. Records are built by R(...) from positional values, and each
+    distinct value of a function- or record-valued variable is defined once, which keeps the
+    module small enough for SANY to parse quickly."""
+    shared: dict[str, str] = {}
+
+    def name_of(text: str) -> str:
+        if text not in shared:
+            shared[text] = f"V{len(shared) + 1}"
+        return shared[text]
+
+    def record(step: Step) -> str:
+        values = [name_of(tla(step.state[n])) if n in _SHARED else tla(step.state[n]) for n in VARIABLES]
+        values += [f'"{step.action}"', tla(step.actor), tla(step.with_generation)]
+        return "R(" + ",".join(values) + ")"
+
+    body = ",\n".join("<<" + ",\n".join(record(s) for s in trace) + ">>" for trace in traces)
+    params = [f"x{k}" for k in range(len(VARIABLES) + 3)]
+    fields = [*VARIABLES, "action", "actor", "withGeneration"]
+    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params)) + "]"
+    definitions = "\n".join(f"{name} == {text}" for text, name in shared.items())
+    return ("---- MODULE TraceData ----\nEXTENDS Integers, TLC\nCONSTANTS c1, c2, p1, p2\n"
+            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+
+
+_TOKEN = re.compile(r'\s*(<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|[A-Za-z_][A-Za-z0-9_]*)')
+
+
+def parse_value(text: str):
+    """TLC's printed value -> Python (the shapes the abstraction uses)."""
+    tokens = _TOKEN.findall(text)
+    if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", text):
+        raise ValueError(f"cannot tokenize {text!r}")
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take(expected=None):
+        nonlocal pos
+        token = tokens[pos]
+        if expected is not None and token != expected:
+            raise ValueError(f"expected {expected} at {token!r} in {text!r}")
+        pos += 1
+        return token
+
+    def items(close):
+        out = []
+        while peek() != close:
+            out.append(value())
+            if peek() == ",":
+                take(",")
+        take(close)
+        return out
+
+    def value():
+        left = primary()
+        if peek() != ":>":
+            return left
+        out = {}
+        while True:
+            take(":>")
+            out[left] = primary()
+            if peek() != "@@":
+                return out
+            take("@@")
+            left = primary()
+
+    def primary():
+        token = take()
+        if token == "{":
+            return frozenset(items("}"))
+        if token == "<<":
+            return {k + 1: v for k, v in enumerate(items(">>"))}
+        if token == "(":
+            inner = value()
+            take(")")
+            return inner
+        if token == "[":
+            out = {}
+            while peek() != "]":
+                name = take()
+                take("|->")
+                out[name] = value()
+                if peek() == ",":
+                    take(",")
+            take("]")
+            return out
+        if token.startswith('"'):
+            return token[1:-1]
+        if token in ("TRUE", "FALSE"):
+            return token == "TRUE"
+        if re.fullmatch(r"-?\d+", token):
+            return int(token)
+        return token
+
+    result = value()
+    if pos != len(tokens):
+        raise ValueError(f"trailing tokens in {text!r}")
+    return result
+
+
+# -- running TLC ------------------------------------------------------------------------------------------------
+
+_CONSTANTS = """CONSTANTS
+    c1 = c1
+    c2 = c2
+    p1 = p1
+    p2 = p2
+    Clients = {c1, c2}
+    Partitions = {p1, p2}
+    MaxGeneration = 3
+    BugCommitWithoutGenerationCheck = FALSE
+    BugSyncAnyGeneration = FALSE
+    BugStableBeforeWrite = FALSE
+    BugLeaderKeptOnLeave = FALSE
+    BugGenerationReset = FALSE
+"""
+
+SIM_MODULE = r"""-------------------------- MODULE SimGroupMembership --------------------------
+(* Random behaviours of GroupMembership for replay on the reference (conformance/traces.py).  *)
+(* One simulation run yields Count behaviours of Depth steps: after Depth steps, Restart puts  *)
+(* the base variables back to Init (act = "Init" marks where the next behaviour starts); the  *)
+(* invariant Done fails once Count behaviours are complete, and TLC prints the whole run.     *)
+(* act names each step's action and parameters.                                              *)
+(* One scheduling constraint, not a safety rule: the reference completes a join phase at once *)
+(* when every member has rejoined, unless the phase began from Empty (the initial rebalance   *)
+(* delay); the spec lets that wait, Eager forces CompleteJoin next. fromEmpty mirrors the     *)
+(* reference's previous_state.                                                                 *)
+EXTENDS GroupMembership
+CONSTANTS Depth, Count
+VARIABLES k, b, act, fromEmpty
+
+Eager == state = "PreparingRebalance" /\ ~fromEmpty /\ members \subseteq joined
+Act(name, c, wg) == act' = [action |-> name, actor |-> c, withGeneration |-> wg]
+
+SimInit ==
+    /\ Init
+    /\ k = 0
+    /\ b = 0
+    /\ act = [action |-> "Init", actor |-> None, withGeneration |-> FALSE]
+    /\ fromEmpty = FALSE
+
+Base ==
+    \/ \E c \in Clients :
+          \/ JoinGroup(c) /\ Act("JoinGroup", c, FALSE)
+          \/ JoinGroupAnswered(c) /\ Act("JoinGroupAnswered", c, FALSE)
+          \/ SyncGroup(c) /\ Act("SyncGroup", c, FALSE)
+          \/ Heartbeat(c) /\ Act("Heartbeat", c, FALSE)
+          \/ LeaveGroup(c) /\ Act("LeaveGroup", c, FALSE)
+          \/ ExpireSession(c) /\ Act("ExpireSession", c, FALSE)
+          \/ OffsetCommit(c, TRUE) /\ Act("OffsetCommit", c, TRUE)
+          \/ OffsetCommit(c, FALSE) /\ Act("OffsetCommit", c, FALSE)
+          \/ Crash(c) /\ Act("Crash", c, FALSE)
+    \/ CompleteJoin /\ Act("CompleteJoin", None, FALSE)
+    \/ ExpirePendingSync /\ Act("ExpirePendingSync", None, FALSE)
+
+Step ==
+    /\ k < Depth
+    /\ IF Eager THEN CompleteJoin /\ Act("CompleteJoin", None, FALSE) ELSE Base
+    /\ fromEmpty' = IF state' = "PreparingRebalance"
+                       THEN IF state = "PreparingRebalance" THEN fromEmpty ELSE state = "Empty"
+                       ELSE FALSE
+    /\ k' = k + 1
+    /\ b' = b
+
+Restart ==
+    /\ k = Depth
+    /\ state' = "Empty" /\ generation' = 0 /\ members' = {} /\ joined' = {} /\ syncing' = {}
+    /\ pendingSync' = {} /\ leader' = None /\ assignment' = [c \in Clients |-> {}]
+    /\ assignmentGen' = 0 /\ clientGen' = [c \in Clients |-> -1]
+    /\ clientLeader' = [c \in Clients |-> FALSE] /\ owners' = NoOwners /\ lastCommit' = NoCommit
+    /\ act' = [action |-> "Init", actor |-> None, withGeneration |-> FALSE]
+    /\ fromEmpty' = FALSE
+    /\ k' = 0
+    /\ b' = b + 1
+
+SimNext == Step \/ Restart
+
+Done == b < Count
+=============================================================================
+"""
+
+
+def _run_tlc(directory, module: str, config: str, extra: list[str], deadlock: bool) -> TlcResult:
+    java = shutil.which("java")
+    if java is None:
+        raise TlcError("Java is missing: TLC needs a JDK")
+    result = TlcResult(module, config)
+    command = [java, "-XX:+UseParallelGC", "-Xmx1g", f"-Djava.io.tmpdir={directory}", "-cp", str(find_jar()),
+               "tlc2.TLC", "-tool", "-workers", "1", "-metadir", f"{directory}/states-{config}",
+               "-config", config, *extra, *([] if deadlock else ["-deadlock"]), module]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    messages = read_messages(process.stdout, None)
+    code = process.wait()
+    result.seconds = time.monotonic() - started
+    for number, text in messages:
+        absorb(result, number, text)
+    if code not in (0, 11, 12, 13) or (code != 0 and result.violated is None):
+        errors = [text.strip() for number, text in messages if text.strip()]
+        detail = "\n".join(errors[-6:]) if errors else "no output"
+        raise TlcError(f"TLC failed on {module} (exit {code}): {detail}")
+    return result
+
+
+def _scratch_with_spec() -> tempfile.TemporaryDirectory:
+    scratch = tempfile.TemporaryDirectory(prefix="coordspec-traces-")
+    for name in ("GroupMembership.tla", "TraceGroupMembership.tla"):
+        shutil.copy(TLA_DIR / name, f"{scratch.name}/{name}")
+    return scratch
+
+
+@dataclass
+class TraceCheck:
+    accepted: bool
+    traces: int
+    states: int
+    seconds: float
+    violated: str | None = None
+    failed_trace: int | None = None  # 1-based trace number and index of the step TLC could not take
+    failed_index: int | None = None
+    distinct: int = 0
+
+
+def check_traces(traces: list[list[Step]]) -> TraceCheck:
+    """One TLC run: is every trace a behaviour of GroupMembership?"""
+    with _scratch_with_spec() as scratch:
+        with open(f"{scratch}/TraceData.tla", "w") as f:
+            f.write(trace_module(traces))
+        with open(f"{scratch}/TraceGroupMembership.cfg", "w") as f:
+            f.write(_CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n")
+        result = _run_tlc(scratch, "TraceGroupMembership", "TraceGroupMembership.cfg", [], deadlock=True)
+    states = sum(len(t) for t in traces)
+    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
+                       result.violated, distinct=result.distinct)
+    if result.trace:
+        last = result.trace[-1].values
+        check.failed_trace, check.failed_index = int(last["t"]), int(last["i"])
+        if result.violated == "Deadlock":
+            check.failed_index += 1  # the step out of the last matched record
+    return check
+
+
+@dataclass
+class RandomTraceSummary:
+    traces: int
+    steps: int  # spec steps, Init excluded
+    actions: dict[str, int]
+    check: TraceCheck
+    seconds: float
+    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
+
+    @property
+    def accepted(self) -> bool:
+        return self.check.accepted
+
+
+def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSummary:
+    """``count`` random reference runs of at least ``steps`` steps each, checked by TLC in one run."""
+    started = time.monotonic()
+    traces = [random_trace(seed * 100_003 + k, steps) for k in range(count)]
+    actions: dict[str, int] = {}
+    for trace in traces:
+        for s in trace[1:]:
+            actions[s.action] = actions.get(s.action, 0) + 1
+    check = check_traces(traces)
+    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces)
+
+
+# -- spec -> reference: TLC simulation replayed ---------------------------------------------------------------------
+
+
+def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
+    """``count`` behaviours of the spec, ``depth`` steps each, from one TLC simulation run:
+    each a list of (act, spec state) with Init first."""
+    with tempfile.TemporaryDirectory(prefix="coordspec-sim-") as scratch:
+        shutil.copy(TLA_DIR / "GroupMembership.tla", f"{scratch}/GroupMembership.tla")
+        with open(f"{scratch}/SimGroupMembership.tla", "w") as f:
+            f.write(SIM_MODULE)
+        with open(f"{scratch}/SimGroupMembership.cfg", "w") as f:
+            f.write(_CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
+        result = _run_tlc(scratch, "SimGroupMembership", "SimGroupMembership.cfg",
+                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
+    if result.violated != "Done":
+        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
+    behaviours: list[list[tuple[dict, dict]]] = []
+    for trace_state in result.trace:
+        values = {name: parse_value(text) for name, text in trace_state.values.items()}
+        if values["act"]["action"] == "Init":
+            behaviours.append([])
+        behaviours[-1].append((values["act"], {name: values[name] for name in VARIABLES}))
+    behaviours = behaviours[:count]
+    if len(behaviours) != count or any(len(x) != depth + 1 for x in behaviours):
+        raise TlcError(f"simulation seed {seed}: expected {count} behaviours of {depth} steps")
+    return behaviours
+
+
+def _normal(state: dict) -> dict:
+    """The parsed and the mapped state in one shape (TLC prints 1..3 functions as sequences)."""
+    return {name: state[name] for name in VARIABLES}
+
+
+def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
+    """Replay a spec behaviour on the reference; raise TraceMismatch on the first disagreement."""
+    h = Harness(seed, arbitrary=False)
+    if _normal(h.steps[0].state) != behaviour[0][1]:
+        raise TraceMismatch(f"initial states differ: {diff(h.steps[0].state, behaviour[0][1])}")
+    k = 1
+    while k < len(behaviour):
+        act, target = behaviour[k]
+        action, c = act["action"], act["actor"]
+        final = target
+        if k + 1 < len(behaviour) and behaviour[k + 1][0]["action"] == "CompleteJoin" and action != "CompleteJoin":
+            final = behaviour[k + 1][1]
+        h.choices.want = [h.clients[x].member_id for x in (final["leader"],) if x in CLIENTS and h.clients[x].member_id]
+        if action == "JoinGroup":
+            group, member = h.group, h.is_member(c)
+            rebalancing = h.state() == "PreparingRebalance"
+            leader_in_stable = member and h.state() == "Stable" and group.leader_id == h.clients[c].member_id
+            steps = h.join(c, changed=member and not rebalancing and not leader_in_stable)
+        elif action == "JoinGroupAnswered":
+            steps = h.join(c, changed=False)
+        elif action == "SyncGroup":
+            steps = h.sync(c, assignment={x: target["assignment"][x] for x in CLIENTS})
+        elif action == "Heartbeat":
+            steps = h.heartbeat(c)
+        elif action == "LeaveGroup":
+            steps = h.leave(c)
+        elif action == "OffsetCommit":
+            steps = h.commit(c, act["withGeneration"])
+        elif action == "Crash":
+            steps = h.crash(c)
+        elif action in ("CompleteJoin", "ExpirePendingSync"):
+            steps = h.fire(action)
+        elif action == "ExpireSession":
+            steps = h.fire(action, c)
+        else:
+            raise TraceMismatch(f"step {k}: unknown action {action}")
+        if action == "CompleteJoin" and not steps:
+            raise TraceMismatch(f"step {k} CompleteJoin: the reference's join timer changed nothing")
+        for s in steps:
+            if k >= len(behaviour):
+                raise TraceMismatch(f"the reference took {s.action} beyond the behaviour's end")
+            want_act, want = behaviour[k]
+            if s.action != want_act["action"]:
+                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['actor']}): the reference took {s.action}")
+            if _normal(s.state) != want:
+                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['actor']}): {diff(s.state, want)}")
+            k += 1
+    return k - 1
+
+
+def diff(reference: dict, spec: dict) -> str:
+    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+
+
+@dataclass
+class ReplaySummary:
+    behaviours: int
+    steps: int
+    actions: dict[str, int]
+    mismatches: list[str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
+    """``count`` behaviours of ``depth`` steps from one TLC simulation (``-seed seed``), each replayed on the reference."""
+    started = time.monotonic()
+    behaviours = simulate(count, depth, seed)
+    actions: dict[str, int] = {}
+    mismatches, steps = [], 0
+    for number, behaviour in enumerate(behaviours):
+        for act, _ in behaviour[1:]:
+            actions[act["action"]] = actions.get(act["action"], 0) + 1
+        try:
+            steps += replay(behaviour, seed + number)
+        except TraceMismatch as mismatch:
+            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
+    return ReplaySummary(count, steps, actions, mismatches, time.monotonic() - started)
