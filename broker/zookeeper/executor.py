@@ -1,0 +1,413 @@
+"""Apply the reference's ZooKeeper events to a real ZooKeeper through kazoo, and report
+what happened in the reference's own types, so the two can be compared step by step.
+
+    with KazooExecutor("127.0.0.1:2181", chroot="/run1") as zk:
+        zk.handle(OpenSession(now_ms=0, session_id=1, timeout_ms=4000))   # [SessionOpened(1, 4000)]
+        zk.handle(Request(now_ms=0, session_id=1, op=Create("/a")))       # [Reply(1, Create(...), CreateResult(OK, "/a"))]
+        zk.expire(1)                                                      # [SessionExpired(1), WatchFired(...)...]
+
+Each session is one ``KazooClient`` (its own connection). After every step, each live
+session makes a round trip and drains kazoo's callback thread, so every watch event the
+server sent because of the step has been seen: ZooKeeper sends a client its
+notifications before the response to any later request of that client.
+
+Where the real system cannot be asked:
+
+* ``Tick``: real time is real. :meth:`expire` expires a session with ZooKeeper's standard
+  trick instead: a second client joins the session with its id and password and closes it.
+* A request from a session this executor closed or expired is answered SESSIONEXPIRED
+  without sending it (kazoo would silently open a new session; a ZooKeeper handle whose
+  session is gone fails every call with SESSIONEXPIRED).
+* Watch events that reach a session after it was closed or expired are not reported.
+
+Paths go to the server as given, after the chroot: a path kazoo would rewrite (``//``, a
+trailing ``/``, a ``.`` segment) is sent as a raw request through kazoo's connection (its
+``_call``). The one path kazoo cannot send is ``""`` (it goes out as null): a
+:class:`UsageError`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import RolledBackError, ZookeeperError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import CheckVersion, Exists as KExists, GetChildren2, GetData as KGetData, SetData as KSetData
+from kazoo.protocol.serialization import Create as KCreate, Delete as KDelete, Transaction
+from kazoo.protocol.states import Callback, EventType as KEventType, KazooState, ZnodeStat
+from kazoo.security import OPEN_ACL_UNSAFE
+
+from broker.zookeeper.process import four_letter_word
+from reference.errors import UsageError
+from reference.zookeeper import (
+    Check,
+    CheckResult,
+    CloseSession,
+    Code,
+    Create,
+    CreateResult,
+    Delete,
+    DeleteResult,
+    Effect,
+    ErrorResult,
+    EventType,
+    Exists,
+    ExistsResult,
+    GetChildrenResult,
+    GetData,
+    GetDataResult,
+    Multi,
+    MultiResult,
+    OpenSession,
+    Ping,
+    Reply,
+    Request,
+    Result,
+    SessionClosed,
+    SessionExpired,
+    SessionOpened,
+    SetData,
+    SetDataResult,
+    Stat,
+    Tick,
+    WatchFired,
+)
+from reference.zookeeper.results import failure
+
+_EVENT_TYPES = {
+    KEventType.CREATED: EventType.NodeCreated,
+    KEventType.DELETED: EventType.NodeDeleted,
+    KEventType.CHANGED: EventType.NodeDataChanged,
+    KEventType.CHILD: EventType.NodeChildrenChanged,
+}
+_SEQUENTIAL, _EPHEMERAL = 2, 1  # CreateMode flags
+_EXPIRE_ATTEMPTS = 5
+
+
+class ExecutorError(RuntimeError):
+    """The real ZooKeeper did not answer in time, or kazoo failed outside the protocol."""
+
+
+@dataclass(eq=False)
+class _Session:
+    session_id: int
+    client: KazooClient
+    live: bool = True
+    events: list[WatchFired] = field(default_factory=list)
+    lost: threading.Event = field(default_factory=threading.Event)  # kazoo said LOST
+    _last_event: object = None
+
+    def watcher(self, event) -> None:
+        # kazoo calls a watcher once per kind it was registered under: a NodeDeleted that
+        # clears both a data and a child watch calls it twice with the same event object.
+        if event is self._last_event or not self.live:
+            return
+        self._last_event = event
+        self.events.append(WatchFired(self.session_id, event.path, _EVENT_TYPES[event.type]))
+
+
+class KazooExecutor:
+    def __init__(self, hosts: str, *, chroot: str = "", timeout_s: float = 10.0) -> None:
+        if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
+            raise UsageError(f"KazooExecutor: chroot must be an absolute path without a trailing /, got {chroot!r}")
+        self.hosts = hosts
+        self.chroot = chroot
+        self.timeout_s = timeout_s
+        self._sessions: dict[int, _Session] = {}
+        self._owners: dict[int, int] = {0: 0}  # real session id -> the driver's session id
+        self._observer: KazooClient | None = None
+
+    def __enter__(self) -> KazooExecutor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- driving -------------------------------------------------------------------
+
+    def handle(self, event) -> list[Effect]:
+        """Apply one event to the real ZooKeeper; the effects, as the model reports them."""
+        if isinstance(event, Tick):
+            raise UsageError("KazooExecutor.handle: a real server's time cannot be moved; use expire(session_id)")
+        if isinstance(event, OpenSession):
+            return self._open(event)
+        if not isinstance(event, (CloseSession, Ping, Request)):
+            raise UsageError(f"KazooExecutor.handle: {type(event).__name__} is not a ZooKeeper event")
+        session = self._session(event.session_id)
+        if isinstance(event, Ping):
+            return []  # kazoo pings on its own
+        if isinstance(event, CloseSession):
+            if not session.live:
+                return []
+            session.live = False
+            self._stop(session.client)
+            return self._drain() + [SessionClosed(session.session_id)]
+        if isinstance(event.op, Check):
+            raise UsageError("Request: ZooKeeper 3.8 accepts Check only inside a Multi")
+        if not session.live:
+            return [Reply(session.session_id, event.op, failure(event.op, Code.SESSIONEXPIRED))]
+        result = self._apply(session, event.op)
+        return self._drain() + [Reply(session.session_id, event.op, result)]
+
+    def expire(self, session_id: int) -> list[Effect]:
+        """Expire a live session now, by ZooKeeper's standard trick, and wait until its
+        own client has been told by the server that the session expired."""
+        session = self._session(session_id)
+        if not session.live:
+            raise UsageError(f"expire: session {session_id} is not live")
+        session.live = False
+        real_id, password = session.client.client_id
+        # When the twin joins, the server drops the session's own connection; if that
+        # client reconnects before the twin's close, it takes the session back. Try again.
+        for _ in range(_EXPIRE_ATTEMPTS):
+            twin = self._client(client_id=(real_id, password))
+            try:
+                twin.start(timeout=self.timeout_s)
+            finally:
+                self._stop(twin)
+            if session.lost.wait(self.timeout_s / _EXPIRE_ATTEMPTS):
+                break
+        else:
+            raise ExecutorError(f"session {session_id} (0x{real_id:x}) survived {_EXPIRE_ATTEMPTS} attempts to expire it in {self.timeout_s} s")
+        self._stop(session.client)
+        return [SessionExpired(session_id)] + self._drain()
+
+    def close(self) -> None:
+        """Close every session still open (their ephemerals go) and stop every client."""
+        clients = [session.client for session in self._sessions.values()]
+        if self._observer is not None:
+            clients.append(self._observer)
+            self._observer = None
+        for session in self._sessions.values():
+            session.live = False
+        for client in clients:
+            self._stop(client)
+
+    # -- inspection ------------------------------------------------------------------
+
+    def live_sessions(self) -> list[int]:
+        return [s.session_id for s in self._sessions.values() if s.live]
+
+    def snapshot(self) -> dict[str, tuple[bytes, Stat]]:
+        """Every node below the chroot with its data and stat, read by a client of its own
+        (so no driver session is touched and no watch is set)."""
+        if self._observer is None:
+            self._observer = self._client()
+            self._observer.start(timeout=self.timeout_s)
+        nodes = {}
+        pending = ["/"]
+        while pending:
+            path = pending.pop()
+            data, stat = self._wait(self._observer.get_async(path))
+            nodes[path] = (data, self._stat(stat))
+            children = self._wait(self._observer.get_children_async(path))
+            pending += [(path.rstrip("/") + "/" + child) for child in children]
+        return nodes
+
+    # -- sessions --------------------------------------------------------------------
+
+    def _hosts(self) -> str:
+        return self.hosts + self.chroot
+
+    def _open(self, event: OpenSession) -> list[Effect]:
+        if event.session_id in self._sessions:
+            raise UsageError(f"OpenSession: session id {event.session_id} is already used (ids are never reused)")
+        client = self._client(timeout=event.timeout_ms / 1000)
+        try:
+            client.start(timeout=self.timeout_s)
+        except Exception as e:
+            self._stop(client)
+            raise ExecutorError(f"could not open a ZooKeeper session on {self.hosts}: {e}") from e
+        session = _Session(event.session_id, client)
+        client.add_listener(lambda state: self._on_state(session, state))
+        self._sessions[event.session_id] = session
+        self._owners[client.client_id[0]] = event.session_id
+        return [SessionOpened(event.session_id, self._negotiated_timeout_ms(client.client_id[0]))]
+
+    def _negotiated_timeout_ms(self, real_id: int) -> int:
+        """kazoo keeps the timeout it asked for, not the one granted: ask the server (``cons``)."""
+        pattern = re.compile(rf"sid=0x{real_id:x},.*?\bto=(\d+)")
+        for host in self.hosts.split(","):
+            address, _, port = host.rpartition(":")
+            try:
+                match = pattern.search(four_letter_word(int(port), "cons", host=address).decode(errors="replace"))
+            except (OSError, ValueError):
+                continue
+            if match:
+                return int(match.group(1))
+        raise ExecutorError(f"no server of {self.hosts} lists session 0x{real_id:x} in its 'cons' answer (is the cons four-letter word whitelisted?)")
+
+    def _on_state(self, session: _Session, state: KazooState) -> None:
+        if state == KazooState.LOST:
+            session.live = False
+            session.lost.set()
+
+    def _client(self, **kwargs) -> KazooClient:
+        # Reconnect soon: on loopback a dropped connection is news (an expired session).
+        retry = {"max_tries": -1, "delay": 0.03, "backoff": 2, "max_jitter": 0.0, "max_delay": 0.5}
+        return KazooClient(self._hosts(), timeout=kwargs.pop("timeout", self.timeout_s), connection_retry=retry, **kwargs)
+
+    def _session(self, session_id: int) -> _Session:
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise UsageError(f"session {session_id} was never opened (sessions: {sorted(self._sessions)})") from None
+
+    def _stop(self, client: KazooClient) -> None:
+        try:
+            client.stop()
+        finally:
+            client.close()
+
+    def _drain(self) -> list[WatchFired]:
+        """Every watch event caused so far, per live session: a round trip, then the
+        callback thread emptied up to a marker."""
+        for session in self._sessions.values():
+            if session.live:
+                self._wait(session.client.exists_async("/"))
+                done = threading.Event()
+                session.client.handler.dispatch_callback(Callback("watch", done.set, ()))
+                if not done.wait(self.timeout_s):
+                    raise ExecutorError(f"session {session.session_id}: kazoo's callback thread did not drain in {self.timeout_s} s")
+        events = []
+        for session in self._sessions.values():
+            events += session.events
+            session.events = []
+        return events
+
+    # -- operations ------------------------------------------------------------------
+
+    def _wait(self, async_result):
+        try:
+            return async_result.get(timeout=self.timeout_s)
+        except KazooTimeoutError:
+            raise ExecutorError(f"ZooKeeper did not answer within {self.timeout_s} s") from None
+
+    def _apply(self, session: _Session, op) -> Result:
+        if any(o.path == "" for o in (op.ops if isinstance(op, Multi) else (op,))):
+            raise UsageError(f"KazooExecutor: kazoo sends an empty path as null, so {op} cannot be asked")
+        client = session.client
+        watch = session.watcher if getattr(op, "watch", False) else None
+        try:
+            if isinstance(op, Multi):
+                return self._multi(client, op)
+            if self._raw(op):
+                value = self._call(client, self._request(op, watch))
+            elif isinstance(op, Create):
+                value = self._wait(client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential))
+            elif isinstance(op, Delete):
+                value = self._wait(client.delete_async(op.path, op.version))
+            elif isinstance(op, SetData):
+                value = self._wait(client.set_async(op.path, op.data, op.version))
+            elif isinstance(op, GetData):
+                value = self._wait(client.get_async(op.path, watch))
+            elif isinstance(op, Exists):
+                value = self._wait(client.exists_async(op.path, watch))
+            else:
+                value = self._wait(client.get_children_async(op.path, watch, include_data=True))
+        except ZookeeperError as e:
+            return failure(op, Code(e.code))
+        return self._result(client, op, value)
+
+    def _result(self, client: KazooClient, op, value) -> Result:
+        if isinstance(op, Create):
+            return CreateResult(Code.OK, client.unchroot(value) if self._raw(op) else value)
+        if isinstance(op, Delete):
+            return DeleteResult(Code.OK)
+        if isinstance(op, SetData):
+            return SetDataResult(Code.OK, self._stat(value))
+        if isinstance(op, Check):
+            return CheckResult(Code.OK)
+        if isinstance(op, GetData):
+            data, stat = value
+            return GetDataResult(Code.OK, data, self._stat(stat))
+        if isinstance(op, Exists):
+            return ExistsResult(Code.NONODE) if value is None else ExistsResult(Code.OK, self._stat(value))
+        children, stat = value
+        return GetChildrenResult(Code.OK, tuple(sorted(children)), self._stat(stat))
+
+    def _multi(self, client: KazooClient, multi: Multi) -> MultiResult:
+        if any(self._raw(op, in_multi=True) for op in multi.ops):
+            values = self._call(client, Transaction([self._request(op, None) for op in multi.ops]))
+        else:
+            transaction = client.transaction()
+            for op in multi.ops:
+                if isinstance(op, Create):
+                    transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+                elif isinstance(op, Delete):
+                    transaction.delete(op.path, op.version)
+                elif isinstance(op, SetData):
+                    transaction.set_data(op.path, op.data, op.version)
+                else:
+                    transaction.check(op.path, op.version)
+            values = self._wait(transaction.commit_async())
+        # A failed multi does not raise: every result is an exception, rolled back ones
+        # RolledBackError (ZooKeeper's code 0).
+        if any(isinstance(v, Exception) for v in values):
+            results = tuple(ErrorResult(Code.OK if isinstance(v, RolledBackError) else Code(v.code)) for v in values)
+            failed = next(r.code for r in results if r.code != Code.OK)
+            return MultiResult(failed, results)
+        results = []
+        for op, value in zip(multi.ops, values, strict=True):
+            if isinstance(op, Create):
+                results.append(CreateResult(Code.OK, value))  # kazoo strips the chroot
+            else:
+                results.append(self._result(client, op, value))
+        return MultiResult(Code.OK, tuple(results))
+
+    def _stat(self, stat: ZnodeStat) -> Stat:
+        owner = stat.ephemeralOwner
+        if owner not in self._owners:
+            raise ExecutorError(f"node owned by session 0x{owner:x}, which this executor did not open")
+        return Stat(
+            version=stat.version,
+            cversion=stat.cversion,
+            ephemeral_owner=self._owners[owner],
+            data_length=stat.dataLength,
+            num_children=stat.numChildren,
+        )
+
+    # -- paths kazoo would rewrite -------------------------------------------------------
+
+    def _server_path(self, op) -> str:
+        """The path the server should see: the chroot, then the path as given (``/`` is
+        the chroot itself, except as the prefix of a sequential create)."""
+        if op.path == "/" and not (isinstance(op, Create) and op.sequential):
+            return self.chroot or "/"
+        return self.chroot + op.path
+
+    def _raw(self, op, *, in_multi: bool = False) -> bool:
+        """Whether kazoo would send another path than :meth:`_server_path`: it drops
+        ``//`` and trailing ``/`` (keeping a sequential create's, except in a
+        transaction), and refuses ``.`` and ``..`` segments."""
+        trailing = isinstance(op, Create) and op.sequential and not in_multi
+        try:
+            return _prefix_root(self.chroot, op.path, trailing=trailing) != self._server_path(op)
+        except ValueError:
+            return True
+
+    def _request(self, op, watch):
+        path = self._server_path(op)
+        if isinstance(op, Create):
+            flags = (_EPHEMERAL if op.ephemeral else 0) | (_SEQUENTIAL if op.sequential else 0)
+            return KCreate(path, op.data, OPEN_ACL_UNSAFE, flags)
+        if isinstance(op, Delete):
+            return KDelete(path, op.version)
+        if isinstance(op, SetData):
+            return KSetData(path, op.data, op.version)
+        if isinstance(op, Check):
+            return CheckVersion(path, op.version)
+        if isinstance(op, GetData):
+            return KGetData(path, watch)
+        if isinstance(op, Exists):
+            return KExists(path, watch)
+        return GetChildren2(path, watch)
+
+    def _call(self, client: KazooClient, request):
+        async_result = client.handler.async_result()
+        client._call(request, async_result)
+        return self._wait(async_result)

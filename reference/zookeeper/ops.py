@@ -1,0 +1,141 @@
+"""ZooKeeper's operations, as the client sends them (paths exactly as sent, see
+:mod:`reference.zookeeper.paths`). ``version=-1`` matches any version, as in ZooKeeper.
+
+Malformed field *types* raise :class:`UsageError`; invalid *values* a client can send (a
+bad path, a stale version) are answered with ZooKeeper's codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.errors import UsageError
+
+_INT32 = range(-(2**31), 2**31)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise UsageError(message)
+
+
+def _check_path(op: str, path: object) -> None:
+    _require(isinstance(path, str), f"{op}: path must be a str, got {path!r}")
+
+
+def _check_data(op: str, data: object) -> None:
+    _require(isinstance(data, bytes), f"{op}: data must be bytes, got {type(data).__name__}")
+
+
+def _check_version(op: str, version: object) -> None:
+    _require(
+        isinstance(version, int) and not isinstance(version, bool) and version in _INT32,
+        f"{op}: version must be a 32-bit int (-1: any), got {version!r}",
+    )
+
+
+def _check_flag(op: str, name: str, value: object) -> None:
+    _require(isinstance(value, bool), f"{op}: {name} must be a bool, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Create ``path``; ``sequential`` appends the parent's 10-digit child counter."""
+
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+    def __post_init__(self) -> None:
+        _check_path("Create", self.path)
+        _check_data("Create", self.data)
+        _check_flag("Create", "ephemeral", self.ephemeral)
+        _check_flag("Create", "sequential", self.sequential)
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    path: str
+    version: int = -1
+
+    def __post_init__(self) -> None:
+        _check_path("Delete", self.path)
+        _check_version("Delete", self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class SetData:
+    path: str
+    data: bytes
+    version: int = -1
+
+    def __post_init__(self) -> None:
+        _check_path("SetData", self.path)
+        _check_data("SetData", self.data)
+        _check_version("SetData", self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Succeeds iff ``path`` exists at ``version``. ZooKeeper 3.8 only accepts it in a Multi."""
+
+    path: str
+    version: int
+
+    def __post_init__(self) -> None:
+        _check_path("Check", self.path)
+        _check_version("Check", self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class GetData:
+    path: str
+    watch: bool = False  # a data watch: NodeDataChanged or NodeDeleted
+
+    def __post_init__(self) -> None:
+        _check_path("GetData", self.path)
+        _check_flag("GetData", "watch", self.watch)
+
+
+@dataclass(frozen=True, slots=True)
+class Exists:
+    path: str
+    watch: bool = False  # a data watch, set even when the node is absent: then NodeCreated
+
+    def __post_init__(self) -> None:
+        _check_path("Exists", self.path)
+        _check_flag("Exists", "watch", self.watch)
+
+
+@dataclass(frozen=True, slots=True)
+class GetChildren:
+    path: str
+    watch: bool = False  # a child watch: NodeChildrenChanged or NodeDeleted
+
+    def __post_init__(self) -> None:
+        _check_path("GetChildren", self.path)
+        _check_flag("GetChildren", "watch", self.watch)
+
+
+WriteOp = Create | Delete | SetData | Check
+ReadOp = GetData | Exists | GetChildren
+WRITE_OPS = (Create, Delete, SetData, Check)
+
+
+@dataclass(frozen=True, slots=True)
+class Multi:
+    """Write operations applied atomically: all of them or none."""
+
+    ops: tuple[WriteOp, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ops, list):
+            object.__setattr__(self, "ops", tuple(self.ops))
+        _require(isinstance(self.ops, tuple), f"Multi: ops must be a tuple, got {type(self.ops).__name__}")
+        for op in self.ops:
+            _require(isinstance(op, WRITE_OPS), f"Multi: {type(op).__name__} is not a write operation (Create, Delete, SetData, Check)")
+
+
+Op = WriteOp | ReadOp | Multi
+OPS = (*WRITE_OPS, GetData, Exists, GetChildren, Multi)

@@ -1,0 +1,103 @@
+"""What ZooKeeper answers to each operation: a :class:`Code` and, on success, the values.
+
+``Stat`` carries the fields the model keeps: not zxids or times, which depend on the
+server's history and clock. ``cversion`` is what ZooKeeper reports: the number of child
+creations and deletions (it stores only creations, and reports ``2*created - children``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reference.zookeeper.codes import Code
+from reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    version: int
+    cversion: int
+    ephemeral_owner: int  # the owning session's id; 0 for a persistent node
+    data_length: int
+    num_children: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    code: Code
+    path: str | None = None  # the created path, with the sequential suffix
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    code: Code
+
+
+@dataclass(frozen=True, slots=True)
+class SetDataResult:
+    code: Code
+    stat: Stat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    code: Code
+
+
+@dataclass(frozen=True, slots=True)
+class GetDataResult:
+    code: Code
+    data: bytes | None = None
+    stat: Stat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExistsResult:
+    code: Code  # NONODE when absent
+    stat: Stat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetChildrenResult:
+    code: Code
+    children: tuple[str, ...] = ()  # sorted: ZooKeeper's order is a hash set's
+    stat: Stat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResult:
+    """One operation of a failed Multi: OK if rolled back, the failing operation's code,
+    RUNTIMEINCONSISTENCY for those after it (never tried)."""
+
+    code: Code
+
+
+@dataclass(frozen=True, slots=True)
+class MultiResult:
+    code: Code  # OK, or the code of the operation that failed
+    results: tuple[CreateResult | DeleteResult | SetDataResult | CheckResult | ErrorResult, ...] = ()
+
+
+Result = CreateResult | DeleteResult | SetDataResult | CheckResult | GetDataResult | ExistsResult | GetChildrenResult | MultiResult
+
+_RESULT_OF: dict[type, type] = {
+    Create: CreateResult,
+    Delete: DeleteResult,
+    SetData: SetDataResult,
+    Check: CheckResult,
+    GetData: GetDataResult,
+    Exists: ExistsResult,
+    GetChildren: GetChildrenResult,
+    Multi: MultiResult,
+}
+
+
+def failure(op: Op, code: Code) -> Result:
+    """The result of ``op`` when it fails as a whole with ``code``."""
+    return _RESULT_OF[type(op)](code)
+
+
+def failed_multi(size: int, index: int, code: Code) -> MultiResult:
+    """ZooKeeper's answer when op ``index`` of a ``size``-op Multi failed with ``code``."""
+    results = [ErrorResult(Code.OK)] * index + [ErrorResult(code)] + [ErrorResult(Code.RUNTIMEINCONSISTENCY)] * (size - index - 1)
+    return MultiResult(code, tuple(results))
