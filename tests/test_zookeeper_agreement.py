@@ -23,14 +23,19 @@ from collections import defaultdict
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from kazoo.client import KazooClient
 
-kazoo = pytest.importorskip("kazoo")
-from kazoo.client import KazooClient  # noqa: E402
-
-from broker.zookeeper.executor import KazooExecutor  # noqa: E402
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper  # noqa: E402
-from reference.zookeeper import (  # noqa: E402
+from broker.zookeeper.executor import KazooExecutor
+from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from reference.zookeeper import (
     Check,
     CloseSession,
     Create,

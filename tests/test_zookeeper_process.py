@@ -13,13 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
+from kazoo.retry import KazooRetry
 
 from broker.zookeeper import process
 from broker.zookeeper.process import ZooKeeperUnavailable, serving_mode, zookeeper
-
-kazoo = pytest.importorskip("kazoo")
-from kazoo.client import KazooClient  # noqa: E402
-from kazoo.retry import KazooRetry  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
