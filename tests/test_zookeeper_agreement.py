@@ -34,7 +34,7 @@ from hypothesis.stateful import (
 from kazoo.client import KazooClient
 
 from broker.zookeeper.executor import KazooExecutor
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from broker.zookeeper.process import ZooKeeperEnsemble, ZooKeeperUnavailable, zookeeper
 from reference.zookeeper import (
     Check,
     CloseSession,
@@ -89,13 +89,19 @@ good_paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map(lambda
 bad_paths = st.builds(lambda name, suffix: "/" + name + suffix, st.sampled_from(NAMES), st.sampled_from(BAD_SUFFIXES))
 
 
+class ServerGone(Exception):
+    """The module's ZooKeeper exited under us: every later example would only time out."""
+
+
 class ZooKeeperAgreement(RuleBasedStateMachine):
-    def __init__(self, connect_string: str, admin: KazooClient) -> None:
+    def __init__(self, zk: ZooKeeperEnsemble, admin: KazooClient) -> None:
         super().__init__()
+        if crashes := zk.crashes():
+            raise ServerGone("; ".join(crashes))
         chroot = f"/agreement-{os.getpid()}-{next(_chroots)}"
-        admin.create(chroot)
+        admin.create_async(chroot).get(timeout=10)
         self.model = ZooKeeperServer(ZooKeeperConfig(tick_time_ms=TICK_MS), system_nodes=False)
-        self.real = KazooExecutor(connect_string, chroot=chroot)
+        self.real = KazooExecutor(zk.connect_string, chroot=chroot)
         self.now_ms = 0
         self.opened = 0
 
@@ -294,13 +300,15 @@ def test_model_agrees_with_real_zookeeper(server):
     examples = max(1, settings.default.max_examples // 3)
     try:
         run_state_machine_as_test(
-            lambda: ZooKeeperAgreement(zk.connect_string, admin),
+            lambda: ZooKeeperAgreement(zk, admin),
             settings=settings(settings.default, max_examples=examples, stateful_step_count=50),
         )
     except Exception:
-        if crashes := zk.crashes():  # not a disagreement: the server went away under us
-            pytest.fail("; ".join(crashes), pytrace=False)
-        raise
+        if not zk.crashes():
+            raise
+    else:
+        return
+    pytest.fail("; ".join(zk.crashes()), pytrace=False)  # not a disagreement: the server went away
 
 
 FRESH_SERVER_SCRIPT = [

@@ -104,7 +104,8 @@ class _Session:
     def watcher(self, event) -> None:
         # kazoo calls a watcher once per kind it was registered under: a NodeDeleted that
         # clears both a data and a child watch calls it twice with the same event object.
-        if event is self._last_event or not self.live:
+        # When the session is lost it calls every watcher with type NONE: not a node event.
+        if event is self._last_event or not self.live or event.type not in _EVENT_TYPES:
             return
         self._last_event = event
         self.events.append(WatchFired(self.session_id, event.path, _EVENT_TYPES[event.type]))

@@ -7,8 +7,11 @@
 Every node is one JVM (``QuorumPeerMain``) with its own zoo.cfg, data dir and log file in a
 temporary directory. All ports (client, quorum, election) are chosen before any cfg is
 written and bound to 127.0.0.1 only. Each JVM runs in its own session and is stopped by
-pid; every wait is bounded. When a node does not come up, :class:`ZooKeeperUnavailable`
-says so in one line naming the log file, and the directory is kept so the log can be read.
+pid; every wait is bounded. The kernel kills a JVM when the thread that started it exits
+(``setpriv --pdeathsig``): start nodes from a thread that lives as long as they should.
+When a node does not come up, or exits without being stopped, :class:`ZooKeeperUnavailable`
+or :meth:`ZooKeeperEnsemble.crashes` says so in one line naming the log file, and the
+directory is kept so the log can be read.
 
 ``python -m broker.zookeeper.process [NODES]`` serves an ensemble until interrupted.
 """
@@ -70,6 +73,15 @@ def _classpath() -> str:
     if SLF4J_SIMPLE_JAR.is_file():  # without a binding ZooKeeper logs nothing at all
         jars.append(SLF4J_SIMPLE_JAR)
     return ":".join(str(j) for j in jars)
+
+
+def _die_with_parent() -> list[str]:
+    """A prefix that has the kernel SIGKILL the JVM when the thread that started it dies,
+    so a test run killed from outside (a CI timeout) leaves no server behind: the JVM's
+    own session keeps it out of the process-group kill. ``setpriv`` (util-linux) execs
+    java, so the pid stays java's."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 def free_ports(count: int) -> list[int]:
@@ -168,7 +180,7 @@ class ZooKeeperNode:
         """Start the JVM (not waiting for it to serve). The log is appended to across restarts."""
         if self.is_running():
             return
-        command = [_java(), *JVM_OPTIONS, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
+        command = [*_die_with_parent(), _java(), *JVM_OPTIONS, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
         self._stopping = False
         with open(self.log_path, "ab") as log:
             try:
