@@ -14,11 +14,7 @@ Skipped:
 
 from __future__ import annotations
 
-from reference.assignors import ASSIGNORS, CooperativeStickyAssignor
-from reference.assignors.cooperative_sticky import decode_generation, encode_user_data
-from reference.assignors.sticky import DEFAULT_GENERATION
-from reference.consumer_protocol import Subscription
-from test_assignors_sticky import (
+from sticky_cases import (
     AbstractStickyAssignorTests,
     consumer1,
     consumer2,
@@ -33,6 +29,11 @@ from test_assignors_sticky import (
     tp0,
     tp1,
 )
+
+from reference.assignors import ASSIGNORS, CooperativeStickyAssignor
+from reference.assignors.cooperative_sticky import decode_generation, encode_user_data
+from reference.assignors.sticky import DEFAULT_GENERATION
+from reference.consumer_protocol import Subscription
 
 
 class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
