@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     assign_verify.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
     assign_verify.add_argument("--seed", type=int, default=0, help="seed for the generated membership changes")
 
+    zookeeper_parser = commands.add_parser("zookeeper", help="real ZooKeeper (Debian's package) on 127.0.0.1")
+    zookeeper_commands = zookeeper_parser.add_subparsers(dest="zookeeper_command", metavar="SUBCOMMAND", required=True)
+    zookeeper_up = zookeeper_commands.add_parser("up", help="serve a standalone server or an ensemble until Ctrl-C")
+    zookeeper_up.add_argument("--nodes", type=int, default=1, help="ensemble size (default 1: standalone)")
+    zookeeper_up.add_argument("--tick-ms", type=int, default=500, help="ZooKeeper tickTime in ms (default 500)")
+    zookeeper_up.add_argument("--keep", action="store_true", help="keep the data and log directory on exit")
+
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -67,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
             from conformance.assign_verify import verify
 
             return verify(args.members, args.topics, args.max_partitions, args.cases, args.k, args.workers, args.seed)
+        if args.command == "zookeeper":
+            from broker.zookeeper.process import serve
+
+            return serve(args.nodes, tick_time_ms=args.tick_ms, keep=args.keep, say=lambda line: print(line, flush=True))
         if args.command == "diagram":
             from conformance.diagram import GraphvizMissing, render
 

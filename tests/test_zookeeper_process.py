@@ -154,8 +154,79 @@ def test_a_server_that_does_not_come_up_names_its_log(monkeypatch):
         shutil.rmtree(log.parent.parent)  # kept for the reader; not needed here
 
 
+def coordspec_zookeeper_up(*args: str, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "conformance.cli", "zookeeper", "up", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+
+
+def read_until_ready(up: subprocess.Popen, timeout_s: float = 60.0) -> list[str]:
+    """The lines ``coordspec zookeeper up`` prints until it says how to stop it."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = up.stdout.readline()
+        if not line:
+            pytest.fail(f"coordspec zookeeper up ended early: {''.join(lines)}{up.stderr.read()}", pytrace=False)
+        lines.append(line.rstrip("\n"))
+        if line.startswith("Ctrl-C"):
+            return lines
+    pytest.fail(f"coordspec zookeeper up not ready within {timeout_s} s: {lines}", pytrace=False)
+
+
+def test_command_line_serves_an_ensemble_until_interrupted():
+    up = coordspec_zookeeper_up("--nodes", "3")
+    try:
+        lines = read_until_ready(up)
+        directory = Path(lines[0].split(" data in ")[1].split(" ")[0])
+        assert lines[0].startswith("zookeeper: 3 nodes on 127.0.0.1") and directory.is_dir()
+        modes = [line.split()[-1] for line in lines[1:4]]
+        assert sorted(modes) == ["follower", "follower", "leader"]
+        connect_string = lines[4].removeprefix("connect string: ")
+        assert connect_string.count("127.0.0.1:") == 3
+        zk = client(connect_string)
+        try:
+            zk.create("/served", b"yes")
+            assert zk.get("/served")[0] == b"yes"
+        finally:
+            zk.stop()
+            zk.close()
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=60) == 0
+        assert up.stdout.read().strip() == "zookeeper: stopped every node"
+        assert not directory.exists()
+        ports = [int(address.rsplit(":", 1)[1]) for address in connect_string.split(",")]
+        assert [serving_mode(port) for port in ports] == [None, None, None]
+    finally:
+        up.kill()
+        up.wait(timeout=60)
+
+
+def test_command_line_reports_a_node_killed_from_outside():
+    up = coordspec_zookeeper_up()
+    try:
+        lines = read_until_ready(up)
+        directory = lines[0].split(" data in ")[1].split(" ")[0]
+        pids = subprocess.run(["pgrep", "-f", directory], check=False, capture_output=True, text=True).stdout.split()
+        assert len(pids) == 1, pids
+        os.kill(int(pids[0]), signal.SIGKILL)
+        assert up.wait(timeout=60) == 1
+        error = up.stderr.read()
+        assert error.count("\n") == 1 and "exited with code -9 without being stopped; see its log" in error
+        shutil.rmtree(directory)  # kept for the reader; not needed here
+    finally:
+        up.kill()
+        up.wait(timeout=60)
+
+
 def test_command_line_reports_missing_java_in_one_line():
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(REPO), "HOME": os.environ.get("HOME", "/tmp")}
-    run = subprocess.run([sys.executable, "-m", "broker.zookeeper.process"], env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "zookeeper", "up"], check=False, env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert run.stderr == "zookeeper: ZooKeeper needs Java: no java on PATH (install default-jdk-headless)\n"
+
+
+def test_command_line_refuses_an_empty_ensemble():
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "zookeeper", "up", "--nodes", "0"],
+                         check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert run.returncode == 2
+    assert run.stderr == "zookeeper up: --nodes must be at least 1, got 0\n"

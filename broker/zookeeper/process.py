@@ -13,7 +13,7 @@ When a node does not come up, or exits without being stopped, :class:`ZooKeeperU
 or :meth:`ZooKeeperEnsemble.crashes` says so in one line naming the log file, and the
 directory is kept so the log can be read.
 
-``python -m broker.zookeeper.process [NODES]`` serves an ensemble until interrupted.
+``coordspec zookeeper up [--nodes N]`` serves an ensemble until interrupted (:func:`serve`).
 """
 
 from __future__ import annotations
@@ -327,29 +327,41 @@ def _kill_leftovers() -> None:
         node.kill()
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) > 1 or (args and not args[0].isdigit()) or (args and int(args[0]) < 1):
-        print("usage: python -m broker.zookeeper.process [NODES]", file=sys.stderr)
+def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: float = 0.5,
+          say=print) -> int:
+    """``coordspec zookeeper up``: serve an ensemble of ``nodes`` until interrupted (Ctrl-C
+    or SIGTERM), saying where it is and each node's mode, and reporting mode changes and
+    exits as they happen. Returns the exit status: 0 when stopped by the user, 1 when a
+    node exited on its own (its directory is kept for the logs), 2 when it did not start."""
+    if nodes < 1:
+        print(f"zookeeper up: --nodes must be at least 1, got {nodes}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the nodes on SIGTERM too
-    directory = None
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the nodes on SIGTERM too
     try:
-        with zookeeper(int(args[0]) if args else 1, keep=True) as zk:
-            directory = zk.directory
-            print(zk.connect_string, flush=True)
-            while all(node.is_running() for node in zk.nodes.values()):
-                time.sleep(0.5)
-            print(f"zookeeper: a node exited; the logs are in {zk.directory}", file=sys.stderr)
-            return 1
+        with zookeeper(nodes, tick_time_ms=tick_time_ms, keep=keep) as zk:
+            modes = zk.modes()
+            say(f"zookeeper: {nodes} node{'s' if nodes > 1 else ''} on {HOST}, data in {zk.directory}"
+                + (" (kept)" if keep else " (removed on exit)"))
+            for node_id, node in zk.nodes.items():
+                say(f"  node {node_id}  {node.connect_string}  {modes[node_id]}")
+            say(f"connect string: {zk.connect_string}")
+            say("Ctrl-C stops every node.")
+            while True:
+                time.sleep(poll_s)
+                if crashes := zk.crashes():
+                    for line in crashes:
+                        print(f"zookeeper: {line}", file=sys.stderr)
+                    return 1
+                now = zk.modes()
+                for node_id, mode in now.items():
+                    if mode != modes[node_id]:
+                        say(f"  node {node_id}: {modes[node_id] or 'not serving'} -> {mode or 'not serving'}")
+                modes = now
     except ZooKeeperUnavailable as e:
         print(f"zookeeper: {e}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, SystemExit):
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
+        say("zookeeper: stopped every node")
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
