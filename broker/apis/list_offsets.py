@@ -1,0 +1,35 @@
+"""ListOffsets (2): the earliest offset (-2), the latest (-1), or the first at a timestamp.
+
+A timestamp is looked up per batch: the answer is the base offset of the first batch
+whose largest timestamp reaches it, and that batch's largest timestamp (Kafka finds
+the exact record inside the batch). -3 (max timestamp) arrives with v7, which this
+broker does not advertise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext, Client
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
+LATEST, EARLIEST = -1, -2
+
+
+def _partition(ctx: BrokerContext, topic: str, p: Any) -> dict[str, Any]:
+    log = ctx.topics.log(topic, p.partition_index)
+    if log is None:
+        return {"partition_index": p.partition_index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "timestamp": -1, "offset": -1}
+    answer = {"partition_index": p.partition_index, "error_code": NONE, "timestamp": -1, "leader_epoch": 0}
+    if p.timestamp == LATEST:
+        return {**answer, "offset": log.high_watermark}
+    if p.timestamp == EARLIEST:
+        return {**answer, "offset": log.log_start_offset}
+    found = log.offset_for_timestamp(p.timestamp)
+    if found is None:
+        return {**answer, "offset": -1, "leader_epoch": -1}
+    return {**answer, "offset": found[0], "timestamp": found[1]}
+
+
+async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    return {"topics": [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partitions]} for t in body.topics]}

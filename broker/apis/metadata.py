@@ -1,0 +1,54 @@
+"""Metadata (3): this broker, and the topics asked for (created on demand, as Kafka's
+``auto.create.topics.enable`` does when the request allows it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext, Client
+from broker.log.topics import topic_name_error
+
+NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 0, 3, 17
+
+
+def topic_metadata(ctx: BrokerContext, name: str) -> dict[str, Any]:
+    entry = ctx.topics.entry(name)
+    return {
+        "error_code": NONE,
+        "name": name,
+        "topic_id": entry.topic_id,
+        "is_internal": entry.internal,
+        "partitions": [
+            {"error_code": NONE, "partition_index": p, "leader_id": ctx.node_id, "leader_epoch": 0,
+             "replica_nodes": [ctx.node_id], "isr_nodes": [ctx.node_id], "offline_replicas": []}
+            for p in range(entry.partitions)
+        ],
+        "topic_authorized_operations": -2147483648,
+    }
+
+
+async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    requested = body.topics
+    if requested is None or (version == 0 and not requested):  # v0: an empty list means all
+        names = ctx.topics.names()
+    else:
+        names = [t.name for t in requested]
+    allow_create = getattr(body, "allow_auto_topic_creation", True) and ctx.auto_create_topics
+    topics = []
+    for name in names:
+        if name is None or topic_name_error(name):
+            topics.append({"error_code": INVALID_TOPIC_EXCEPTION, "name": name, "is_internal": False, "partitions": []})
+            continue
+        if name not in ctx.topics:
+            if not allow_create:
+                topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []})
+                continue
+            ctx.topics.create(name, ctx.default_partitions)
+        topics.append(topic_metadata(ctx, name))
+    return {
+        "brokers": [{"node_id": ctx.node_id, "host": ctx.host, "port": ctx.port, "rack": None}],
+        "cluster_id": ctx.cluster_id,
+        "controller_id": ctx.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }

@@ -1,0 +1,58 @@
+"""The APIs this broker serves: key, versions and handler. ApiVersions advertises exactly this.
+
+Group API versions are the ones the reference models. The others are the ones the
+handlers implement: Produce from v3 (record batches v2; librdkafka fetches only when
+Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
+ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 (kio's range).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.apis import (
+    api_versions,
+    create_topics,
+    fetch,
+    find_coordinator,
+    groups,
+    list_offsets,
+    metadata,
+    produce,
+)
+from reference.group.requests import API_KEYS, VERSIONS
+
+Handler = Callable[..., Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    name: str
+    versions: range
+    handler: Handler
+
+
+def _group_api(name: str, handler: Handler) -> tuple[int, Api]:
+    return API_KEYS[name], Api(name, VERSIONS[name], handler)
+
+
+APIS: dict[int, Api] = dict([
+    (0, Api("Produce", range(3, 10), produce.handle)),
+    (1, Api("Fetch", range(4, 13), fetch.handle)),
+    (2, Api("ListOffsets", range(1, 7), list_offsets.handle)),
+    (3, Api("Metadata", range(13), metadata.handle)),
+    _group_api("OffsetCommit", groups.offset_commit),
+    _group_api("OffsetFetch", groups.offset_fetch),
+    (10, Api("FindCoordinator", range(7), find_coordinator.handle)),
+    _group_api("JoinGroup", groups.join_group),
+    _group_api("Heartbeat", groups.heartbeat),
+    _group_api("LeaveGroup", groups.leave_group),
+    _group_api("SyncGroup", groups.sync_group),
+    _group_api("DescribeGroups", groups.describe_groups),
+    _group_api("ListGroups", groups.list_groups),
+    (18, Api("ApiVersions", range(5), api_versions.handle)),
+    (19, Api("CreateTopics", range(2, 8), create_topics.handle)),
+    _group_api("DeleteGroups", groups.delete_groups),
+])

@@ -1,0 +1,28 @@
+"""What every API handler can see: the broker's identity, its topics and its group coordinator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.group_service import GroupService
+from broker.log.topics import TopicStore
+
+
+@dataclass
+class BrokerContext:
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+    topics: TopicStore
+    groups: GroupService
+    auto_create_topics: bool = True  # auto.create.topics.enable
+    default_partitions: int = 1  # num.partitions
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """The connection a request came on: Kafka records these with each group member."""
+
+    client_id: str
+    host: str  # as Kafka writes it: "/127.0.0.1"

@@ -1,0 +1,126 @@
+"""The reference's ``__consumer_offsets`` records as Kafka writes them: key and value bytes.
+
+Each key starts with its version (GroupMetadataKey v2, OffsetCommitKey v1) and each
+value with its own (GroupMetadataValue v3, OffsetCommitValue v1 or v3), in Kafka's
+non-flexible encoding (group-coordinator/src/main/resources/common/message). A record
+with no value is a tombstone.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
+
+
+class CorruptRecord(Exception):
+    pass
+
+
+def _string(value: str | None) -> bytes:
+    if value is None:
+        return struct.pack(">h", -1)
+    data = value.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def _bytes(value: bytes) -> bytes:
+    return struct.pack(">i", len(value)) + value
+
+
+def encode_key(key: GroupMetadataKey | OffsetCommitKey) -> bytes:
+    if isinstance(key, GroupMetadataKey):
+        return struct.pack(">h", 2) + _string(key.group)
+    return struct.pack(">h", 1) + _string(key.group) + _string(key.topic) + struct.pack(">i", key.partition)
+
+
+def encode_value(value: GroupMetadataValue | OffsetCommitValue | None) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, OffsetCommitValue):
+        if value.version == 1:
+            return (struct.pack(">hq", 1, value.offset) + _string(value.metadata)
+                    + struct.pack(">qq", value.commit_timestamp, value.expire_timestamp))
+        return (struct.pack(">hqi", 3, value.offset, value.leader_epoch) + _string(value.metadata)
+                + struct.pack(">q", value.commit_timestamp))
+    out = [struct.pack(">h", 3), _string(value.protocol_type), struct.pack(">i", value.generation),
+           _string(value.protocol), _string(value.leader), struct.pack(">qi", value.current_state_timestamp, len(value.members))]
+    for m in value.members:
+        out += [_string(m.member_id), _string(m.group_instance_id), _string(m.client_id), _string(m.client_host),
+                struct.pack(">ii", m.rebalance_timeout, m.session_timeout), _bytes(m.subscription), _bytes(m.assignment)]
+    return b"".join(out)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str) -> tuple:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise CorruptRecord("record ends early")
+        values = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return values
+
+    def int(self, fmt: str) -> int:
+        return self.take(fmt)[0]
+
+    def raw(self, length: int) -> bytes:
+        if length < 0 or self.pos + length > len(self.data):
+            raise CorruptRecord("record ends early")
+        self.pos += length
+        return self.data[self.pos - length:self.pos]
+
+    def string(self) -> str | None:
+        length = self.int(">h")
+        return None if length == -1 else self.raw(length).decode()
+
+    def bytes(self) -> bytes:
+        return self.raw(self.int(">i"))
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record:
+    k = _Reader(key)
+    version = k.int(">h")
+    if version == 2:
+        group_key = GroupMetadataKey(k.string() or "")
+        return Record(group_key, None if value is None else _group_value(_Reader(value)))
+    if version in (0, 1):
+        offset_key = OffsetCommitKey(k.string() or "", k.string() or "", k.int(">i"))
+        return Record(offset_key, None if value is None else _offset_value(_Reader(value)))
+    raise CorruptRecord(f"unknown key version {version}")
+
+
+def _offset_value(r: _Reader) -> OffsetCommitValue:
+    version = r.int(">h")
+    offset = r.int(">q")
+    leader_epoch = r.int(">i") if version >= 3 else -1
+    metadata = r.string() or ""
+    commit_timestamp = r.int(">q")
+    expire_timestamp = r.int(">q") if version == 1 else -1
+    return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+
+
+def _group_value(r: _Reader) -> GroupMetadataValue:
+    version = r.int(">h")
+    if version != 3:
+        raise CorruptRecord(f"group metadata value v{version} (this broker writes and reads v3)")
+    protocol_type = r.string() or ""
+    generation = r.int(">i")
+    protocol, leader = r.string(), r.string()
+    current_state_timestamp, count = r.take(">qi")
+    members = []
+    for _ in range(count):
+        member_id, instance_id, client_id, client_host = r.string(), r.string(), r.string(), r.string()
+        rebalance_timeout, session_timeout = r.take(">ii")
+        members.append(MemberMetadata(member_id or "", instance_id, client_id or "", client_host or "",
+                                      rebalance_timeout, session_timeout, r.bytes(), r.bytes()))
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members))

@@ -1,0 +1,176 @@
+"""A single Kafka broker on asyncio, serving the reference group coordinator and on-disk logs.
+
+    python -m broker.server --port 9092 --data ./data
+
+Each connection is served one request at a time, in order, as Kafka does: the next
+frame is read only after the previous response is written, so a connection holds at
+most one frame in memory, and a parked JoinGroup or a long-polling Fetch holds up only
+its own connection. Errors a user can hit (port in use, unusable data directory) are
+one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.context import BrokerContext
+from broker.group_service import GroupService
+from broker.log.group_records import CorruptRecord
+from broker.log.topics import DataDirError, TopicStore
+from broker.trace import Trace
+from broker.wire.dispatch import respond
+from broker.wire.framing import FrameError, read_frame
+from broker.wire.protocol import BadRequest
+from reference.errors import UsageError
+from reference.group import GroupConfig
+
+log = logging.getLogger("broker")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
+    max_connections: int = 1000
+
+
+class BrokerError(Exception):
+    """A reason the broker cannot start, in one line."""
+
+
+class Broker:
+    def __init__(self, ctx: BrokerContext, limits: Limits, trace: Trace) -> None:
+        self.ctx = ctx
+        self.limits = limits
+        self._trace = trace
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    async def start(self, host: str) -> None:
+        try:
+            self._server = await asyncio.start_server(self._connection, host, self.ctx.port)
+        except OSError as e:
+            raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {e.strerror or e}") from None
+        self.ctx.port = self._server.sockets[0].getsockname()[1]
+        self.ctx.groups.start()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self._connections) >= self.limits.max_connections:
+            writer.close()
+            return
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        try:
+            while (payload := await read_frame(reader, self.limits.max_frame_bytes)) is not None:
+                response = await respond(self.ctx, peer[0], payload)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+        except (FrameError, BadRequest) as e:
+            log.info("closing %s:%s: %s", peer[0], peer[1], e)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a bug: this connection goes, the broker stays
+            log.exception("closing %s:%s after an internal error", peer[0], peer[1])
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        self.ctx.groups.stop()
+        self.ctx.topics.close()
+        self._trace.close()
+
+
+def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offsets_partitions: int = 1,
+                group_config: GroupConfig | None = None, limits: Limits | None = None,
+                trace_path: Path | None = None, default_partitions: int = 1) -> Broker:
+    """A broker over ``data_dir`` (created if missing), not yet listening.
+
+    The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``.
+    """
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        probe = data_dir / ".writable"
+        probe.touch()
+        probe.unlink()
+    except OSError as e:
+        raise BrokerError(f"data directory {data_dir}: {e.strerror or e}") from None
+    trace = Trace(trace_path or data_dir / "trace.jsonl")
+    try:
+        topics = TopicStore(data_dir)
+        groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace)
+    except (DataDirError, CorruptRecord) as e:
+        raise BrokerError(str(e)) from None
+    ctx = BrokerContext(node_id=node_id, host=host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
+                        default_partitions=default_partitions)
+    return Broker(ctx, limits or Limits(), trace)
+
+
+async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | None = None,
+                stop: asyncio.Event | None = None, **options) -> None:
+    """Serve until ``stop`` is set (or SIGINT / SIGTERM arrive when ``stop`` is not given)."""
+    broker = open_broker(host, port, data_dir, **options)
+    await broker.start(host)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    print(f"broker {broker.ctx.node_id} serving on {host}:{broker.ctx.port}, data in {data_dir}", flush=True)
+    if ready is not None:
+        ready.set()
+    try:
+        await stop.wait()
+    finally:
+        await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m broker.server", description="Serve one coordspec broker.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9092)
+    parser.add_argument("--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)")
+    parser.add_argument("--offsets-partitions", type=int, default=1, help="__consumer_offsets partitions when it is created")
+    parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
+    parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    try:
+        config = GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(serve(args.host, args.port, args.data, offsets_partitions=args.offsets_partitions,
+                          group_config=config, limits=Limits(max_frame_bytes=args.max_frame_bytes)))
+    except BrokerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    print("broker stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

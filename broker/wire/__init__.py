@@ -1,0 +1,1 @@
+"""Kafka's wire protocol for the broker: framing, headers, versions and dispatch (codec: kio)."""

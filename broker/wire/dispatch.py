@@ -1,0 +1,40 @@
+"""One request frame in, one response frame (or none) out.
+
+As in Kafka, a request the broker cannot read (too short, an unknown API key, a version
+outside the advertised range, a body that does not decode) closes the connection; the
+exception is ApiVersions at a version above the range, answered in v0's shape with
+UNSUPPORTED_VERSION so the client can retry at a version both know (KIP-511).
+"""
+
+from __future__ import annotations
+
+from broker.apis import api_versions
+from broker.apis.registry import APIS
+from broker.context import BrokerContext, Client
+from broker.wire.entities import build
+from broker.wire.protocol import (
+    API_VERSIONS_KEY,
+    BadRequest,
+    decode_request,
+    encode_response,
+    peek_header,
+    response_class,
+)
+
+
+async def respond(ctx: BrokerContext, peer_host: str, payload: bytes) -> bytes | None:
+    header = peek_header(payload)
+    api = APIS.get(header.api_key)
+    if api is None:
+        raise BadRequest(f"unknown API key {header.api_key}")
+    if header.api_key == API_VERSIONS_KEY and header.api_version >= api.versions.stop:
+        values = api_versions.unsupported(APIS)
+        return encode_response(API_VERSIONS_KEY, 0, header.correlation_id, build(response_class(API_VERSIONS_KEY, 0), values))
+    if header.api_version not in api.versions:
+        raise BadRequest(f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
+    full, body = decode_request(payload, header.api_key, header.api_version)
+    values = await api.handler(ctx, Client(full.client_id or "", f"/{peer_host}"), header.api_version, body)
+    if values is None:
+        return None
+    entity = build(response_class(header.api_key, header.api_version), values)
+    return encode_response(header.api_key, header.api_version, header.correlation_id, entity)

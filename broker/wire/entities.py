@@ -1,0 +1,107 @@
+"""Building kio entities from plain values, so one handler answers every version of an API.
+
+kio has one frozen dataclass per API, version and direction, and the set of required
+fields changes per version. ``build(cls, values)`` keeps the keys ``cls`` has, drops the
+rest, zero-fills required fields that were not given, builds nested entities from
+mappings, and turns plain ints into the ``timedelta`` and ``ErrorCode`` values kio wants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import types
+import typing
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta, i64Timedelta
+
+_ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
+    "string": "",
+    "bytes": b"",
+    "records": b"",
+    "bool": False,
+    "uuid": uuid.UUID(int=0),
+    "error_code": ErrorCode.none,
+    "float64": 0.0,
+}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _entity_of(annotation: Any) -> type | None:
+    """The entity type inside ``tuple[X, ...]`` or ``X | None``, if any."""
+    for arg in typing.get_args(annotation):
+        if dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _nullable(annotation: Any) -> bool:
+    return isinstance(annotation, types.UnionType) and type(None) in typing.get_args(annotation)
+
+
+def _is_array(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is tuple
+
+
+def _convert(field: dataclasses.Field, annotation: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    kafka_type = field.metadata.get("kafka_type")
+    if kafka_type == "timedelta_i32":
+        return i32Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+    if kafka_type == "timedelta_i64":
+        return i64Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+    if kafka_type == "error_code":
+        return ErrorCode(int(value))
+    entity = _entity_of(annotation)
+    if entity is not None:
+        if _is_array(annotation):
+            return tuple(build(entity, v) if isinstance(v, Mapping) else v for v in value)
+        return build(entity, value) if isinstance(value, Mapping) else value
+    if _is_array(annotation):
+        return tuple(value)
+    return value
+
+
+def _zero(field: dataclasses.Field, annotation: Any) -> Any:
+    if _nullable(annotation) and not _is_array(annotation):
+        return None
+    if _is_array(annotation):
+        return ()
+    kafka_type = field.metadata.get("kafka_type", "")
+    if kafka_type in _ZERO_BY_KAFKA_TYPE:
+        return _ZERO_BY_KAFKA_TYPE[kafka_type]
+    if kafka_type.startswith("timedelta"):
+        return 0
+    return 0  # the int types
+
+
+def build(cls: type, values: Mapping[str, Any]) -> Any:
+    """An instance of the kio entity ``cls`` from ``values`` (see the module docstring)."""
+    hints = _hints(cls)
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        annotation = hints[field.name]
+        if field.name in values:
+            kwargs[field.name] = _convert(field, annotation, values[field.name])
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            kwargs[field.name] = _convert(field, annotation, _zero(field, annotation))
+    return cls(**kwargs)
+
+
+def ms(value: datetime.timedelta | int | None) -> int:
+    """A kio duration as whole milliseconds (kio renames ``*_ms`` fields to timedeltas)."""
+    if value is None:
+        return -1
+    if isinstance(value, datetime.timedelta):
+        return round(value / datetime.timedelta(milliseconds=1))
+    return int(value)
