@@ -1,0 +1,612 @@
+"""The controller role of one broker (ZooKeeper-mode Kafka 2.6 ``KafkaController``), sans-IO.
+
+It talks to ZooKeeper only through operations of :mod:`reference.zookeeper.ops`, emitted as
+``ZkCall(call_id, op)`` effects; the driver runs each on the broker's ZooKeeper session
+and feeds the result back as ``ZkResult(now_ms, call_id, result)``, and each watch that
+fires as ``ZkWatch(now_ms, path, type)``. The same controller therefore runs on the model
+(:class:`~reference.zookeeper.ZooKeeperServer`) and, through
+``broker.zookeeper.executor.KazooExecutor``, on a real ZooKeeper.
+
+Driving it alone (what ``benchmarks/failover_10k.py`` does)::
+
+    controller = Controller(broker_id=1, config=ReplicationConfig(batch_writes=True))
+    effects = controller.handle(ControllerStartup(now_ms))     # stand for election
+    while effects:                                             # run calls until quiet
+        ...for ZkCall(call_id, op): result = run op on the session (Request(..., op))
+        ...feed controller.handle(ZkResult(now_ms, call_id, result)) and any
+        ...WatchFired(session, path, type) as controller.handle(ZkWatch(now_ms, path, type))
+    assert controller.active and controller.idle
+
+- **Seed topics** before (or after) it starts: write ``/brokers/topics/<t>`` with
+  ``TopicAssignment.of({0: (1, 2, 3), ...}).encode()`` (and register brokers at
+  ``/brokers/ids/<id>``, ephemeral). On election the controller reads everything, and a
+  topic created later reaches it by the child watch on ``/brokers/topics`` (InitLeaders).
+- **Broker changes** reach it as the ``/brokers/ids`` child watch firing: feed
+  ``ZkWatch(now_ms, "/brokers/ids", EventType.NodeChildrenChanged)``.
+- **Collect its ZooKeeper ops** from the ``ZkCall`` effects. Calls emitted by one
+  ``handle`` may be sent pipelined, in order (e.g. kazoo's ``transaction().commit_async()``
+  for each ``Multi``); the controller waits for all results of a round before the next.
+- **A failover is done** when the ``LeadersChanged`` notice of its ChangeLeaders round is
+  emitted: by then every partition-state write of the round has its result. ``idle``
+  is True once no call is outstanding and no work is queued.
+- ``SendRequest(broker_id, LeaderAndIsr | StopReplica)`` effects are its requests to brokers.
+
+Work is processed as Kafka's controller does: one controller event at a time from a
+queue (ControllerEventManager). Each event is a job written as a generator that yields a
+*round* (a list of operations) and receives their results.
+
+Every write is ``Multi([Check("/controller_epoch", epoch_zk_version), ...])`` (KAFKA-6082,
+Kafka 2.2+), each partition-state write conditional on the zk_version the controller holds.
+A failed multi names the first failing op: if it is the epoch check, another controller
+exists and this one resigns (ISR-3); otherwise the partitions of that multi are re-read
+and their decisions recomputed and retried (ISR-4).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator
+
+from reference.errors import UsageError
+from reference.replication.batching import pack
+from reference.replication.config import ReplicationConfig
+from reference.replication.effects import BecameController, Effect, LeadersChanged, ResignedController, SendRequest, ZkCall
+from reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
+from reference.replication.events import ControllerStartup, ZkResult, ZkSessionExpired, ZkWatch
+from reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition, StopReplica
+from reference.replication.znodes import (
+    BROKER_IDS,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    REASSIGN_PARTITIONS,
+    TOPICS,
+    PartitionState,
+    TopicAssignment,
+    TopicPartition,
+    broker_path,
+    decode_controller,
+    decode_controller_epoch,
+    decode_isr_change,
+    decode_reassignment,
+    delete_topic_path,
+    encode_controller,
+    encode_controller_epoch,
+    partition_path,
+    partitions_path,
+    state_path,
+    state_path_partition,
+    topic_path,
+)
+from reference.zookeeper import (
+    Check,
+    Code,
+    Create,
+    Delete,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    MultiResult,
+    Op,
+    Result,
+    SetData,
+)
+from reference.zookeeper.ops import WriteOp
+
+Job = Generator[list[Op], list[Result], None]
+_LOST = (Code.SESSIONEXPIRED, Code.CONNECTIONLOSS)
+
+
+class _Resigned(Exception):
+    """Raised inside a job when this controller must stop: the epoch check failed or the
+    session is gone."""
+
+
+class Controller:
+    def __init__(self, broker_id: int, config: ReplicationConfig | None = None) -> None:
+        self.broker_id = broker_id
+        self.config = config or ReplicationConfig()
+        self.active = False
+        self.controller_epoch = -1
+        self.epoch_zk_version = -1
+        self.live_brokers: set[int] = set()
+        self.broker_sessions: dict[int, int] = {}  # broker id -> the session owning its registration
+        self.assignments: dict[str, TopicAssignment] = {}
+        self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # state, zk_version
+        self.partition_dirs: dict[str, set[int] | None] = {}  # None: no /partitions znode yet
+        self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # partition -> target replicas
+        self._queue: deque[tuple[str, Callable[[], Job]]] = deque()
+        self._job: Job | None = None
+        self._waiting: dict[int, int] = {}  # call id -> position in the round
+        self._round: list[Result | None] = []
+        self._next_call = 1
+        self._effects: list[Effect] = []
+        self.now_ms = 0
+
+    # -- driving -----------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        return self._job is None and not self._queue
+
+    def handle(self, event) -> list[Effect]:
+        if not isinstance(event, (ControllerStartup, ZkResult, ZkWatch, ZkSessionExpired)):
+            raise UsageError(f"Controller {self.broker_id}: {type(event).__name__} is not a controller event")
+        self.now_ms = event.now_ms
+        self._effects = []
+        if isinstance(event, ControllerStartup):
+            self._enqueue("ElectController", self._elect)
+        elif isinstance(event, ZkWatch):
+            self._watch_fired(event.path)
+        elif isinstance(event, ZkSessionExpired):
+            self._queue.clear()
+            self._job, self._waiting, self._round = None, {}, []
+            if self.active:
+                self._resign("session expired")
+        else:
+            self._result(event)
+        self._run(None)
+        effects, self._effects = self._effects, []
+        return effects
+
+    def _enqueue(self, name: str, job: Callable[[], Job]) -> None:
+        self._queue.append((name, job))
+
+    def _watch_fired(self, path: str) -> None:
+        if path == CONTROLLER:
+            self._enqueue("ElectController", self._elect)
+        elif not self.active:
+            return  # a watch of an earlier term; the next term sets its own
+        elif path == BROKER_IDS:
+            self._enqueue("BrokerChange", self._broker_change)
+        elif path == TOPICS:
+            self._enqueue("TopicChange", self._topic_change)
+        elif path == DELETE_TOPICS:
+            self._enqueue("DeleteTopics", self._delete_topics)
+        elif path == REASSIGN_PARTITIONS:
+            self._enqueue("Reassign", self._reassign)
+        elif path == ISR_CHANGE_NOTIFICATION:
+            self._enqueue("IsrChangeNotification", self._isr_changes)
+
+    def _result(self, event: ZkResult) -> None:
+        position = self._waiting.pop(event.call_id, None)
+        if position is None:
+            raise UsageError(f"Controller {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding (outstanding: {sorted(self._waiting)})")
+        self._round[position] = event.result
+
+    def _run(self, _: None) -> None:
+        """Advance the current job while its round is answered; start queued jobs."""
+        while True:
+            if self._job is None:
+                if not self._queue:
+                    return
+                _, make = self._queue.popleft()
+                self._job = make()
+                results: list[Result] | None = None
+            elif self._waiting:
+                return
+            else:
+                results = list(self._round)
+            try:
+                ops = self._job.send(results)  # type: ignore[arg-type]
+            except StopIteration:
+                self._job = None
+                continue
+            except _Resigned:
+                self._job = None
+                continue
+            self._round = [None] * len(ops)
+            for position, op in enumerate(ops):
+                call_id = self._next_call
+                self._next_call += 1
+                self._waiting[call_id] = position
+                self._effects.append(ZkCall(call_id, op))
+
+    def _resign(self, reason: str) -> None:
+        """Stop acting as controller; stand again when /controller goes (its watch)."""
+        self.active = False
+        self._effects.append(ResignedController(self.controller_epoch, reason))
+        self._queue.clear()
+        self._enqueue("ElectController", self._elect)
+
+    def _check_session(self, results: list[Result]) -> None:
+        if any(r.code in _LOST for r in results):
+            raise _Resigned()
+
+    # -- ElectController (ISR-1) and the failover that follows (ISR-2) -----------------------------
+
+    def _elect(self) -> Job:
+        if self.active:
+            (owner,) = yield [GetData(CONTROLLER)]
+            self._check_session([owner])
+            if owner.code != Code.OK or decode_controller(CONTROLLER, owner.data) != self.broker_id:
+                self._resign("another broker is controller")
+            return
+        epoch_read, controller = yield [GetData(CONTROLLER_EPOCH), Exists(CONTROLLER, watch=True)]
+        self._check_session([epoch_read, controller])
+        if controller.code == Code.OK:
+            return  # another broker leads; the watch says when it goes
+        if epoch_read.code == Code.NONODE:
+            (created,) = yield [Create(CONTROLLER_EPOCH, encode_controller_epoch(0))]
+            self._check_session([created])
+            (epoch_read,) = yield [GetData(CONTROLLER_EPOCH)]
+            self._check_session([epoch_read])
+        epoch = decode_controller_epoch(CONTROLLER_EPOCH, epoch_read.data)
+        claim = Multi(
+            (
+                Create(CONTROLLER, encode_controller(self.broker_id, self.now_ms), ephemeral=True),
+                SetData(CONTROLLER_EPOCH, encode_controller_epoch(epoch + 1), epoch_read.stat.version),
+            )
+        )
+        (outcome,) = yield [claim]
+        self._check_session([outcome])
+        if outcome.code != Code.OK:
+            # Another broker won the race (NODEEXISTS), or bumped the epoch first (BADVERSION).
+            (again,) = yield [Exists(CONTROLLER, watch=True)]
+            self._check_session([again])
+            if again.code == Code.NONODE:
+                self._enqueue("ElectController", self._elect)
+            return
+        self.active = True
+        self.controller_epoch, self.epoch_zk_version = epoch + 1, outcome.results[1].stat.version
+        self._effects.append(BecameController(self.controller_epoch))
+        yield from self._failover()
+
+    def _failover(self) -> Job:
+        """Read every published decision, re-send them all, then elect where needed."""
+        brokers, topics, deletions, reassignment, notifications = yield [
+            GetChildren(BROKER_IDS, watch=True),
+            GetChildren(TOPICS, watch=True),
+            GetChildren(DELETE_TOPICS, watch=True),
+            Exists(REASSIGN_PARTITIONS, watch=True),
+            GetChildren(ISR_CHANGE_NOTIFICATION, watch=True),
+        ]
+        self._check_session([brokers, topics, deletions, reassignment, notifications])
+        self.live_brokers = set()
+        self.broker_sessions = {}
+        yield from self._read_brokers(brokers.children)
+        self.assignments, self.states, self.partition_dirs = {}, {}, {}
+        yield from self._read_topics(list(topics.children))
+        self._send_leader_and_isr(sorted(self.states), set(self.live_brokers))
+        yield from self._change_leaders(self._all_partitions(), "ControllerFailover")
+        if deletions.children:
+            self._enqueue("DeleteTopics", self._delete_topics)
+        if reassignment.code == Code.OK:
+            self._enqueue("Reassign", self._reassign)
+        if notifications.children:
+            self._enqueue("IsrChangeNotification", self._isr_changes)
+
+    def _read_brokers(self, ids: tuple[str, ...]) -> Job:
+        """The live brokers and the session of each registration (a re-registered broker
+        has a new one: Kafka's broker epoch, KIP-380)."""
+        numbers = sorted(int(i) for i in ids if i.isdigit())
+        found = yield [Exists(broker_path(b)) for b in numbers]
+        self._check_session(found)
+        sessions = {b: r.stat.ephemeral_owner for b, r in zip(numbers, found, strict=True) if r.code == Code.OK}
+        return sessions
+
+    def _read_topics(self, topics: list[str]) -> Job:
+        """Assignments, partition znodes and states of ``topics`` into the caches."""
+        topics = sorted(topics)
+        results = yield [GetData(topic_path(t)) for t in topics] + [GetChildren(partitions_path(t)) for t in topics]
+        self._check_session(results)
+        reads: list[TopicPartition] = []
+        for topic, assignment, dirs in zip(topics, results[: len(topics)], results[len(topics) :], strict=True):
+            if assignment.code != Code.OK:
+                continue  # deleted meanwhile
+            self.assignments[topic] = TopicAssignment.decode(topic_path(topic), assignment.data)
+            self.partition_dirs[topic] = {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+            reads += [TopicPartition(topic, p) for p in sorted(self.partition_dirs[topic] or ())]
+        yield from self._read_states(reads)
+
+    def _read_states(self, tps: list[TopicPartition]) -> Job:
+        results = yield [GetData(state_path(tp)) for tp in tps]
+        self._check_session(results)
+        for tp, result in zip(tps, results, strict=True):
+            if result.code == Code.OK:
+                self.states[tp] = (PartitionState.decode(state_path(tp), result.data), result.stat.version)
+            else:
+                self.states.pop(tp, None)
+
+    # -- BrokerChange (ISR-6) ------------------------------------------------------------------
+
+    def _broker_change(self) -> Job:
+        (brokers,) = yield [GetChildren(BROKER_IDS, watch=True)]
+        self._check_session([brokers])
+        sessions = yield from self._read_brokers(brokers.children)
+        now_live = set(sessions)
+        bounced = {b for b in now_live & self.live_brokers if sessions[b] != self.broker_sessions.get(b)}
+        started = (now_live - self.live_brokers) | bounced
+        gone = (self.live_brokers - now_live) | bounced
+        self.broker_sessions = sessions
+        if not started and not gone:
+            return
+        if gone:  # onBrokerFailure first, with bounced brokers counted as gone (Kafka 2.6)
+            self.live_brokers = now_live - bounced
+            yield from self._change_leaders(self._all_partitions(), "BrokerChange")
+        self.live_brokers = now_live
+        if started:  # onBrokerStartup: the published decisions for their replicas, then elections
+            hosted = [tp for tp in sorted(self.states) if started & set(self._replicas(tp))]
+            self._send_leader_and_isr(hosted, started)
+            yield from self._change_leaders(self._all_partitions(), "BrokerChange")
+
+    # -- ChangeLeaders: InitLeaders and ElectLeader for many partitions, batched (ISR-4, ISR-8) --------
+
+    def _all_partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, a in sorted(self.assignments.items()) for p in sorted(a.partitions)]
+
+    def _replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The full replica set: during a reassignment, the current and the target replicas."""
+        assignment = self.assignments[tp.topic]
+        replicas = assignment.partitions.get(tp.partition, ())
+        adding = assignment.adding_replicas.get(tp.partition, ())
+        return replicas + tuple(r for r in adding if r not in replicas)
+
+    def _decide(self, tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+        replicas = self.assignments[tp.topic].partitions[tp.partition]
+        if tp not in self.states:
+            state = init_leader(replicas, self.live_brokers, self.controller_epoch)
+            if state is None:
+                return None
+            dirs = self.partition_dirs.get(tp.topic)
+            ops: list[WriteOp] = []
+            if dirs is None:
+                ops.append(Create(partitions_path(tp.topic)))
+                dirs = self.partition_dirs[tp.topic] = set()
+            if tp.partition not in dirs:
+                ops.append(Create(partition_path(tp)))
+                dirs.add(tp.partition)
+            ops.append(Create(state_path(tp), state.encode()))
+            return state, tuple(ops)
+        published, zk_version = self.states[tp]
+        state = elect_leader(replicas, published, self.live_brokers, self.controller_epoch, unclean=self.config.unclean_leader_election_enable)
+        if state is None:
+            return None
+        return state, (SetData(state_path(tp), state.encode(), zk_version),)
+
+    def _change_leaders(self, tps: list[TopicPartition], reason: str, decide: Callable | None = None) -> Job:
+        """Decide every partition of ``tps``, write all decisions batched (or one at a
+        time), retry those whose write met a newer version, then send LeaderAndIsr."""
+        decide = decide or self._decide
+        decided: list[TopicPartition] = []
+        written = multis = 0
+        pending = [tp for tp in tps if tp.topic in self.assignments]
+        while pending:
+            groups = [(tp, d[1]) for tp in pending if (d := decide(tp)) is not None]
+            if not groups:
+                break
+            outcomes = yield from self._write(groups)
+            multis += len(outcomes)
+            stale: list[TopicPartition] = []
+            for keys, multi, result in outcomes:
+                if result.code == Code.OK:
+                    self._learn_written(multi, result)
+                    decided += keys
+                    written += len(keys)
+                else:
+                    stale += keys
+            for topic in {tp.topic for tp in stale}:
+                yield from self._reread_dirs(topic)
+            yield from self._read_states([tp for tp in stale if tp.topic in self.assignments])
+            pending = [tp for tp in stale if tp.topic in self.assignments]
+        self._send_leader_and_isr(decided, set(self.live_brokers))
+        self._effects.append(LeadersChanged(reason, written, multis))
+
+    def _reread_dirs(self, topic: str) -> Job:
+        (dirs,) = yield [GetChildren(partitions_path(topic))]
+        self._check_session([dirs])
+        self.partition_dirs[topic] = {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+
+    def _write(self, groups: list[tuple[object, tuple[WriteOp, ...]]]) -> Job:
+        """Write ``groups`` (key, ops) as multis headed by the epoch check: all at once,
+        packed under the byte budget, or one group per multi, one multi at a time. The
+        result: (keys, multi, result) per multi. Resigns if the epoch check failed."""
+        head = (Check(CONTROLLER_EPOCH, self.epoch_zk_version),)
+        if self.config.batch_writes:
+            packed = [(keys, Multi(ops)) for keys, ops in pack(head, groups, self.config.multi_byte_budget)]
+            results = yield [multi for _, multi in packed]
+        else:
+            packed, results = [], []
+            for key, ops in groups:
+                multi = Multi(head + ops)
+                (result,) = yield [multi]
+                packed.append(([key], multi))
+                results.append(result)
+                if result.code != Code.OK and self._epoch_failed(result):
+                    break
+        self._check_session(results)
+        if any(r.code != Code.OK and self._epoch_failed(r) for r in results):
+            self._resign("controller epoch moved on")
+            raise _Resigned()
+        return [(keys, multi, result) for (keys, multi), result in zip(packed, results, strict=False)]
+
+    @staticmethod
+    def _epoch_failed(result: MultiResult) -> bool:
+        return bool(result.results) and result.results[0].code != Code.OK
+
+    def _learn_written(self, multi: Multi, result: MultiResult) -> None:
+        for op, op_result in zip(multi.ops, result.results, strict=True):
+            tp = state_path_partition(op.path)
+            if tp is None:
+                continue
+            if isinstance(op, SetData):
+                self.states[tp] = (PartitionState.decode(op.path, op.data), op_result.stat.version)
+            elif isinstance(op, Create):
+                self.states[tp] = (PartitionState.decode(op.path, op.data), 0)
+            elif isinstance(op, Delete):
+                self.states.pop(tp, None)
+
+    def _send_leader_and_isr(self, tps: list[TopicPartition], brokers: set[int]) -> None:
+        """One LeaderAndIsr per broker, listing the published decision of each of its
+        partitions in ``tps`` (the replicas that are live and among ``brokers``)."""
+        requests: dict[int, list[LeaderAndIsrPartition]] = {}
+        for tp in tps:
+            if tp not in self.states or tp.topic not in self.assignments:
+                continue
+            state, zk_version = self.states[tp]
+            replicas = self._replicas(tp)
+            decision = LeaderAndIsrPartition(tp.topic, tp.partition, state.leader, state.leader_epoch, state.isr, zk_version, replicas, state.controller_epoch)
+            for broker in replicas:
+                if broker in brokers and broker in self.live_brokers:
+                    requests.setdefault(broker, []).append(decision)
+        for broker, decisions in sorted(requests.items()):
+            self._effects.append(SendRequest(broker, LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions))))
+
+    # -- TopicChange: new topics (ISR-5) -------------------------------------------------------------
+
+    def _topic_change(self) -> Job:
+        (topics,) = yield [GetChildren(TOPICS, watch=True)]
+        self._check_session([topics])
+        present = set(topics.children)
+        for gone in set(self.assignments) - present:
+            self._forget_topic(gone)
+        new = sorted(present - set(self.assignments))
+        if not new:
+            return
+        yield from self._read_topics(new)
+        tps = [TopicPartition(t, p) for t in new if t in self.assignments for p in sorted(self.assignments[t].partitions)]
+        yield from self._change_leaders(tps, "InitLeaders")
+
+    def _forget_topic(self, topic: str) -> None:
+        self.assignments.pop(topic, None)
+        self.partition_dirs.pop(topic, None)
+        for tp in [tp for tp in self.states if tp.topic == topic]:
+            del self.states[tp]
+        for tp in [tp for tp in self.reassignments if tp.topic == topic]:
+            del self.reassignments[tp]
+
+    # -- DeleteTopic (ISR-8) -------------------------------------------------------------------
+
+    def _delete_topics(self) -> Job:
+        (requested,) = yield [GetChildren(DELETE_TOPICS, watch=True)]
+        self._check_session([requested])
+        for topic in sorted(requested.children):
+            if topic in self.assignments:
+                tps = [TopicPartition(topic, p) for p in sorted(self.assignments[topic].partitions)]
+                stopping: dict[int, list[TopicPartition]] = {}
+                for tp in tps:
+                    for broker in self._replicas(tp):
+                        if broker in self.live_brokers:
+                            stopping.setdefault(broker, []).append(tp)
+                for broker, stopped in sorted(stopping.items()):
+                    self._effects.append(SendRequest(broker, StopReplica(self.broker_id, self.controller_epoch, tuple(stopped), delete=True)))
+            yield from self._remove_topic_znodes(topic)
+            self._forget_topic(topic)
+
+    def _remove_topic_znodes(self, topic: str) -> Job:
+        """Delete the topic's znodes, children first; each state conditional on its
+        zk_version. A leader's ISR write in between makes a delete fail: read again, retry."""
+        while True:
+            (exists,) = yield [Exists(topic_path(topic))]
+            self._check_session([exists])
+            yield from self._reread_dirs(topic)
+            dirs = sorted(self.partition_dirs.get(topic) or ())
+            tps = [TopicPartition(topic, p) for p in dirs]
+            yield from self._read_states(tps)
+            groups: list[tuple[object, tuple[WriteOp, ...]]] = []
+            for tp in tps:
+                state_delete = (Delete(state_path(tp), self.states[tp][1]),) if tp in self.states else ()
+                groups.append((tp, state_delete + (Delete(partition_path(tp)),)))
+            tail: tuple[WriteOp, ...] = ()
+            if self.partition_dirs.get(topic) is not None:
+                tail += (Delete(partitions_path(topic)),)
+            if exists.code == Code.OK:
+                tail += (Delete(topic_path(topic)),)
+            groups.append((topic, tail + (Delete(delete_topic_path(topic)),)))
+            outcomes = yield from self._write(groups)
+            if all(result.code == Code.OK for _, _, result in outcomes):
+                return
+
+    # -- IsrChangeNotification ---------------------------------------------------------------
+
+    def _isr_changes(self) -> Job:
+        """Leaders changed ISRs themselves: refresh the cached states (and see whether a
+        reassignment's new replicas have joined)."""
+        (listing,) = yield [GetChildren(ISR_CHANGE_NOTIFICATION, watch=True)]
+        self._check_session([listing])
+        paths = [f"{ISR_CHANGE_NOTIFICATION}/{name}" for name in listing.children]
+        if not paths:
+            return
+        notes = yield [GetData(path) for path in paths]
+        self._check_session(notes)
+        changed = sorted({tp for path, note in zip(paths, notes, strict=True) if note.code == Code.OK for tp in decode_isr_change(path, note.data)})
+        yield from self._read_states([tp for tp in changed if tp.topic in self.assignments])
+        yield from self._write([(path, (Delete(path),)) for path in paths])
+        if any(tp in self.reassignments for tp in changed):
+            yield from self._complete_reassignments()
+
+    # -- Reassign (ISR-9) -----------------------------------------------------------------------
+
+    def _reassign(self) -> Job:
+        """Start a reassignment read from /admin/reassign_partitions: the partition's
+        replicas become current + target (adding_replicas), the leader epoch moves, the
+        new replicas start as followers. It completes when the ISR holds them all."""
+        (request,) = yield [GetData(REASSIGN_PARTITIONS, watch=True)]
+        self._check_session([request])
+        if request.code != Code.OK:
+            return
+        targets = decode_reassignment(REASSIGN_PARTITIONS, request.data)
+        for tp, target in sorted(targets.items()):
+            assignment = self.assignments.get(tp.topic)
+            if assignment is None or tp.partition not in assignment.partitions or not target or tp in self.reassignments:
+                continue
+            current = assignment.partitions[tp.partition]
+            adding = tuple(r for r in target if r not in current)
+            removing = tuple(r for r in current if r not in target)
+            self.reassignments[tp] = target
+            updated = TopicAssignment(
+                dict(assignment.partitions),
+                {**assignment.adding_replicas, tp.partition: adding},
+                {**assignment.removing_replicas, tp.partition: removing},
+            )
+            yield from self._write_assignment(tp.topic, updated)
+            if tp in self.states:  # bump the leader epoch so every replica learns the new replica set
+                yield from self._change_leaders([tp], "Reassign", decide=self._bump_epoch)
+        yield from self._complete_reassignments()
+
+    def _bump_epoch(self, tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+        state, zk_version = self.states[tp]
+        if state.leader == -1:
+            return None
+        new = state.next(state.leader, state.isr, self.controller_epoch)
+        return new, (SetData(state_path(tp), new.encode(), zk_version),)
+
+    def _write_assignment(self, topic: str, assignment: TopicAssignment) -> Job:
+        yield from self._write([(topic, (SetData(topic_path(topic), assignment.encode()),))])
+        self.assignments[topic] = assignment
+
+    def _complete_reassignments(self) -> Job:
+        """For each reassignment whose targets are all in the ISR: lead from a target,
+        drop the removed replicas from the ISR, switch the assignment, stop the old
+        replicas; when none is left, delete /admin/reassign_partitions."""
+        for tp, target in sorted(self.reassignments.items()):
+            state = self.states.get(tp)
+            if state is None or not set(target) <= set(state[0].isr):
+                continue
+            old = self._replicas(tp)
+            yield from self._change_leaders([tp], "Reassign", decide=self._finish_decision(target))
+            assignment = self.assignments[tp.topic]
+            adding = {p: r for p, r in assignment.adding_replicas.items() if p != tp.partition}
+            removing = {p: r for p, r in assignment.removing_replicas.items() if p != tp.partition}
+            yield from self._write_assignment(tp.topic, TopicAssignment({**assignment.partitions, tp.partition: target}, adding, removing))
+            del self.reassignments[tp]
+            dropped = [b for b in old if b not in target and b in self.live_brokers]
+            for broker in dropped:
+                self._effects.append(SendRequest(broker, StopReplica(self.broker_id, self.controller_epoch, (tp,), delete=True)))
+        if not self.reassignments:
+            (exists,) = yield [Exists(REASSIGN_PARTITIONS)]
+            self._check_session([exists])
+            if exists.code == Code.OK:
+                yield from self._write([(REASSIGN_PARTITIONS, (Delete(REASSIGN_PARTITIONS),))])
+
+    def _finish_decision(self, target: tuple[int, ...]) -> Callable:
+        def decide(tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+            state, zk_version = self.states[tp]
+            new = elect_reassigned_leader(target, state, self.live_brokers, self.controller_epoch)
+            if new is None:
+                return None
+            return new, (SetData(state_path(tp), new.encode(), zk_version),)
+
+        return decide
