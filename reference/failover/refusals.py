@@ -1,0 +1,89 @@
+"""Answers a broker gives without consulting a group: Kafka 4.0's service checks, and the
+error responses of a request whose partition this broker does not serve (CF-2, CF-5).
+
+Shapes follow ``GroupCoordinatorService`` (the ``handleOperationException`` lambdas) and the
+``getError*`` helpers of Kafka's request classes; version shaping is the group
+reference's own ``at_version``.
+"""
+
+from __future__ import annotations
+
+from reference.errors import ErrorCode, UsageError
+from reference.group.config import GroupConfig
+from reference.group.offsets import commit_error_response
+from reference.group.requests import (
+    DeleteGroups,
+    DescribeGroups,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    OffsetCommit,
+    OffsetFetch,
+    Request,
+    SyncGroup,
+)
+from reference.group.responses import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetFetchResponse,
+    Response,
+    SyncGroupResponse,
+)
+
+# Requests that Kafka 4.0 schedules as write operations: their reply waits until every
+# record the partition wrote before is committed (CF-6). JoinGroup and SyncGroup are
+# writes too, but the classic group completes their futures itself.
+DEFERRED_REPLY_APIS = ("Heartbeat", "LeaveGroup", "OffsetCommit", "DeleteGroups")
+
+
+def is_deferred_write(request: Request) -> bool:
+    if isinstance(request, OffsetFetch):
+        return request.require_stable  # a stable fetch is scheduled as a write
+    return request.api in DEFERRED_REPLY_APIS
+
+
+def service_check(request: Request, config: GroupConfig) -> Response | None:
+    """GM-1: the checks ``GroupCoordinatorService`` makes before it looks for the partition."""
+    if isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)) and not request.group_id:
+        return refusal(request, ErrorCode.INVALID_GROUP_ID)
+    if isinstance(request, JoinGroup) and not (
+        config.min_session_timeout_ms <= request.session_timeout_ms <= config.max_session_timeout_ms
+    ):
+        return JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT, member_id=request.member_id)
+    if isinstance(request, (OffsetCommit, OffsetFetch)) and request.group_id is None:
+        return refusal(request, ErrorCode.INVALID_GROUP_ID)
+    return None
+
+
+def refusal(request: Request, error: ErrorCode) -> Response:
+    """The response to ``request`` as a whole failing with ``error``."""
+    if isinstance(request, JoinGroup):
+        # The service echoes the member id for its own checks; an operation error does not.
+        member_id = request.member_id if error == ErrorCode.INVALID_GROUP_ID else ""
+        return JoinGroupResponse(error, member_id=member_id)
+    if isinstance(request, SyncGroup):
+        return SyncGroupResponse(error)
+    if isinstance(request, Heartbeat):
+        # "The group is still loading, so blindly respond" (both coordinators).
+        return HeartbeatResponse(ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error)
+    if isinstance(request, LeaveGroup):
+        return LeaveGroupResponse(error)
+    if isinstance(request, OffsetCommit):
+        return commit_error_response(request, error)
+    if isinstance(request, OffsetFetch):
+        return OffsetFetchResponse(error)
+    if isinstance(request, ListGroups):
+        return ListGroupsResponse(error)
+    if isinstance(request, DescribeGroups):
+        # DescribeGroupsRequest.getErrorDescribedGroupList: only the id and the error.
+        return DescribeGroupsResponse(tuple(DescribedGroup(error, g, "") for g in request.groups))
+    if isinstance(request, DeleteGroups):
+        return DeleteGroupsResponse(tuple(DeletableGroupResult(g, error) for g in request.groups_names))
+    raise UsageError(f"refusal: {type(request).__name__} is not a group request")

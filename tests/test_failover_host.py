@@ -1,0 +1,428 @@
+"""One broker's coordinator host against a log this file keeps: routing, loading, refusals
+per API and version, and writes acknowledged only at the high watermark (CF-2 … CF-8).
+
+``OneBroker`` plays the replication layer for a single broker: it appends each batch where
+the host says, reads the log back for loading, and moves the high watermark when a test
+says the followers caught up. The failover Monitor checks every step.
+"""
+
+from __future__ import annotations
+
+import pytest
+from driver import LATEST, kafka_test_config, protocols
+
+from reference.errors import ErrorCode, UsageError
+from reference.failover.effects import AppendToPartition, LoadPartition
+from reference.failover.events import (
+    AppendFailed,
+    BecomeCoordinator,
+    HighWatermarkUpdated,
+    LoadGroup,
+    ResignCoordinator,
+)
+from reference.failover.host import CoordinatorHost
+from reference.failover.invariants import Monitor
+from reference.failover.partition import PartitionState
+from reference.failover.placement import partition_for
+from reference.group import (
+    CommitPartition,
+    CommitTopic,
+    DeleteGroups,
+    DescribeGroups,
+    FetchTopic,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    MemberIdentity,
+    OffsetCommit,
+    OffsetFetch,
+    SyncGroup,
+    Tick,
+)
+from reference.group.requests import VERSIONS
+from reference.group.responses import (
+    CommitPartitionResponse,
+    CommitTopicResponse,
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+
+PARTITIONS = 3
+GROUP = "group-id"  # partition_for("group-id", 3) == 0
+OTHER = "a"  # partition_for("a", 3) == 1
+
+
+class OneBroker:
+    def __init__(self, broker_id: int = 1) -> None:
+        self.monitor = Monitor(PARTITIONS)
+        self.host = CoordinatorHost(broker_id, PARTITIONS, kafka_test_config())
+        self.monitor.watch(self.host)
+        self.logs: dict[int, list[tuple]] = {p: [] for p in range(PARTITIONS)}
+        self.hw: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
+        self.epochs: dict[int, int] = {}
+        self.replies: dict[int | str, object] = {}
+        self.appends: list[AppendToPartition] = []
+        self.loads: list[LoadPartition] = []
+        self.now_ms = 0
+        self._ids = 0
+
+    def step(self, event) -> list:
+        effects = self.host.handle(event)
+        for effect in effects:
+            if isinstance(effect, AppendToPartition):
+                log = self.logs[effect.partition]
+                assert effect.offset == len(log), f"append at {effect.offset}, log end {len(log)}"
+                log.append(effect.records)
+                self.appends.append(effect)
+            elif isinstance(effect, LoadPartition):
+                self.loads.append(effect)
+            else:
+                assert effect.request_id not in self.replies, f"second reply to {effect.request_id}"
+                self.replies[effect.request_id] = effect
+        return effects
+
+    # -- leadership and the log --------------------------------------------------------
+
+    def become(self, partition: int = 0, epoch: int = 1) -> None:
+        self.epochs[partition] = epoch
+        self.step(BecomeCoordinator(partition, epoch, self.now_ms))
+
+    def load(self, partition: int = 0) -> None:
+        log = self.logs[partition]
+        self.step(LoadGroup(partition, self.epochs[partition], tuple(log), self.hw[partition], self.now_ms))
+
+    def lead(self, partition: int = 0, epoch: int = 1) -> None:
+        self.become(partition, epoch)
+        self.load(partition)
+
+    def replicate(self, partition: int = 0, upto: int | None = None) -> None:
+        """The followers caught up: the high watermark moves to ``upto`` (the log end by default)."""
+        self.hw[partition] = len(self.logs[partition]) if upto is None else upto
+        self.step(HighWatermarkUpdated(partition, self.hw[partition], self.now_ms))
+
+    def resign(self, partition: int = 0, epoch: int | None = None) -> None:
+        self.step(ResignCoordinator(partition, epoch if epoch is not None else self.epochs[partition] + 1, self.now_ms))
+
+    def sleep(self, ms: int) -> None:
+        self.now_ms += ms
+        self.step(Tick(self.now_ms))
+
+    # -- requests ------------------------------------------------------------------------
+
+    def send(self, cls, version: int | None = None, **fields):
+        self._ids += 1
+        request = cls(self._ids, LATEST[cls.__name__] if version is None else version, self.now_ms, **fields)
+        self.step(request)
+        return request.request_id
+
+    def reply(self, request_id):
+        return self.replies[request_id].response
+
+    def join(self, member_id: str = "", group_id: str = GROUP, version: int = 3, **fields):
+        fields.setdefault("protocols", protocols("range"))
+        return self.send(JoinGroup, version, group_id=group_id, member_id=member_id, session_timeout_ms=5_000,
+                         rebalance_timeout_ms=5_000, **fields)
+
+    def commit(self, offset: int, group_id: str = GROUP, version: int | None = None, **fields):
+        topics = (CommitTopic("foo", (CommitPartition(0, offset),)),)
+        return self.send(OffsetCommit, version, group_id=group_id, topics=topics, **fields)
+
+    def fetch(self, group_id: str = GROUP, version: int | None = None):
+        return self.send(OffsetFetch, version, group_id=group_id, topics=(FetchTopic("foo", (0,)),))
+
+    def stable_group(self) -> tuple[str, int]:
+        """One member joins, syncs, and its assignment is committed: (member id, generation)."""
+        join = self.join()
+        self.sleep(3_000)  # group.initial.rebalance.delay.ms
+        response = self.reply(join)
+        sync = self.send(SyncGroup, group_id=GROUP, generation_id=response.generation_id, member_id=response.member_id,
+                         protocol_type="consumer", protocol_name="range")
+        assert sync not in self.replies  # the leader's assignment waits for the high watermark
+        self.replicate()
+        assert self.reply(sync).error_code == ErrorCode.NONE
+        return response.member_id, response.generation_id
+
+
+def test_partitions_of_the_test_groups():
+    assert partition_for(GROUP, PARTITIONS) == 0
+    assert partition_for(OTHER, PARTITIONS) == 1
+
+
+# -- refusals per API and version (CF-2, CF-5) ---------------------------------------------
+
+
+def _request(api: str, version: int, group_id: str = GROUP):
+    fields = {
+        "JoinGroup": {"group_id": group_id, "protocols": protocols("range"), "session_timeout_ms": 5_000},
+        "SyncGroup": {"group_id": group_id, "generation_id": 1, "member_id": "m"},
+        "Heartbeat": {"group_id": group_id, "generation_id": 1, "member_id": "m"},
+        "LeaveGroup": {"group_id": group_id, "members": (MemberIdentity("m"),)},
+        "OffsetCommit": {"group_id": group_id, "topics": (CommitTopic("foo", (CommitPartition(0, 5), CommitPartition(1, 6))),)},
+        "OffsetFetch": {"group_id": group_id, "topics": (FetchTopic("foo", (0,)),)},
+        "DescribeGroups": {"groups": (group_id,)},
+        "DeleteGroups": {"groups_names": (group_id,)},
+    }[api]
+    cls = {c.__name__: c for c in (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+                                   DescribeGroups, DeleteGroups)}[api]
+    return cls(f"{api}-v{version}", version, 0, **fields)
+
+
+def _expected_refusal(api: str, version: int, error: ErrorCode):
+    """What Kafka 4.0 sends, field by field, when the group's partition is not served."""
+    if api == "JoinGroup":
+        return JoinGroupResponse(error, generation_id=-1, protocol_type=None,
+                                 protocol_name=None if version >= 7 else "", leader="", member_id="")
+    if api == "SyncGroup":
+        return SyncGroupResponse(error, None, None, b"")
+    if api == "Heartbeat":
+        return HeartbeatResponse(ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error)
+    if api == "LeaveGroup":
+        return LeaveGroupResponse(error, ())
+    if api == "OffsetCommit":
+        return OffsetCommitResponse((CommitTopicResponse("foo", (CommitPartitionResponse(0, error),
+                                                                 CommitPartitionResponse(1, error))),))
+    if api == "OffsetFetch":
+        # v0-v1 have no top-level error and the coordinator's group error lists no
+        # partitions: the client sees an empty answer.
+        return OffsetFetchResponse(error if version >= 2 else ErrorCode.NONE, ())
+    if api == "DescribeGroups":
+        return DescribeGroupsResponse((DescribedGroup(error, GROUP, "", "", "", ()),))
+    return DeleteGroupsResponse((DeletableGroupResult(GROUP, error),))
+
+
+API_VERSIONS = [(api, v) for api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+                                     "DescribeGroups", "DeleteGroups") for v in VERSIONS[api]]
+
+
+@pytest.mark.parametrize(("api", "version"), API_VERSIONS)
+def test_not_coordinator_per_api_and_version(api, version):
+    broker = OneBroker()
+    broker.lead(partition=1)  # leads another partition, not the group's
+    request = _request(api, version)
+    broker.step(request)
+    assert broker.reply(request.request_id) == _expected_refusal(api, version, ErrorCode.NOT_COORDINATOR)
+
+
+@pytest.mark.parametrize(("api", "version"), API_VERSIONS)
+def test_coordinator_load_in_progress_per_api_and_version(api, version):
+    broker = OneBroker()
+    broker.become(partition=0)
+    assert broker.loads == [LoadPartition(0, 1)]
+    request = _request(api, version)
+    broker.step(request)
+    assert broker.reply(request.request_id) == _expected_refusal(api, version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+@pytest.mark.parametrize("version", list(VERSIONS["ListGroups"]))
+def test_list_groups_while_loading_and_while_not_leading(version):
+    broker = OneBroker()
+    request = ListGroups("none", version, 0)
+    broker.step(request)
+    assert broker.reply("none") == ListGroupsResponse(ErrorCode.NONE, ())
+    broker.become(partition=0)
+    broker.step(ListGroups("loading", version, 0))
+    assert broker.reply("loading") == ListGroupsResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ())
+
+
+def test_service_checks_come_before_the_partition():
+    """GM-1 holds on a broker that coordinates nothing: the service checks first."""
+    broker = OneBroker()
+    broker.step(JoinGroup(1, 5, 0, group_id="", member_id="m", protocols=protocols("range"), session_timeout_ms=5_000))
+    assert broker.reply(1) == JoinGroupResponse(ErrorCode.INVALID_GROUP_ID, member_id="m").at_version(5)
+    broker.step(JoinGroup(2, 5, 0, group_id=GROUP, member_id="m", protocols=protocols("range"), session_timeout_ms=1))
+    assert broker.reply(2) == JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT, member_id="m").at_version(5)
+    broker.step(OffsetCommit(3, 9, 0, group_id=None))
+    assert broker.reply(3) == OffsetCommitResponse(())
+    broker.step(DescribeGroups(4, 5, 0, groups=(None, GROUP)))
+    assert [(g.group_id, g.error_code) for g in broker.reply(4).groups] == [
+        (None, ErrorCode.INVALID_GROUP_ID), (GROUP, ErrorCode.NOT_COORDINATOR)]
+
+
+def test_describe_and_delete_split_by_partition():
+    """Served, loading and unled partitions in one request; invalid ids first (Kafka's service order)."""
+    broker = OneBroker()
+    broker.lead(partition=0)
+    broker.become(partition=1)
+    broker.step(DescribeGroups(1, 5, 0, groups=(GROUP, OTHER, "b", None)))  # "b" is on partition 2
+    assert partition_for("b", PARTITIONS) == 2
+    assert [(g.group_id, g.error_code, g.group_state) for g in broker.reply(1).groups] == [
+        (None, ErrorCode.INVALID_GROUP_ID, ""),
+        (GROUP, ErrorCode.NONE, "Dead"),
+        (OTHER, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""),
+        ("b", ErrorCode.NOT_COORDINATOR, ""),
+    ]
+    broker.step(DeleteGroups(2, 2, 0, groups_names=(GROUP, OTHER)))
+    assert [(r.group_id, r.error_code) for r in broker.reply(2).results] == [
+        (GROUP, ErrorCode.GROUP_ID_NOT_FOUND), (OTHER, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]
+
+
+# -- writes wait for the high watermark (CF-6) ------------------------------------------------
+
+
+def test_commit_acknowledged_only_after_replication():
+    broker = OneBroker()
+    broker.lead()
+    commit = broker.commit(42)
+    assert commit not in broker.replies
+    [append] = broker.appends
+    assert (append.partition, append.leader_epoch, append.offset) == (0, 1, 0)
+    fetch = broker.fetch()
+    assert broker.reply(fetch).topics[0].partitions[0].committed_offset == -1  # not committed: not visible
+    broker.replicate(upto=0)  # nothing new committed
+    assert commit not in broker.replies
+    broker.replicate(upto=1)
+    assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert broker.reply(broker.fetch()).topics[0].partitions[0].committed_offset == 42
+
+
+def test_write_operations_without_records_wait_for_earlier_writes():
+    """Kafka 4.0 (CoordinatorRuntime.append with no records): a heartbeat is answered once the
+    writes before it are committed."""
+    broker = OneBroker()
+    broker.lead()
+    member_id, generation = broker.stable_group()
+    commit = broker.commit(7, generation_id=generation, member_id=member_id)
+    heartbeat = broker.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    assert commit not in broker.replies and heartbeat not in broker.replies
+    broker.replicate()
+    assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert broker.reply(heartbeat).error_code == ErrorCode.NONE
+    later = broker.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    assert broker.reply(later).error_code == ErrorCode.NONE  # nothing uncommitted: at once
+
+
+def test_leadership_lost_before_commit_fails_with_not_coordinator():
+    broker = OneBroker()
+    broker.lead()
+    member_id, generation = broker.stable_group()
+    commit = broker.commit(7, generation_id=generation, member_id=member_id)
+    heartbeat = broker.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    broker.resign()
+    assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+    assert broker.reply(heartbeat).error_code == ErrorCode.NOT_COORDINATOR
+    assert broker.host.state(0) is None
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
+
+
+@pytest.mark.parametrize(("log_error", "client_error"), [
+    (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+    (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+])
+def test_refused_append_maps_the_error(log_error, client_error):
+    broker = OneBroker()
+    broker.lead()
+    commit = broker.commit(3)
+    [append] = broker.appends
+    broker.logs[0].pop()  # the log refused it
+    broker.step(AppendFailed(0, append.offset, log_error, broker.now_ms))
+    assert broker.reply(commit).topics[0].partitions[0].error_code == client_error
+    again = broker.commit(4)
+    assert broker.appends[-1].offset == append.offset  # the failed offset is written again
+    broker.replicate()
+    assert broker.reply(again).topics[0].partitions[0].error_code == ErrorCode.NONE
+
+
+# -- loading, resigning (CF-3, CF-4, CF-7) ---------------------------------------------------
+
+
+def test_load_replays_the_log_and_serves_the_committed_generation():
+    first = OneBroker(broker_id=1)
+    first.lead()
+    member_id, generation = first.stable_group()
+    commit = first.commit(99, generation_id=generation, member_id=member_id)
+    first.replicate()
+    assert first.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
+
+    second = OneBroker(broker_id=2)
+    second.logs = {p: list(log) for p, log in first.logs.items()}
+    second.hw = dict(first.hw)
+    second.become(epoch=2)
+    assert second.host.state(0) is PartitionState.LOADING
+    heartbeat = second.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    assert second.reply(heartbeat).error_code == ErrorCode.NONE  # the blind answer while loading
+    second.load()
+    assert second.host.state(0) is PartitionState.SERVING
+    group = second.host.serving(0).group(GROUP)
+    assert (str(group.state), group.generation_id) == ("Stable", generation)
+    assert second.reply(second.fetch()).topics[0].partitions[0].committed_offset == 99
+
+
+def test_parked_join_answered_not_coordinator_on_resign():
+    broker = OneBroker()
+    broker.lead()
+    join = broker.join()
+    assert join not in broker.replies  # parked for the initial rebalance delay
+    broker.resign()
+    assert broker.reply(join).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_epochs_decide_which_leadership_events_count():
+    broker = OneBroker()
+    broker.become(epoch=3)
+    broker.step(BecomeCoordinator(0, 3, 0))  # the same epoch again: ignored, no second load
+    assert broker.loads == [LoadPartition(0, 3)]
+    broker.load()
+    broker.step(ResignCoordinator(0, 3, 0))  # not newer than ours: ignored
+    assert broker.host.state(0) is PartitionState.SERVING
+    broker.step(BecomeCoordinator(0, 5, 0))  # re-elected while leading: keeps serving, no reload
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch, len(broker.loads)) == (PartitionState.SERVING, 5, 1)
+    broker.step(ResignCoordinator(0, None, 0))  # the partition was deleted
+    assert broker.host.state(0) is None
+    broker.step(LoadGroup(0, 5, (), 0, 0))  # a late load completion: ignored
+    assert broker.host.state(0) is None
+
+
+def test_timers_run_only_on_served_partitions():
+    broker = OneBroker()
+    broker.lead()
+    broker.join()
+    assert broker.host.next_deadline_ms() == 3_000
+    broker.resign()
+    assert broker.host.next_deadline_ms() is None
+
+
+def test_leave_group_waits_for_its_write():
+    broker = OneBroker()
+    broker.lead()
+    member_id, _ = broker.stable_group()
+    leave = broker.send(LeaveGroup, group_id=GROUP, members=(MemberIdentity(member_id),))
+    assert leave not in broker.replies
+    broker.replicate()
+    assert broker.reply(leave).members[0].error_code == ErrorCode.NONE
+
+
+# -- misuse ---------------------------------------------------------------------------------
+
+
+def test_misuse_raises_usage_error():
+    broker = OneBroker()
+    broker.lead()
+    broker.commit(1)
+    with pytest.raises(UsageError, match="high watermark 5 outside"):
+        broker.step(HighWatermarkUpdated(0, 5, 0))
+    with pytest.raises(UsageError, match="no pending append at offset 3"):
+        broker.step(AppendFailed(0, 3, ErrorCode.NOT_LEADER_OR_FOLLOWER, 0))
+    broker.become(partition=1, epoch=1)
+    with pytest.raises(UsageError, match="loaded at leader epoch 2"):
+        broker.step(LoadGroup(1, 2, (), 0, 0))
+    broker.sleep(10)
+    with pytest.raises(UsageError, match="before broker 1's time"):
+        broker.step(Tick(0))
+    with pytest.raises(UsageError, match="still awaiting its reply"):
+        broker.step(OffsetCommit(1, 9, 10, group_id=GROUP))
+    with pytest.raises(UsageError, match="high watermark 2 outside the log"):
+        LoadGroup(0, 1, ((),), 2, 0)
+    with pytest.raises(UsageError, match="not a host event"):
+        broker.step(object())
+    with pytest.raises(UsageError, match="at least one partition"):
+        CoordinatorHost(1, 0)
