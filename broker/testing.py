@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Self
 
 _SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 
@@ -30,7 +31,7 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def start(self) -> BrokerProcess:
+    def start(self) -> Self:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -69,7 +70,7 @@ class BrokerProcess:
                 return None
         return process.returncode
 
-    def __enter__(self) -> BrokerProcess:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

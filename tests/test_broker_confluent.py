@@ -1,0 +1,174 @@
+"""librdkafka (confluent-kafka) against the broker: a consumer group that produces,
+subscribes, rebalances when a member joins and when one leaves, consumes, commits, and
+finds its commits again after the broker restarts; static membership; cooperative-sticky.
+
+Every test starts its own broker on a free port and bounds every wait.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.testing import BrokerProcess
+
+BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
+PARTITIONS = 4
+RECORDS = 40
+
+
+def wait_for(condition: Callable[[], bool], poll: Callable[[], object], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
+        poll()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(10)
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int, first: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(first, first + count):
+        producer.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % partitions)
+    assert producer.flush(10) == 0
+
+
+def consumer(bootstrap: str, group: str, **extra: object) -> Consumer:
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300,
+        "log_level": 3,
+    }
+    config.update(extra)
+    return Consumer(config)
+
+
+class Member:
+    """A consumer polled by the test, remembering what it consumed and was assigned."""
+
+    def __init__(self, client: Consumer, topic: str) -> None:
+        self.client = client
+        self.received: list[bytes] = []
+        self.errors: list[str] = []
+        self.revoked: list[set[int]] = []
+        client.subscribe([topic], on_revoke=self._on_revoke)
+
+    def _on_revoke(self, client: Consumer, partitions: list[TopicPartition]) -> None:
+        self.revoked.append({p.partition for p in partitions})
+
+    def poll(self) -> None:
+        message = self.client.poll(0.05)
+        if message is None:
+            return
+        if message.error():
+            self.errors.append(str(message.error()))
+        else:
+            self.received.append(message.value())
+
+    def assigned(self) -> set[int]:
+        return {p.partition for p in self.client.assignment()}
+
+
+def poll_all(*members: Member) -> Callable[[], None]:
+    def poll() -> None:
+        for member in members:
+            member.poll()
+    return poll
+
+
+def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:
+    expected = {f"value-{i}".encode() for i in range(RECORDS)}
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        create_topic(broker.bootstrap, "orders", PARTITIONS)
+        produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
+
+        a = Member(consumer(broker.bootstrap, "billing"), "orders")
+        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
+
+        b = Member(consumer(broker.bootstrap, "billing"), "orders")
+        both = poll_all(a, b)
+        wait_for(lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2, both, 30, "a rebalance over two members")
+        assert a.assigned() | b.assigned() == set(range(PARTITIONS))
+        wait_for(lambda: set(a.received) | set(b.received) == expected, both, 20, "every record")
+
+        # Each member commits what it consumed: together, every partition at its end.
+        a.client.commit(asynchronous=False)
+        b.client.commit(asynchronous=False)
+        everything = [TopicPartition("orders", p) for p in range(PARTITIONS)]
+        committed = a.client.committed(everything, timeout=10)
+        assert [(p.partition, p.offset) for p in committed] == [(p, RECORDS // PARTITIONS) for p in range(PARTITIONS)]
+
+        b.client.close()  # LeaveGroup: the survivor takes every partition
+        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 30, "a rebalance after a member left")
+        a.received.clear()
+        produce(broker.bootstrap, "orders", PARTITIONS, PARTITIONS, first=RECORDS)  # one more per partition
+        wait_for(lambda: len(a.received) >= PARTITIONS, poll_all(a), 20, "the records produced after the rebalance")
+        # It resumed from the committed offsets: only the new records, nothing consumed twice.
+        assert sorted(a.received) == sorted(f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS))
+        a.client.commit(asynchronous=False)
+        assert not a.errors and not b.errors
+        a.client.close()
+
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        reader = consumer(broker.bootstrap, "billing")
+        committed = reader.committed([TopicPartition("orders", p) for p in range(PARTITIONS)], timeout=10)
+        assert [(p.partition, p.offset) for p in committed] == [(p, RECORDS // PARTITIONS + 1) for p in range(PARTITIONS)]
+        reader.close()
+
+
+def join_responses(trace: Path, group: str) -> list[dict]:
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    requests = {line["request_id"]: line["body"] for line in lines if line["event"] == "request" and line["api"] == "JoinGroup"}
+    return [line["body"] for line in lines
+            if line["event"] == "response" and line["api"] == "JoinGroup" and requests[line["request_id"]]["group_id"] == group]
+
+
+def test_static_member_rejoins_without_a_rebalance(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        create_topic(broker.bootstrap, "audit", 2)
+        first = Member(consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit")
+        wait_for(lambda: first.assigned() == {0, 1}, poll_all(first), 20, "the static member's assignment")
+        first.client.close()  # a static member does not leave the group on close
+
+        second = Member(consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit")
+        wait_for(lambda: second.assigned() == {0, 1}, poll_all(second), 20, "the restarted static member's assignment")
+        second.client.close()
+
+    joins = [r for r in join_responses(tmp_path / "trace.jsonl", "static") if r["error_code"] == 0]
+    assert len(joins) == 2
+    # The rejoin with a known group.instance.id is answered from the Stable group: same generation.
+    assert joins[0]["generation_id"] == joins[1]["generation_id"]
+    assert joins[0]["member_id"] != joins[1]["member_id"]
+
+
+def test_cooperative_sticky_moves_only_the_partitions_it_must(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        create_topic(broker.bootstrap, "events", PARTITIONS)
+        sticky = {"partition.assignment.strategy": "cooperative-sticky"}
+        a = Member(consumer(broker.bootstrap, "sticky", **sticky), "events")
+        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
+
+        b = Member(consumer(broker.bootstrap, "sticky", **sticky), "events")
+        both = poll_all(a, b)
+        wait_for(lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2, both, 30, "an incremental rebalance")
+        assert a.assigned().isdisjoint(b.assigned())
+        # Incremental: the first member gave up only the two partitions that moved, never all four.
+        assert a.revoked and all(len(revoked) == 2 for revoked in a.revoked if revoked)
+        assert a.revoked[-1] == b.assigned()
+        b.client.close()
+        a.client.close()
+    chosen = {r["protocol_name"] for r in join_responses(tmp_path / "trace.jsonl", "sticky") if r["error_code"] == 0}
+    assert chosen == {"cooperative-sticky"}
