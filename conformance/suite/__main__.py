@@ -1,0 +1,10 @@
+"""``python -m conformance.suite``: the suite without the ``coordspec`` command."""
+
+import argparse
+import sys
+
+from conformance.suite.cli import add_arguments, run_command
+
+parser = argparse.ArgumentParser(prog="python -m conformance.suite", description="Check a broker against the reference.")
+add_arguments(parser)
+sys.exit(run_command(parser.parse_args()))

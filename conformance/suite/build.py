@@ -1,0 +1,120 @@
+"""Turn a scenario's request step into a reference request, and learn from replies.
+
+Fields a step leaves out are what a client would send: its member id, its generation,
+its group instance id (dropped at versions that cannot carry it, as an encoder would), the
+protocol the group chose. A field the step gives is sent as given; a field the version
+cannot carry is then a scenario error, reported with its line.
+"""
+
+from __future__ import annotations
+
+from conformance.suite import scenario as sc
+from conformance.suite.symbols import ClientState, Symbols
+from reference.assignors.leader import encode_assignments
+from reference.consumer_protocol import Subscription, encode_subscription
+from reference.errors import ErrorCode
+from reference.group import requests as rq
+from reference.group.responses import JoinGroupResponse, Response
+
+# The first version whose schema has GroupInstanceId, per API.
+_INSTANCE_ID_SINCE = {"JoinGroup": 5, "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 3, "OffsetCommit": 7}
+
+
+def partition_of(name: str) -> tuple[str, int]:
+    match = sc.PARTITION.match(name)
+    return match["topic"], int(match["partition"])
+
+
+def build(step: sc.RequestStep, version: int, request_id: int, now_ms: int, symbols: Symbols) -> rq.Request:
+    client = symbols.clients[step.client]
+    f = step.fields
+    given = f.model_fields_set
+    r = symbols.resolve
+
+    def member_id() -> str:
+        return r(f.member_id) if f.member_id is not None else client.member_id
+
+    def instance_id() -> str | None:
+        if "group_instance_id" in given:
+            return r(f.group_instance_id)
+        return client.group_instance_id if version >= _INSTANCE_ID_SINCE[step.api] else None
+
+    def generation() -> int:
+        return r(f.generation_id) if f.generation_id is not None else client.generation_id
+
+    envelope = (request_id, version, now_ms)
+    if step.api == "JoinGroup":
+        if "group_instance_id" in given:
+            client.group_instance_id = r(f.group_instance_id)
+        return rq.JoinGroup(
+            *envelope, group_id=r(f.group_id), session_timeout_ms=r(f.session_timeout_ms),
+            rebalance_timeout_ms=r(f.rebalance_timeout_ms), member_id=member_id(), group_instance_id=instance_id(),
+            protocol_type=f.protocol_type, protocols=tuple(_protocol(p, f.topics) for p in f.protocols),
+            reason=f.reason, client_id=client.name,
+        )
+    if step.api == "SyncGroup":
+        assignments = {}
+        for member, partitions in (f.assignments or {}).items():
+            assignments.update(encode_assignments({r(member): [partition_of(p) for p in partitions]}))
+        return rq.SyncGroup(
+            *envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
+            group_instance_id=instance_id(),
+            protocol_type=f.protocol_type if version >= 5 or "protocol_type" in given else None,
+            protocol_name=r(f.protocol_name) if "protocol_name" in given else client.protocol_name if version >= 5 else None,
+            assignments=tuple(rq.Assignment(m, a) for m, a in assignments.items()),
+        )
+    if step.api == "Heartbeat":
+        return rq.Heartbeat(*envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
+                            group_instance_id=instance_id())
+    if step.api == "LeaveGroup":
+        if f.members is None:
+            members = (rq.MemberIdentity(client.member_id, instance_id()),)
+        else:
+            members = tuple(rq.MemberIdentity(r(m.member_id), r(m.group_instance_id), m.reason) for m in f.members)
+        return rq.LeaveGroup(*envelope, group_id=r(f.group_id), members=members)
+    if step.api == "OffsetCommit":
+        topics: dict[str, list[rq.CommitPartition]] = {}
+        for name, value in f.offsets.items():
+            topic, partition = partition_of(name)
+            commit = value if isinstance(value, sc.CommitOffset) else sc.CommitOffset(offset=value)
+            topics.setdefault(topic, []).append(rq.CommitPartition(partition, commit.offset, commit.leader_epoch, commit.metadata))
+        return rq.OffsetCommit(
+            *envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
+            group_instance_id=instance_id(), retention_time_ms=f.retention_time_ms,
+            topics=tuple(rq.CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+        )
+    if step.api == "OffsetFetch":
+        if f.partitions == "all":
+            topics = None
+        else:
+            by_topic: dict[str, list[int]] = {}
+            for name in f.partitions:
+                topic, partition = partition_of(name)
+                by_topic.setdefault(topic, []).append(partition)
+            topics = tuple(rq.FetchTopic(t, tuple(ps)) for t, ps in by_topic.items())
+        return rq.OffsetFetch(*envelope, group_id=r(f.group_id), topics=topics, require_stable=f.require_stable)
+    if step.api == "DescribeGroups":
+        return rq.DescribeGroups(*envelope, groups=tuple(r(g) for g in f.groups))
+    if step.api == "ListGroups":
+        return rq.ListGroups(*envelope, states_filter=tuple(f.states_filter))
+    return rq.DeleteGroups(*envelope, groups_names=tuple(r(g) for g in f.groups))
+
+
+def _protocol(spec: str | sc.ProtocolSpec, topics: list[str]) -> rq.Protocol:
+    if isinstance(spec, str):
+        return rq.Protocol(spec, encode_subscription(Subscription(tuple(topics))))
+    if spec.metadata is not None:
+        return rq.Protocol(spec.name, spec.metadata.encode())
+    return rq.Protocol(spec.name, encode_subscription(Subscription(tuple(spec.topics or topics))))
+
+
+def learn(client: ClientState, symbols: Symbols, response: Response) -> None:
+    """A client keeps the member id it is given, and the generation and protocol it joined."""
+    if not isinstance(response, JoinGroupResponse):
+        return
+    if response.member_id:
+        client.member_id = response.member_id
+    if response.error_code == ErrorCode.NONE:
+        client.generation_id = response.generation_id
+        client.protocol_name = response.protocol_name or None
+        symbols.generation = response.generation_id

@@ -1,0 +1,37 @@
+"""The options of ``coordspec conform``, and what it does with them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from conformance.suite.suite import SuiteError, run
+from conformance.suite.targets import CHOICES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", choices=CHOICES, default="reference", help="what to check (default: reference)")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)")
+    parser.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
+                        help="scenario files or directories (default: the bundled catalog)")
+    parser.add_argument("--tags", nargs="+", default=[], metavar="TAG",
+                        help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static)")
+    parser.add_argument("--versions", default="all", metavar="SEL",
+                        help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the reference target's open choices (default 0)")
+    parser.add_argument("--concurrency", type=int, default=32, help="runs at a time (default 32)")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
+    parser.add_argument("--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html")
+    parser.add_argument("--trace", type=Path, metavar="FILE", help="write the JSONL trace of every request and response")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        outcome = run(args.target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
+                      junit=args.junit, report=args.report, trace=args.trace, bootstrap=args.bootstrap,
+                      seed=args.seed, concurrency=args.concurrency)
+    except SuiteError as exc:
+        print(f"coordspec conform: {exc}", file=sys.stderr)
+        return 2
+    return outcome.exit_code

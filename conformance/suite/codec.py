@@ -1,0 +1,100 @@
+"""Requests and responses of the reference as JSON values, and back.
+
+Used by the trace (one JSON object per line) and by failure reports. Dataclasses become
+objects with their field names, ``bytes`` become base64 strings, error codes their number,
+tuples lists. Decoding reads the dataclass's type hints, so a trace replays into the
+reference's own types.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from typing import Any
+
+from reference.group import requests as request_types
+from reference.group import responses as response_types
+
+_REQUEST_ENVELOPE = ("request_id", "api_version", "now_ms")
+
+
+def encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, enum.IntEnum):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        return [encode(v) for v in value]
+    return value
+
+
+def request_fields(request: request_types.Request) -> dict:
+    """A request's own fields, without the envelope (id, version, time) the trace keeps apart."""
+    return {k: v for k, v in encode(request).items() if k not in _REQUEST_ENVELOPE}
+
+
+def decode_request(api: str, api_version: int, request_id: int, now_ms: int, fields: dict) -> request_types.Request:
+    cls = getattr(request_types, api)
+    return cls(request_id, api_version, now_ms, **{k: decode(_hints(cls)[k], v) for k, v in fields.items()})
+
+
+RESPONSES = {
+    "JoinGroup": response_types.JoinGroupResponse,
+    "SyncGroup": response_types.SyncGroupResponse,
+    "Heartbeat": response_types.HeartbeatResponse,
+    "LeaveGroup": response_types.LeaveGroupResponse,
+    "OffsetCommit": response_types.OffsetCommitResponse,
+    "OffsetFetch": response_types.OffsetFetchResponse,
+    "DescribeGroups": response_types.DescribeGroupsResponse,
+    "ListGroups": response_types.ListGroupsResponse,
+    "DeleteGroups": response_types.DeleteGroupsResponse,
+}
+
+
+def decode_response(api: str, fields: dict) -> response_types.Response:
+    return decode(RESPONSES[api], fields)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def decode(tp: Any, data: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if data is None and type(None) in options:
+            return None
+        for option in options:
+            if option is not type(None):
+                try:
+                    return decode(option, data)
+                except (TypeError, ValueError):
+                    continue
+        raise ValueError(f"{data!r} is none of {tp}")
+    if origin is tuple:
+        item = typing.get_args(tp)[0]
+        if not isinstance(data, list):
+            raise TypeError(f"expected a list, got {data!r}")
+        return tuple(decode(item, v) for v in data)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise TypeError(f"expected an object for {tp.__name__}, got {data!r}")
+        hints = _hints(tp)
+        return tp(**{k: decode(hints[k], v) for k, v in data.items()})
+    if tp is bytes:
+        if not isinstance(data, str):
+            raise TypeError(f"expected base64 text, got {data!r}")
+        return base64.b64decode(data, validate=True)
+    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+        return tp(data)
+    if tp in (int, str, bool) and not (isinstance(data, tp) and (tp is bool or not isinstance(data, bool))):
+        raise TypeError(f"expected {tp.__name__}, got {data!r}")
+    return data

@@ -1,0 +1,142 @@
+"""Check a response against a step's expectations (the scenario's own claims).
+
+Each expectation key reads one view of the response, the same at every version:
+
+* ``error``: the error of the request as a whole. JoinGroup, SyncGroup, Heartbeat,
+  ListGroups: the error code. LeaveGroup: the top-level error, or when that is NONE the
+  single member's (as v0-2 report it). OffsetCommit: the error every partition carries.
+  OffsetFetch: the group error (top-level from v2, repeated on every partition below).
+  DescribeGroups, DeleteGroups: the first group's.
+* ``members``: member ids, in any order (JoinGroup's list for the leader, DescribeGroups').
+* ``assignment``: the partitions a SyncGroup reply assigns, decoded, in any order.
+* ``offsets`` / ``partitions``: OffsetFetch offsets / OffsetCommit errors, per partition.
+* ``leave``: LeaveGroup v3+ errors per member id (or group instance id).
+* ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
+  run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
+  ListGroups lists this run's group.
+* the rest (``member_id``, ``generation_id``, ``leader``, ...) are the response's fields.
+"""
+
+from __future__ import annotations
+
+from conformance.suite.scenario import Matcher
+from conformance.suite.symbols import ANY, Symbols, Unbound
+from reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
+from reference.errors import ErrorCode
+from reference.group import responses as rs
+
+_SAME_ORDERLESS = ("members", "assignment")
+
+
+def check(api: str, version: int, expected: dict[str, Matcher], response: rs.Response, symbols: Symbols) -> str | None:
+    """None if every expectation holds (binding new names as it goes); else the first that fails."""
+    for key, matcher in expected.items():
+        actual = view(key, version, response, symbols.group_id)
+        problem = _match(key, matcher, actual, symbols)
+        if problem:
+            return problem
+    return None
+
+
+def _match(key: str, matcher: Matcher, actual: object, symbols: Symbols) -> str | None:
+    try:
+        if matcher.kind == "equal":
+            value = matcher.value
+            if value == ANY:
+                return None
+            if isinstance(value, str) and value.startswith("$") and not symbols.is_reserved(value) and not symbols.is_bound(value):
+                symbols.bind(value, actual)
+                return None
+            want = _resolve(value, symbols)
+            if _same(key, want, actual):
+                return None
+            return f"expect.{key}: expected {_show(want, symbols)}, got {_show(actual, symbols)}"
+        options = [_resolve(v, symbols) for v in (matcher.value if matcher.kind == "one_of" else (matcher.value,))]
+        hit = any(_same(key, o, actual) for o in options)
+        if hit == (matcher.kind == "one_of"):
+            return None
+        what = "one of " + ", ".join(_show(o, symbols) for o in options) if matcher.kind == "one_of" else f"not {_show(options[0], symbols)}"
+        return f"expect.{key}: expected {what}, got {_show(actual, symbols)}"
+    except Unbound as exc:
+        return f"expect.{key}: {exc}"
+
+
+def _resolve(value: object, symbols: Symbols) -> object:
+    if isinstance(value, tuple):
+        if value and isinstance(value[0], tuple):  # a mapping, kept as pairs
+            return {symbols.resolve(k): symbols.resolve(v) for k, v in value}
+        return [symbols.resolve(v) for v in value]
+    return symbols.resolve(value)
+
+
+def _same(key: str, want: object, actual: object) -> bool:
+    if key in _SAME_ORDERLESS and isinstance(want, list) and isinstance(actual, list):
+        return sorted(map(str, want)) == sorted(map(str, actual))
+    return want == actual
+
+
+def _show(value: object, symbols: Symbols) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(symbols.describe(v) if isinstance(v, str) else repr(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{symbols.describe(k) if isinstance(k, str) else k}: {v!r}" for k, v in value.items()) + "}"
+    return symbols.describe(value)
+
+
+def _common(errors: list[ErrorCode]) -> str:
+    names = sorted({e.name for e in errors})
+    return names[0] if len(names) == 1 else "NONE" if not names else "mixed: " + "/".join(names)
+
+
+def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
+    """The value expectation ``key`` compares with, read from response ``r``."""
+    if key == "error":
+        return _error(version, r)
+    if isinstance(r, rs.JoinGroupResponse) and key == "members":
+        return [m.member_id for m in r.members]
+    if isinstance(r, rs.SyncGroupResponse) and key == "assignment":
+        if not r.assignment:
+            return []
+        try:
+            decoded = decode_assignment(r.assignment)
+        except MalformedConsumerProtocol as exc:
+            return f"undecodable assignment: {exc}"
+        return [f"{tp.topic}-{p}" for tp in decoded.partitions for p in tp.partitions]
+    if isinstance(r, rs.OffsetFetchResponse) and key == "offsets":
+        return {f"{t.name}-{p.partition_index}": p.committed_offset for t in r.topics for p in t.partitions}
+    if isinstance(r, rs.OffsetCommitResponse) and key == "partitions":
+        return {f"{t.name}-{p.partition_index}": p.error_code.name for t in r.topics for p in t.partitions}
+    if isinstance(r, rs.LeaveGroupResponse) and key == "leave":
+        return {m.member_id or m.group_instance_id: m.error_code.name for m in r.members}
+    if isinstance(r, rs.DescribeGroupsResponse):
+        group = r.groups[0] if r.groups else None
+        if group is None:
+            return None
+        return {"state": group.group_state, "protocol": group.protocol_data, "protocol_type": group.protocol_type,
+                "members": [m.member_id for m in group.members]}[key]
+    if isinstance(r, rs.ListGroupsResponse):
+        mine = [g for g in r.groups if g.group_id == group_id]
+        if key == "listed":
+            return bool(mine)
+        if not mine:
+            return "absent"
+        return {"state": mine[0].group_state, "protocol_type": mine[0].protocol_type}[key]
+    return getattr(r, key)
+
+
+def _error(version: int, r: rs.Response) -> str:
+    if isinstance(r, rs.LeaveGroupResponse):
+        if r.error_code == ErrorCode.NONE and len(r.members) == 1:
+            return r.members[0].error_code.name
+        return r.error_code.name
+    if isinstance(r, rs.OffsetCommitResponse):
+        return _common([p.error_code for t in r.topics for p in t.partitions])
+    if isinstance(r, rs.OffsetFetchResponse):
+        if version >= 2:
+            return r.error_code.name
+        return _common([p.error_code for t in r.topics for p in t.partitions])
+    if isinstance(r, rs.DescribeGroupsResponse):
+        return r.groups[0].error_code.name if r.groups else "NONE"
+    if isinstance(r, rs.DeleteGroupsResponse):
+        return r.results[0].error_code.name if r.results else "NONE"
+    return r.error_code.name

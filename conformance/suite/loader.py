@@ -1,0 +1,194 @@
+"""Load scenario files. A file that is not a valid scenario raises ``ScenarioError``,
+whose message is one line: ``path:line: what is wrong``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from conformance.suite import yaml_lines
+from conformance.suite.scenario import (
+    CLIENT,
+    REQUEST_STEPS,
+    Await,
+    AwaitStep,
+    ExpectationError,
+    Fault,
+    FaultStep,
+    Header,
+    RequestStep,
+    Scenario,
+    Sleep,
+    SleepStep,
+    parse_expectation,
+)
+from conformance.suite.versions import parse_range
+from reference.group.requests import VERSIONS
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid. ``str()`` is the one line to show a user."""
+
+    def __init__(self, path: Path, line: int, message: str) -> None:
+        super().__init__(f"{_display(path)}:{line}: {message}")
+        self.path = path
+        self.line = line
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def discover(paths: Iterable[Path] = ()) -> list[Path]:
+    """Scenario files: the given files, and the ``*.yaml`` under the given directories
+    (default: the bundled catalog), sorted by name."""
+    paths = list(paths) or [SCENARIO_DIR]
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(path.rglob("*.yaml")))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise ScenarioError(path, 0, "no such file or directory")
+    return found
+
+
+def load_all(paths: Iterable[Path] = ()) -> list[Scenario]:
+    return [load(path) for path in discover(paths)]
+
+
+def load(path: Path) -> Scenario:
+    try:
+        data, lines = yaml_lines.read(path)
+    except yaml_lines.YamlError as exc:
+        raise ScenarioError(path, exc.line, exc.message) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(path, 0, f"cannot read: {exc}") from None
+    return _Builder(path, lines).scenario(data)
+
+
+class _Builder:
+    def __init__(self, path: Path, lines: dict) -> None:
+        self.path = path
+        self.lines = lines
+
+    def fail(self, where: tuple, message: str) -> ScenarioError:
+        for cut in range(len(where), -1, -1):
+            if where[:cut] in self.lines:
+                return ScenarioError(self.path, self.lines[where[:cut]], message)
+        return ScenarioError(self.path, 1, message)
+
+    def validate(self, model: type[BaseModel], data: object, where: tuple, what: str) -> BaseModel:
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            loc = tuple(p for p in error["loc"] if isinstance(p, int) or p in _keys(data, error["loc"]))
+            field = ".".join(str(p) for p in loc)
+            if error["type"] == "extra_forbidden":
+                message = f"unknown field {loc[-1]!r}"
+            elif error["type"] == "missing":
+                message = f"missing field {loc[-1]!r}"
+            else:
+                message = f"{field}: {error['msg'].removeprefix('Value error, ')}" if field else error["msg"]
+            raise self.fail((*where, *loc), f"{what}{message}") from None
+
+    def scenario(self, data: object) -> Scenario:
+        if not isinstance(data, dict):
+            raise self.fail((), "a scenario is a mapping with checks, rules, clients and steps")
+        header = self.validate(Header, data, (), "")
+        steps, step_lines = [], []
+        waiting: dict[str, tuple[str, int]] = {}  # client -> (API, line) of its parked request
+        used: set[str] = set()
+        for index, raw in enumerate(header.steps):
+            where = ("steps", index)
+            step = self.step(raw, where, header.clients, waiting)
+            steps.append(step)
+            step_lines.append(self.lines.get(where, 0))
+            if isinstance(step, RequestStep):
+                used.add(step.api)
+        versions = {}
+        for api, spec in header.versions.items():
+            if api not in used:
+                raise self.fail(("versions", api), f"versions names {api}, which no step sends")
+            versions[api] = parse_range(api, spec)
+        for api in sorted(used - set(versions)):
+            versions[api] = VERSIONS[api]
+        return Scenario(
+            name=self.path.stem, path=self.path, checks=" ".join(header.checks.split()), rules=tuple(header.rules),
+            versions=versions, broker=dict(header.broker), clients=tuple(header.clients), tags=tuple(header.tags),
+            steps=tuple(steps), lines=tuple(step_lines),
+        )
+
+    def step(self, raw: object, where: tuple, clients: list[str], waiting: dict) -> object:
+        if not isinstance(raw, dict) or not raw:
+            raise self.fail(where, "a step is a mapping: '- c1: JoinGroup', '- await: c1', '- sleep: MS' or '- fault: NAME'")
+        actors = [k for k in raw if isinstance(k, str) and CLIENT.match(k)]
+        if len(actors) > 1:
+            raise self.fail(where, f"one client per step, got {', '.join(actors)}")
+        if actors:
+            return self.request(raw, actors[0], where, clients, waiting)
+        if "await" in raw:
+            parsed = self.validate(AwaitStep, raw, where, "await: ")
+            client = parsed.await_
+            if client not in waiting:
+                raise self.fail((*where, "await"), f"await: {client} has no parked request (a request whose expect is 'parked')")
+            api, _ = waiting.pop(client)
+            return Await(client, api, parsed.within, self.expectation(api, parsed.expect, where, parked_allowed=False), parsed.rule)
+        if "sleep" in raw:
+            return Sleep(self.validate(SleepStep, raw, where, "sleep: ").sleep)
+        if "fault" in raw:
+            return Fault(self.validate(FaultStep, raw, where, "fault: ").fault)
+        raise self.fail(where, f"a step starts with a client (c1: ...), await, sleep or fault; got {', '.join(map(str, raw))}")
+
+    def request(self, raw: dict, client: str, where: tuple, clients: list[str], waiting: dict) -> RequestStep:
+        api = raw[client]
+        if client not in clients:
+            raise self.fail((*where, client), f"client {client} is not listed in clients")
+        if api not in REQUEST_STEPS:
+            raise self.fail((*where, client), f"{client}: {api!r} is not an API (known: {', '.join(REQUEST_STEPS)})")
+        if client in waiting:
+            other, line = waiting[client]
+            raise self.fail(where, f"{client} still waits for its {other} from line {line}; await it first, or send from another client")
+        fields = {k: v for k, v in raw.items() if k != client}
+        parsed = self.validate(REQUEST_STEPS[api], fields, where, f"{api}: ")
+        if parsed.v is not None and parsed.v not in VERSIONS[api]:
+            known = VERSIONS[api]
+            raise self.fail((*where, "v"), f"{api}: v{parsed.v} is not modelled (v{known.start}-v{known.stop - 1})")
+        expect = self.expectation(api, parsed.expect, where, parked_allowed=True)
+        if expect == "parked":
+            waiting[client] = (api, self.lines.get(where, 0))
+        return RequestStep(client, api, parsed, expect)
+
+    def expectation(self, api: str, raw: object, where: tuple, parked_allowed: bool):
+        if raw is None:
+            return None
+        try:
+            parsed = parse_expectation(api, raw)
+        except ExpectationError as exc:
+            raise self.fail((*where, "expect", *((exc.key,) if exc.key else ())), f"{api}: {exc}") from None
+        if parsed == "parked" and not parked_allowed:
+            raise self.fail((*where, "expect"), "await: expect describes the reply, it cannot be 'parked'")
+        return parsed
+
+
+def _keys(data: object, loc: tuple) -> set:
+    """The keys met along ``loc`` in ``data``, to drop pydantic's union tags from a location."""
+    keys, node = set(), data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            keys.add(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        elif part in ("await",):
+            keys.add(part)
+    return keys

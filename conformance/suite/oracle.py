@@ -1,0 +1,196 @@
+"""The oracle: the reference follows a broker and accepts its responses if it allows them.
+
+Kafka leaves some outcomes open: the member ids it hands out, which member leads after the
+leader goes, which protocol wins a tie. The oracle keeps every state of the reference that
+is consistent with what the broker has answered so far (a *hypothesis* each). Each input
+is applied to every hypothesis once per way the reference could choose
+(:class:`ExploringChoices` enumerates them), so a hypothesis splits where a choice is
+open; a response from the broker then keeps only the hypotheses whose reference gave that
+response (member ids unified, see :mod:`unify`). That is "accept the response as one of the
+allowed outcomes, then follow the outcome the broker chose". When no hypothesis is left,
+the broker did something the reference never allows: a disagreement, reported with what
+the reference would have answered instead.
+
+Time comes from the target: the oracle's reference sees every input at the time the
+session says it happened, and timers fire at their own deadlines in between.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from conformance.suite import codec
+from conformance.suite.unify import TOKEN, Binding, unify
+from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from reference.group.effects import AppendRecords, Reply
+from reference.group.records import Record
+from reference.group.requests import Request
+from reference.group.responses import Response
+
+MAX_HYPOTHESES = 256
+
+
+class OracleOverflow(RuntimeError):
+    """Too many outcomes stay open to follow; the scenario should pin more of them down."""
+
+
+class ExploringChoices:
+    """Choices that follow a script of option indexes and then take the first option,
+    recording how many options each unscripted choice had, so siblings can be explored."""
+
+    def __init__(self) -> None:
+        self.issued = 0
+        self.script: tuple[int, ...] = ()
+        self.position = 0
+        self.arities: list[int] = []
+        self.made: list[str] = []
+
+    def start(self, script: tuple[int, ...]) -> None:
+        self.script, self.position, self.arities = script, 0, []
+
+    def member_id(self, prefix: str) -> str:
+        self.issued += 1
+        return f"{TOKEN}{self.issued}"
+
+    def _pick(self, what: str, options: Sequence[str]) -> str:
+        options = list(options)
+        if self.position < len(self.script):
+            index = self.script[self.position]
+        else:
+            index = 0
+            self.arities.append(len(options))
+        self.position += 1
+        if len(options) > 1:
+            self.made.append(f"{what} {options[index]}")
+        return options[index]
+
+    def leader(self, candidates: Sequence[str]) -> str:
+        return self._pick("leader", candidates)
+
+    def protocol(self, tied: Sequence[str]) -> str:
+        return self._pick("protocol", tied)
+
+
+@dataclass
+class Hypothesis:
+    coordinator: GroupCoordinator
+    binding: Binding = field(default_factory=Binding)
+    replies: dict[int | str, Response] = field(default_factory=dict)  # answered, not yet seen from the broker
+    log: list[Record] = field(default_factory=list)
+
+    @property
+    def choices(self) -> ExploringChoices:
+        return self.coordinator.choices
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """The broker's answer (or silence) is not an outcome the reference allows."""
+
+    message: str
+    allowed: tuple[str, ...]  # what the reference would have done instead, one line each
+
+
+class Oracle:
+    def __init__(self, config: GroupConfig) -> None:
+        self.config = config
+        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices()))]
+        self.in_flight: dict[str, int | str] = {}  # client -> request id
+
+    # -- inputs -------------------------------------------------------------------------
+
+    def _apply(self, make_event) -> None:
+        """Apply an event to every hypothesis, in every way the reference could choose."""
+        expanded = []
+        for hypothesis in self.hypotheses:
+            scripts: list[tuple[int, ...]] = [()]
+            while scripts:
+                script = scripts.pop()
+                branch = copy.deepcopy(hypothesis)
+                branch.choices.start(script)
+                event = make_event(branch)
+                for effect in branch.coordinator.handle(event):
+                    if isinstance(effect, Reply):
+                        branch.replies[effect.request_id] = effect.response
+                    elif isinstance(effect, AppendRecords):
+                        branch.log.extend(effect.records)
+                for depth, arity in enumerate(branch.choices.arities, start=len(script)):
+                    prefix = script + (0,) * (depth - len(script))
+                    scripts.extend(prefix + (k,) for k in range(1, arity))
+                expanded.append(branch)
+        if len(expanded) > MAX_HYPOTHESES:
+            raise OracleOverflow(f"more than {MAX_HYPOTHESES} outcomes of the reference are still open")
+        self.hypotheses = expanded
+
+    def advance(self, now_ms: int) -> None:
+        """Time moves to ``now_ms``; each timer fires at its own deadline."""
+        while True:
+            deadlines = [d for h in self.hypotheses if (d := h.coordinator.next_deadline_ms()) is not None and d <= now_ms]
+            if not deadlines:
+                break
+            step = min(deadlines)
+            self._apply(lambda h, t=step: Tick(max(t, h.coordinator.now_ms)))
+        if any(h.coordinator.now_ms < now_ms for h in self.hypotheses):
+            self._apply(lambda h: Tick(max(now_ms, h.coordinator.now_ms)))
+
+    def request(self, client: str, request: Request) -> None:
+        """``client`` sent ``request`` (in the broker's member ids) at ``request.now_ms``."""
+        self.advance(request.now_ms)
+        self.in_flight[client] = request.request_id
+        self._apply(lambda h: h.binding.translate(request))
+
+    def fault(self, now_ms: int) -> None:
+        """The coordinator restarted: requests in flight are lost; the group reloads from its log."""
+        self.advance(now_ms)
+        self.in_flight.clear()
+        for hypothesis in self.hypotheses:
+            hypothesis.replies.clear()
+            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=now_ms)
+        self._apply(lambda h: LoadGroups(tuple(h.log), now_ms))
+
+    # -- observations -------------------------------------------------------------------
+
+    def response(self, client: str, response: Response, at_ms: int) -> Disagreement | None:
+        """The broker answered ``client`` at ``at_ms``; keep the hypotheses that allow it."""
+        self.advance(at_ms)
+        request_id = self.in_flight.pop(client)
+        kept, problems = [], []
+        for hypothesis in self.hypotheses:
+            allowed = hypothesis.replies.get(request_id)
+            if allowed is None:
+                problems.append("the reference has not answered yet (the request is parked)")
+                continue
+            trial = hypothesis.binding.copy()
+            problem = unify(allowed, response, trial)
+            if problem is None:
+                hypothesis.binding = trial
+                del hypothesis.replies[request_id]
+                kept.append(hypothesis)
+            else:
+                problems.append(problem)
+        if not kept:
+            return Disagreement(problems[0], self._allowed(request_id))
+        self.hypotheses = kept
+        return None
+
+    def silence(self, client: str, at_ms: int) -> Disagreement | None:
+        """The broker had not answered ``client`` by ``at_ms``; keep the hypotheses that park."""
+        self.advance(at_ms)
+        request_id = self.in_flight[client]
+        kept = [h for h in self.hypotheses if request_id not in h.replies]
+        if not kept:
+            return Disagreement("the broker has not answered, and the reference answers at once", self._allowed(request_id))
+        self.hypotheses = kept
+        return None
+
+    def _allowed(self, request_id: int | str) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for h in self.hypotheses:
+            reply = h.replies.get(request_id)
+            text = "no reply yet (parked)" if reply is None else str(h.binding.show(codec.encode(reply)))
+            if h.choices.made:
+                text += f"   [after choosing {', '.join(h.choices.made)}]"
+            seen[text] = None
+        return tuple(seen)

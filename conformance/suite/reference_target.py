@@ -1,0 +1,108 @@
+"""The ``reference`` target: the reference coordinator in-process, on virtual time.
+
+Each session is one coordinator of its own, so runs never see each other's groups. Open
+choices (member ids, the next leader, a protocol tie) are drawn from a seed derived from
+the group id with ``arbitrary=True``, so the catalog also checks that scenarios and the
+oracle accept every choice Kafka leaves open, not just the first. The invariant Monitor
+watches every step.
+
+Fault hooks: a restart (or a coordinator kill, which this single-coordinator target
+treats the same) drops the requests in flight, as their connections would be, and a new
+coordinator loads the group's records from the log at the same instant. The coordinator
+failover rules (CF-…, issue 4) refine what clients see while a new coordinator loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from typing import ClassVar, Literal
+
+from reference.choices import SeededChoices
+from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from reference.group.effects import AppendRecords, Reply
+from reference.group.invariants import Monitor
+from reference.group.records import Record
+from reference.group.requests import VERSIONS, Request
+from reference.group.responses import Response
+
+
+class ReferenceTarget:
+    name = "reference"
+    clock: Literal["virtual", "real"] = "virtual"
+    configurable = True
+    versions: ClassVar[dict[str, range]] = dict(VERSIONS)
+    answer_ms = 0
+    settle_ms = 0
+    supports_faults = True
+
+    def __init__(self, config: GroupConfig | None = None, seed: int = 0) -> None:
+        self.config = config or GroupConfig()
+        self.seed = seed
+
+    async def open(self, group_id: str, config: GroupConfig) -> ReferenceSession:
+        digest = hashlib.blake2b(f"{self.seed}/{group_id}".encode(), digest_size=8).digest()
+        return ReferenceSession(config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True))
+
+
+class ReferenceSession:
+    def __init__(self, config: GroupConfig, choices: SeededChoices) -> None:
+        self.config = config
+        self.choices = choices
+        self.monitor = Monitor()
+        self.coordinator = GroupCoordinator(config, choices, observer=self.monitor)
+        self.log: list[Record] = []
+        self.inbox: dict[str, deque[tuple[Response, int]]] = {}
+        self.owner: dict[int | str, str] = {}  # request id -> client
+        self.faults = self
+
+    def now_ms(self) -> int:
+        return self.coordinator.now_ms
+
+    def _handle(self, event) -> None:
+        for effect in self.coordinator.handle(event):
+            if isinstance(effect, Reply):
+                client = self.owner.pop(effect.request_id)
+                self.inbox.setdefault(client, deque()).append((effect.response, event.now_ms))
+            elif isinstance(effect, AppendRecords):
+                self.log.extend(effect.records)
+
+    def _advance_to(self, until_ms: int) -> None:
+        """Fire each timer due by ``until_ms`` at its own deadline, so replies carry their time."""
+        while (deadline := self.coordinator.next_deadline_ms()) is not None and deadline <= until_ms:
+            self._handle(Tick(max(deadline, self.now_ms())))
+        if until_ms > self.now_ms():
+            self._handle(Tick(until_ms))
+
+    async def send(self, client: str, request: Request) -> None:
+        self.owner[request.request_id] = client
+        self._handle(request)
+
+    async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
+        until = self.now_ms() + within_ms
+        inbox = self.inbox.setdefault(client, deque())
+        while not inbox:
+            deadline = self.coordinator.next_deadline_ms()
+            if deadline is None or deadline > until:
+                self._advance_to(until)
+                break
+            self._handle(Tick(max(deadline, self.now_ms())))
+        return inbox.popleft() if inbox else None
+
+    async def sleep(self, ms: int) -> None:
+        self._advance_to(self.now_ms() + ms)
+
+    async def close(self) -> None:
+        pass
+
+    # -- fault hooks ----------------------------------------------------------------------
+
+    async def restart(self) -> None:
+        now = self.now_ms()
+        self.owner.clear()
+        self.monitor = Monitor()
+        self.coordinator = GroupCoordinator(self.config, self.choices, now_ms=now, observer=self.monitor)
+        self._handle(LoadGroups(tuple(self.log), now))
+
+    async def kill_coordinator(self) -> None:
+        await self.restart()

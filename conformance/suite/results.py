@@ -1,0 +1,46 @@
+"""What a run produced: one result per scenario per version plan, and their failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["passed", "failed", "not_run", "error"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: Literal["oracle", "expectation", "scenario", "target"]
+    step: int  # 1-based
+    line: int
+    message: str
+    rules: tuple[str, ...]
+    api: str | None = None
+    api_version: int | None = None
+    request: dict | None = None
+    response: dict | None = None
+    allowed: tuple[str, ...] = ()  # oracle failures: what the reference allowed
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    path: str
+    checks: str
+    rules: tuple[str, ...]
+    plan: dict[str, int]
+    group_id: str
+    status: Status = "passed"
+    reason: str = ""  # why not run, or the error
+    failure: Failure | None = None
+    steps_run: int = 0
+    duration_s: float = 0.0
+    exercised: set[tuple[str, int]] = field(default_factory=set)  # (API, version) pairs answered and checked
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} [{plan_label(self.plan)}]"
+
+
+def plan_label(plan: dict[str, int]) -> str:
+    return " ".join(f"{api}v{v}" for api, v in sorted(plan.items())) or "no requests"

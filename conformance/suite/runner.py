@@ -1,0 +1,163 @@
+"""Run one scenario at one version plan against a target, checking every step twice:
+against the scenario's expectations and against the oracle."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from conformance.suite import codec
+from conformance.suite.build import build, learn
+from conformance.suite.expect import check
+from conformance.suite.oracle import Disagreement, Oracle, OracleOverflow
+from conformance.suite.results import Failure, RunResult
+from conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
+from conformance.suite.symbols import Symbols, Unbound
+from conformance.suite.target import Session, Target, TargetError
+from conformance.suite.trace import TraceWriter
+from reference.errors import InvariantViolation, UsageError
+from reference.group.config import GroupConfig
+from reference.group.requests import API_KEYS, Request
+from reference.group.responses import ListGroupsResponse, Response
+
+
+class _Stop(Exception):
+    """The run cannot go on: its result is already recorded."""
+
+
+def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
+    """The broker settings a run uses, or why the target cannot run the scenario."""
+    if scenario.uses_faults and not target.supports_faults:
+        return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
+    if target.configurable:
+        return dataclasses.replace(target.config, **scenario.broker)
+    differ = [f"{k}={v} (target: {getattr(target.config, k)})" for k, v in scenario.broker.items() if getattr(target.config, k) != v]
+    if differ:
+        return "needs broker settings " + ", ".join(differ)
+    return target.config
+
+
+async def run_one(scenario: Scenario, plan: dict[str, int], target: Target, group_id: str, run_id: str,
+                  trace: TraceWriter) -> RunResult:
+    result = RunResult(scenario.name, str(scenario.path), scenario.checks, scenario.rules, plan, group_id)
+    config = config_for(scenario, target)
+    if isinstance(config, str):
+        result.status, result.reason = "not_run", config
+        return result
+    started = time.perf_counter()
+    try:
+        session = await target.open(group_id, config)
+    except TargetError as exc:
+        result.status, result.reason = "error", str(exc)
+        return result
+    try:
+        await _Run(scenario, plan, target, session, config, run_id, trace, result).steps()
+    finally:
+        await session.close()
+        result.duration_s = time.perf_counter() - started
+    return result
+
+
+class _Run:
+    def __init__(self, scenario: Scenario, plan: dict[str, int], target: Target, session: Session, config: GroupConfig,
+                 run_id: str, trace: TraceWriter, result: RunResult) -> None:
+        self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
+        self.run_id, self.trace, self.result = run_id, trace, result
+        self.symbols = Symbols(result.group_id, scenario.clients)
+        self.oracle = Oracle(config)
+        self.in_flight: dict[str, tuple[Request, int]] = {}  # client -> (request, step index)
+        self.request_ids = 0
+
+    async def steps(self) -> None:
+        for index, step in enumerate(self.scenario.steps):
+            try:
+                await self.step(index, step)
+            except _Stop:
+                return
+            except TargetError as exc:
+                self.fail(index, "target", str(exc))
+                return
+            except (OracleOverflow, InvariantViolation, UsageError) as exc:
+                self.result.status, self.result.reason = "error", f"step {index + 1} (line {self.scenario.lines[index]}): {exc}"
+                return
+            self.result.steps_run += 1
+
+    async def step(self, index: int, step) -> None:
+        if isinstance(step, RequestStep):
+            await self.request(index, step)
+        elif isinstance(step, Await):
+            got = await self.session.receive(step.client, step.within_ms)
+            self.answered(index, step.client, got, step.expect, f"no reply within {step.within_ms} ms")
+        elif isinstance(step, Sleep):
+            await self.session.sleep(step.ms)
+            self.record(kind="time", advance_ms=step.ms)
+            self.oracle.advance(self.session.now_ms())
+        elif isinstance(step, Fault):
+            await getattr(self.session.faults, step.fault)()
+            self.record(kind="fault", fault=step.fault)
+            self.in_flight.clear()
+            self.oracle.fault(self.session.now_ms())
+
+    async def request(self, index: int, step: RequestStep) -> None:
+        version = step.fields.v if step.fields.v is not None else self.plan[step.api]
+        self.request_ids += 1
+        try:
+            request = build(step, version, self.request_ids, self.session.now_ms(), self.symbols)
+        except (Unbound, UsageError) as exc:
+            self.fail(index, "scenario", str(exc), api=step.api, version=version)
+        self.record(kind="request", client=step.client, **self.message(request))
+        await self.session.send(step.client, request)
+        self.oracle.request(step.client, request)
+        self.in_flight[step.client] = (request, index)
+        if step.expect == "parked":
+            got = await self.session.receive(step.client, self.target.settle_ms)
+            if got is None:
+                self.check_oracle(index, self.oracle.silence(step.client, self.session.now_ms()), request, None)
+                return
+            self.answered(index, step.client, got, None, "")
+            self.fail(index, "expectation", "expected the request to park; the broker answered it at once",
+                      request=request, response=got[0])
+        got = await self.session.receive(step.client, self.target.answer_ms)
+        self.answered(index, step.client, got, step.expect, "expected a reply at once; the request is parked")
+
+    def answered(self, index: int, client: str, got: tuple[Response, int] | None, expect, silent: str) -> None:
+        request, _ = self.in_flight[client]
+        if got is None:
+            self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
+            self.fail(index, "expectation", silent, request=request)
+        response, at_ms = got
+        if isinstance(response, ListGroupsResponse):  # other runs' groups share a real broker
+            response = dataclasses.replace(response, groups=tuple(g for g in response.groups if g.group_id.startswith(self.result.group_id)))
+        self.record(kind="response", client=client, **self.message(request, response), t_ms=at_ms)
+        del self.in_flight[client]
+        self.check_oracle(index, self.oracle.response(client, response, at_ms), request, response)
+        learn(self.symbols.clients[client], self.symbols, response)
+        self.result.exercised.add((request.api, request.api_version))
+        if expect and (problem := check(request.api, request.api_version, expect, response, self.symbols)):
+            self.fail(index, "expectation", problem, request=request, response=response)
+
+    def check_oracle(self, index: int, disagreement: Disagreement | None, request: Request, response: Response | None) -> None:
+        if disagreement is not None:
+            self.fail(index, "oracle", f"the reference does not allow this: {disagreement.message}",
+                      request=request, response=response, allowed=disagreement.allowed)
+
+    def fail(self, index: int, kind: str, message: str, *, request: Request | None = None, response: Response | None = None,
+             allowed: tuple[str, ...] = (), api: str | None = None, version: int | None = None) -> None:
+        self.result.status = "failed" if kind in ("oracle", "expectation", "target") else "error"
+        self.result.failure = Failure(
+            kind=kind, step=index + 1, line=self.scenario.lines[index], message=message, rules=self.scenario.step_rules(index),
+            api=request.api if request else api, api_version=request.api_version if request else version,
+            request=codec.request_fields(request) if request else None,
+            response=codec.encode(response) if response is not None else None, allowed=allowed,
+        )
+        self.result.reason = message
+        raise _Stop
+
+    def message(self, request: Request, response: Response | None = None) -> dict:
+        return {"api": request.api, "api_key": API_KEYS[request.api], "api_version": request.api_version,
+                "correlation_id": int(request.request_id),
+                "fields": codec.request_fields(request) if response is None else codec.encode(response)}
+
+    def record(self, t_ms: int | None = None, **fields) -> None:
+        self.trace.write(self.run_id, self.scenario.name, self.result.group_id,
+                         self.session.now_ms() if t_ms is None else t_ms, **fields)

@@ -1,0 +1,435 @@
+"""The scenario format, as pydantic models. The format is documented for authors in
+conformance/scenarios/README.md; this module is its definition.
+
+A file holds one scenario: what it checks (one sentence), the spec rules it checks, the
+API versions it applies to, the broker settings it assumes, its clients, and its steps.
+A step is one of
+
+* a request: ``- c1: JoinGroup`` followed by the request's fields and ``expect``;
+* ``- await: c1``: the reply to c1's parked request arrives, ``within`` some time;
+* ``- sleep: 3000``: time passes (virtual for the reference target, real for a broker);
+* ``- fault: restart``: a fault, run through the target's fault hooks.
+
+Values may be symbols: ``$group`` (this run's group id), ``$m1`` (the member id the broker
+gave client c1), ``$gen`` (the generation the broker last returned), ``$gen1`` (c1's), or a
+name of the author's choosing bound by an expectation (``member_id: $old``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from conformance.suite.versions import VersionError, parse_range
+from reference.errors import ErrorCode, UsageError
+from reference.group.config import GroupConfig
+from reference.group.transitions import GroupState
+
+SYMBOL = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
+CLIENT = re.compile(r"^c[1-9][0-9]*$")
+RULE = re.compile(r"^(GM|CF)-[0-9]+$")
+PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
+FAULTS = ("kill_coordinator", "restart")
+ERRORS = {e.name: e for e in ErrorCode}
+STATES = {str(s) for s in GroupState}
+
+
+class Invalid(ValueError):
+    """A value of the wrong kind or form; the message says what was expected."""
+
+
+def is_symbol(value: object) -> bool:
+    return isinstance(value, str) and (bool(SYMBOL.match(value)) or value.startswith("$group"))
+
+
+def _int_or_symbol(value: object) -> object:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if is_symbol(value):
+        return value
+    raise Invalid(f"expected an integer or a $symbol, got {value!r}")
+
+
+def _partition(value: object) -> str:
+    if not isinstance(value, str) or not PARTITION.match(value):
+        raise Invalid(f"expected a partition as topic-N (foo-0), got {value!r}")
+    return value
+
+
+IntOrSymbol = Annotated[int | str, BeforeValidator(_int_or_symbol)]
+PartitionName = Annotated[str, BeforeValidator(_partition)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- expectations --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """An expected value: ``equal`` to a value (a bound symbol resolves first; an unbound
+    name binds), ``one_of`` several, or ``not`` a value."""
+
+    kind: Literal["equal", "one_of", "not"]
+    value: Any
+
+
+def _matcher(value: object, check) -> Matcher:
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in ("one_of", "not"):
+        kind, inner = next(iter(value.items()))
+        if kind == "one_of":
+            if not isinstance(inner, list) or not inner:
+                raise Invalid("one_of takes a non-empty list")
+            return Matcher("one_of", tuple(_plain(v, check) for v in inner))
+        return Matcher("not", _plain(inner, check))
+    return Matcher("equal", _plain(value, check))
+
+
+def _plain(value: object, check) -> object:
+    return value if is_symbol(value) else check(value)
+
+
+def _error_name(value: object) -> str:
+    if value not in ERRORS:
+        raise Invalid(f"{value!r} is not an error name such as NONE or ILLEGAL_GENERATION")
+    return value
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Invalid(f"expected an integer, got {value!r}")
+    return value
+
+
+def _str_or_null(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise Invalid(f"expected a string or null, got {value!r}")
+    return value
+
+
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r}")
+    return value
+
+
+def _state(value: object) -> str:
+    if value not in STATES:
+        raise Invalid(f"{value!r} is not a group state ({', '.join(sorted(STATES))})")
+    return value
+
+
+def _list_of(check):
+    def checked(value: object) -> tuple:
+        if not isinstance(value, list):
+            raise Invalid(f"expected a list, got {value!r}")
+        return tuple(_plain(v, check) for v in value)
+    return checked
+
+
+def _map_of(key_check, value_check):
+    def checked(value: object) -> tuple:
+        if not isinstance(value, dict):
+            raise Invalid(f"expected a mapping, got {value!r}")
+        return tuple((_plain(k, key_check), _plain(v, value_check)) for k, v in value.items())
+    return checked
+
+
+def _member(value: object) -> str:
+    if not isinstance(value, str):
+        raise Invalid(f"expected a member id or $symbol, got {value!r}")
+    return value
+
+
+# What each expectation key means is in conformance/scenarios/README.md; ``expect.py`` reads it.
+EXPECTATIONS = {
+    "error": _error_name,
+    "member_id": _member,
+    "generation_id": _int,
+    "leader": _member,
+    "protocol_name": _str_or_null,
+    "protocol_type": _str_or_null,
+    "skip_assignment": _bool,
+    "members": _list_of(_member),
+    "assignment": _list_of(_partition),
+    "offsets": _map_of(_partition, _int),
+    "partitions": _map_of(_partition, _error_name),
+    "leave": _map_of(_member, _error_name),
+    "state": _state,
+    "protocol": _str_or_null,
+    "listed": _bool,
+}
+
+EXPECTATIONS_BY_API = {
+    "JoinGroup": ("error", "member_id", "generation_id", "leader", "protocol_name", "protocol_type", "skip_assignment", "members"),
+    "SyncGroup": ("error", "assignment", "protocol_name", "protocol_type"),
+    "Heartbeat": ("error",),
+    "LeaveGroup": ("error", "leave"),
+    "OffsetCommit": ("error", "partitions"),
+    "OffsetFetch": ("error", "offsets"),
+    "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
+    "ListGroups": ("error", "listed", "state", "protocol_type"),
+    "DeleteGroups": ("error",),
+}
+
+
+def parse_expectation(api: str, raw: object) -> dict[str, Matcher] | Literal["parked"]:
+    """``parked`` or a mapping of expectation keys to matchers; raises ValueError(key, message)."""
+    if raw == "parked":
+        return "parked"
+    if not isinstance(raw, dict):
+        raise ExpectationError(None, f"expect must be 'parked' or a mapping, got {raw!r}")
+    parsed = {}
+    for key, value in raw.items():
+        if key not in EXPECTATIONS_BY_API[api]:
+            raise ExpectationError(key, f"{api} has no expectation {key!r} (it has: {', '.join(EXPECTATIONS_BY_API[api])})")
+        try:
+            parsed[key] = _matcher(value, EXPECTATIONS[key])
+        except ValueError as exc:
+            raise ExpectationError(key, f"expect.{key}: {exc}") from None
+    return parsed
+
+
+class ExpectationError(ValueError):
+    def __init__(self, key: str | None, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# -- request fields, per API ---------------------------------------------------------------
+# None means "what the client would send": its member id, generation, instance id ...
+
+
+class ProtocolSpec(_Strict):
+    name: str
+    topics: list[str] | None = None  # the consumer subscription; default the join's topics
+    metadata: str | None = None  # raw metadata bytes (UTF-8), instead of a subscription
+
+
+class StepCommon(_Strict):
+    v: int | None = None  # pins this step's API version; otherwise the run's plan decides
+    expect: Any = None
+    rule: str | None = None  # the spec rule this step checks, when narrower than the scenario's
+
+    @field_validator("rule")
+    @classmethod
+    def _rule(cls, value):
+        if value is not None and not RULE.match(value):
+            raise Invalid(f"{value!r} is not a spec rule such as GM-3")
+        return value
+
+
+class JoinGroupStep(StepCommon):
+    group_id: str = "$group"
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    session_timeout_ms: IntOrSymbol = 10_000
+    rebalance_timeout_ms: IntOrSymbol = 10_000
+    protocol_type: str = "consumer"
+    protocols: list[str | ProtocolSpec] = Field(default_factory=lambda: ["range"])
+    topics: list[str] = Field(default_factory=lambda: ["foo"])
+    reason: str | None = None
+
+
+class SyncGroupStep(StepCommon):
+    group_id: str = "$group"
+    generation_id: IntOrSymbol | None = None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    protocol_type: str | None = "consumer"
+    protocol_name: str | None = None
+    assignments: dict[str, list[PartitionName]] | None = None
+
+
+class HeartbeatStep(StepCommon):
+    group_id: str = "$group"
+    generation_id: IntOrSymbol | None = None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+
+
+class LeaveMember(_Strict):
+    member_id: str = ""
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+class LeaveGroupStep(StepCommon):
+    group_id: str = "$group"
+    members: list[LeaveMember] | None = None
+
+
+class CommitOffset(_Strict):
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+class OffsetCommitStep(StepCommon):
+    group_id: str | None = "$group"
+    generation_id: IntOrSymbol | None = None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    offsets: dict[PartitionName, int | CommitOffset]
+
+
+class OffsetFetchStep(StepCommon):
+    group_id: str | None = "$group"
+    partitions: list[PartitionName] | Literal["all"]
+    require_stable: bool = False
+
+
+class DescribeGroupsStep(StepCommon):
+    groups: list[str | None] = Field(default_factory=lambda: ["$group"])
+
+
+class ListGroupsStep(StepCommon):
+    states_filter: list[str] = Field(default_factory=list)
+
+
+class DeleteGroupsStep(StepCommon):
+    groups: list[str | None] = Field(default_factory=lambda: ["$group"])
+
+
+REQUEST_STEPS: dict[str, type[StepCommon]] = {
+    "JoinGroup": JoinGroupStep,
+    "SyncGroup": SyncGroupStep,
+    "Heartbeat": HeartbeatStep,
+    "LeaveGroup": LeaveGroupStep,
+    "OffsetCommit": OffsetCommitStep,
+    "OffsetFetch": OffsetFetchStep,
+    "DescribeGroups": DescribeGroupsStep,
+    "ListGroups": ListGroupsStep,
+    "DeleteGroups": DeleteGroupsStep,
+}
+
+
+class AwaitStep(_Strict):
+    await_: str = Field(alias="await")
+    within: int = Field(ge=0)  # ms the reply may take; the run fails if it takes longer
+    expect: Any = None
+    rule: str | None = None
+
+
+class SleepStep(_Strict):
+    sleep: int = Field(ge=0)
+
+
+class FaultStep(_Strict):
+    fault: Literal["kill_coordinator", "restart"]
+
+
+# -- the scenario ---------------------------------------------------------------------------
+
+
+class Header(_Strict):
+    """Everything but the steps, which the loader validates one by one."""
+
+    checks: str = Field(min_length=10)
+    rules: list[str] = Field(min_length=1)
+    versions: dict[str, str | int] = Field(default_factory=dict)
+    broker: dict[str, int] = Field(default_factory=dict)
+    clients: list[str] = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    steps: list[Any] = Field(min_length=1)
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, value):
+        for rule in value:
+            if not RULE.match(rule):
+                raise Invalid(f"{rule!r} is not a spec rule such as GM-3")
+        return value
+
+    @field_validator("clients")
+    @classmethod
+    def _clients(cls, value):
+        for name in value:
+            if not CLIENT.match(name):
+                raise Invalid(f"client {name!r} must be named c1, c2, ...")
+        if len(set(value)) != len(value):
+            raise Invalid("client names repeat")
+        return value
+
+    @field_validator("versions")
+    @classmethod
+    def _versions(cls, value):
+        for api, spec in value.items():
+            try:
+                parse_range(api, spec)
+            except VersionError as exc:
+                raise Invalid(str(exc)) from None
+        return value
+
+    @field_validator("broker")
+    @classmethod
+    def _broker(cls, value):
+        known = GroupConfig.__dataclass_fields__
+        for name in value:
+            if name not in known:
+                raise Invalid(f"unknown broker setting {name!r} (known: {', '.join(known)})")
+        try:
+            GroupConfig(**value)
+        except UsageError as exc:
+            raise Invalid(str(exc)) from None
+        return value
+
+
+@dataclass(frozen=True)
+class RequestStep:
+    client: str
+    api: str
+    fields: StepCommon
+    expect: dict[str, Matcher] | Literal["parked"] | None
+
+
+@dataclass(frozen=True)
+class Await:
+    client: str
+    api: str  # of the request it waits for
+    within_ms: int
+    expect: dict[str, Matcher] | None
+    rule: str | None
+
+
+@dataclass(frozen=True)
+class Sleep:
+    ms: int
+
+
+@dataclass(frozen=True)
+class Fault:
+    fault: str
+
+
+Step = RequestStep | Await | Sleep | Fault
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # the file name without .yaml
+    path: Path
+    checks: str
+    rules: tuple[str, ...]
+    versions: dict[str, range]  # every API the scenario uses
+    broker: dict[str, int]
+    clients: tuple[str, ...]
+    tags: tuple[str, ...]
+    steps: tuple[Step, ...]
+    lines: tuple[int, ...]  # the line of each step
+
+    def step_rules(self, index: int) -> tuple[str, ...]:
+        step = self.steps[index]
+        rule = getattr(step, "rule", None) or getattr(getattr(step, "fields", None), "rule", None)
+        return (rule,) if rule else self.rules
+
+    @property
+    def uses_faults(self) -> bool:
+        return any(isinstance(s, Fault) for s in self.steps)

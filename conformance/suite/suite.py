@@ -1,0 +1,143 @@
+"""Run a catalog of scenarios against a target, and write the reports.
+
+    from conformance.suite import run
+    outcome = run("reference", junit=Path("out/conformance.xml"), report=Path("out/conformance"))
+    outcome.exit_code   # 0 when every run that ran passed
+
+Every scenario runs once per version plan (see :mod:`versions`), each run on a group id
+of its own, concurrently (``concurrency`` runs at a time), so the timing scenarios do not
+add up against a real broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from conformance.suite import loader, reports, targets, versions
+from conformance.suite.results import RunResult
+from conformance.suite.runner import run_one
+from conformance.suite.scenario import Scenario
+from conformance.suite.target import Target
+from conformance.suite.trace import TraceWriter
+
+
+class SuiteError(ValueError):
+    """Something on the command line or in a scenario file is wrong; one line for the user."""
+
+
+@dataclass
+class Outcome:
+    target: str
+    results: list[RunResult]
+    wall_s: float
+    written: list[Path]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.status in ("failed", "error") for r in self.results) else 0
+
+
+def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
+    """Scenarios with a rule, tag or name matching any pattern (shell-style: GM-5*, static)."""
+    patterns = list(patterns)
+    if not patterns:
+        return scenarios
+    return [s for s in scenarios if any(fnmatch.fnmatchcase(word, p) for p in patterns for word in (*s.rules, *s.tags, s.name))]
+
+
+def planned(scenario: Scenario, target: Target, mode: str, limits: dict[str, range]) -> list[dict[str, int]] | str:
+    ranges = versions.narrow(scenario.versions, target.versions)
+    if ranges is not None:
+        ranges = versions.narrow(ranges, limits)
+    if ranges is None:
+        wanted = ", ".join(versions.label(api, r) for api, r in scenario.versions.items())
+        return f"no version in common with the target and --versions (scenario: {wanted})"
+    return versions.select(versions.plans(ranges), mode)
+
+
+def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), tags: Iterable[str] = (),
+        version_selection: str = "all", junit: Path | None = None, report: Path | None = None, trace: Path | None = None,
+        bootstrap: str | None = None, seed: int = 0, concurrency: int = 32, out: TextIO | None = None) -> Outcome:
+    """Run the selected scenarios; raises SuiteError for a bad option or scenario file."""
+    out = out or sys.stdout
+    try:
+        chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
+        catalog = select(loader.load_all(scenarios), tags)
+        mode, limits = versions.parse_selection(version_selection)
+    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
+        raise SuiteError(str(exc)) from None
+    if not catalog:
+        raise SuiteError(f"no scenario matches --tags {' '.join(tags)}")
+    # Real brokers keep groups (and offsets) between runs: a fresh token per run keeps them apart.
+    token = f"s{seed}" if chosen.clock == "virtual" else hashlib.blake2b(os.urandom(8), digest_size=4).hexdigest()
+    jobs, results = [], []
+    for scenario in catalog:
+        plans = planned(scenario, chosen, mode, limits)
+        if isinstance(plans, str):
+            results.append(RunResult(scenario.name, str(scenario.path), scenario.checks, scenario.rules, {}, "",
+                                     status="not_run", reason=plans))
+            continue
+        jobs.extend((scenario, plan, f"coordspec-{token}-{scenario.name}-{i}") for i, plan in enumerate(plans))
+    trace_stream = trace.open("w", encoding="utf-8") if trace else None
+    started = time.perf_counter()
+    try:
+        writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
+        results.extend(asyncio.run(_run_all(jobs, chosen, writer, concurrency, _Progress(len(jobs), out))))
+    finally:
+        if trace_stream:
+            trace_stream.close()
+    wall = time.perf_counter() - started
+    written = [trace] if trace else []
+    if junit:
+        reports.write_junit(results, chosen.name, wall, junit)
+        written.append(junit)
+    if report:
+        written.extend(reports.write_report(results, chosen.name, wall, report))
+    print(reports.console_summary(results, wall), file=out)
+    for path in written:
+        print(f"wrote {path}", file=out)
+    return Outcome(chosen.name, results, wall, written)
+
+
+async def _run_all(jobs, target: Target, writer: TraceWriter, concurrency: int, progress: _Progress) -> list[RunResult]:
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(scenario, plan, group_id):
+        async with gate:
+            result = await run_one(scenario, plan, target, group_id, group_id, writer)
+        progress.done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(*job) for job in jobs)))
+
+
+class _Progress:
+    """A progress bar on a terminal; on anything else, one line per failing run."""
+
+    def __init__(self, total: int, out: TextIO) -> None:
+        self.total, self.out, self.count = total, out, 0
+        self.bar = out.isatty()
+
+    def done(self, result: RunResult) -> None:
+        self.count += 1
+        if result.status in ("failed", "error"):
+            self.clear()
+            print(f"{result.status.upper()} {result.label}: {result.reason}", file=self.out)
+        if self.bar:
+            filled = 30 * self.count // max(1, self.total)
+            print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.count}/{self.total}", end="", file=self.out, flush=True)
+            if self.count == self.total:
+                self.clear()
+
+    def clear(self) -> None:
+        if self.bar:
+            print("\r" + " " * 50 + "\r", end="", file=self.out)

@@ -1,0 +1,74 @@
+"""What a target is: something that answers group requests for named clients.
+
+A target opens one session per scenario run, on that run's group id. The session takes
+requests in the reference's vocabulary (``reference.group.requests``: the API is the
+class, ``api_version`` the version, the rest Kafka's fields) for a named client and hands
+back responses in the same vocabulary (``reference.group.responses``, shaped for the
+request's version). A networked target encodes them on the wire (kio), sends each client's
+requests over that client's own connections, and decodes the answers; ``request_id`` is
+the correlation id, ``now_ms`` is ignored.
+
+Time is the session's: virtual for the reference (``sleep`` and ``receive`` move it to the
+next timer), real for a broker (``sleep`` sleeps). A client has at most one request in
+flight, as on one Kafka connection, where the broker answers requests in order.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from reference.group.config import GroupConfig
+from reference.group.requests import Request
+from reference.group.responses import Response
+
+
+class FaultHooks(Protocol):
+    """Faults a target can inject. A target without them runs no scenario that has fault
+    steps. Requests in flight when a fault hits are lost, as their connections are: the
+    runner expects no reply to them."""
+
+    async def kill_coordinator(self) -> None:
+        """The group's coordinator dies; another broker takes over the group."""
+
+    async def restart(self) -> None:
+        """The coordinator restarts and reloads its groups from the log."""
+
+
+class Session(Protocol):
+    faults: FaultHooks | None  # None when the target cannot inject faults
+
+    def now_ms(self) -> int:
+        """Time since the session opened (virtual or real), in ms."""
+
+    async def send(self, client: str, request: Request) -> None:
+        """Send ``request`` for ``client``, which has no other request in flight."""
+
+    async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
+        """The reply to ``client``'s request and the time it arrived, waiting at most
+        ``within_ms``; None if it has not come by then (it is kept for a later call)."""
+
+    async def sleep(self, ms: int) -> None:
+        """Let ``ms`` pass."""
+
+    async def close(self) -> None: ...
+
+
+class Target(Protocol):
+    name: str
+    clock: Literal["virtual", "real"]
+    # The broker's group settings: the base the oracle uses. A configurable target (the
+    # reference) applies a scenario's ``broker:`` settings per session; on any other the
+    # scenario runs only when its settings equal these.
+    config: GroupConfig
+    configurable: bool
+    versions: dict[str, range]  # the API versions the target supports
+    answer_ms: int  # how long a reply that comes at once may take to arrive
+    settle_ms: int  # how long a request must stay unanswered to count as parked
+    supports_faults: bool  # whether sessions have fault hooks
+
+    async def open(self, group_id: str, config: GroupConfig) -> Session: ...
+
+
+class TargetError(RuntimeError):
+    """The target failed in a way that is not a protocol answer (unreachable, not Kafka,
+    a request timed out). ``str()`` is one line for the report."""

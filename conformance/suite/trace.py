@@ -1,0 +1,120 @@
+"""The JSONL trace of a run: one JSON object per line, one line per request, response,
+time step and fault. The format is specified in spec/trace-format.md; these models are its
+definition, and ``validate_file`` checks a file against them.
+
+The conformance runner writes it; the recording proxy and the trace pipeline read and write
+the same records (``source`` says who wrote a line).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal, TextIO
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from reference.group.requests import API_KEYS, VERSIONS
+
+FORMAT_VERSION = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = FORMAT_VERSION  # the trace format's version; a reader refuses others
+    source: str  # who wrote it: "conformance:<target>", "proxy", "broker"
+    run: str  # one run of one scenario at one version plan (or one proxied session)
+    scenario: str | None = None
+    group_id: str
+    ts_ms: float  # wall-clock time it was written, Unix epoch ms
+    t_ms: int = Field(ge=0)  # session time: virtual for the reference target, real ms since the run began otherwise
+
+
+class _Message(_Record):
+    client: str  # the simulated client (one connection set each)
+    api: str
+    api_key: int
+    api_version: int = Field(ge=0)
+    correlation_id: int
+    fields: dict[str, Any]  # Kafka's field names; bytes base64, error codes as numbers
+
+    @model_validator(mode="after")
+    def _known_api(self):
+        if self.api not in API_KEYS:
+            raise ValueError(f"unknown api {self.api!r}")
+        if API_KEYS[self.api] != self.api_key:
+            raise ValueError(f"{self.api} has api_key {API_KEYS[self.api]}, not {self.api_key}")
+        if self.api_version not in VERSIONS[self.api]:
+            raise ValueError(f"{self.api} v{self.api_version} is not a version the reference models")
+        return self
+
+
+class RequestRecord(_Message):
+    kind: Literal["request"]
+
+
+class ResponseRecord(_Message):
+    kind: Literal["response"]
+
+
+class TimeRecord(_Record):
+    kind: Literal["time"]
+    advance_ms: int = Field(ge=0)
+
+
+class FaultRecord(_Record):
+    kind: Literal["fault"]
+    fault: Literal["kill_coordinator", "restart"]
+
+
+TraceRecord = Annotated[RequestRecord | ResponseRecord | TimeRecord | FaultRecord, Field(discriminator="kind")]
+_ADAPTER: TypeAdapter = TypeAdapter(TraceRecord)
+
+
+class TraceError(ValueError):
+    """A trace line that is not a valid record; ``str()`` is ``file:line: what``."""
+
+
+def parse_line(line: str) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord:
+    return _ADAPTER.validate_json(line)
+
+
+def validate_file(path: Path) -> int:
+    """The number of records in a valid trace file; raises TraceError on the first bad line."""
+    count = 0
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                parse_line(line)
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                raise TraceError(f"{path}:{number}: {where + ': ' if where else ''}{error['msg']}") from None
+            count += 1
+    return count
+
+
+class TraceWriter:
+    """Appends records to a stream, one line each, with the run's constant fields."""
+
+    def __init__(self, stream: TextIO | None, source: str) -> None:
+        self.stream = stream
+        self.source = source
+
+    def write(self, run: str, scenario: str, group_id: str, t_ms: int, **record) -> None:
+        if self.stream is None:
+            return
+        line = {"v": FORMAT_VERSION, "source": self.source, "run": run, "scenario": scenario, "group_id": group_id,
+                "ts_ms": round(time.time() * 1000, 3), "t_ms": t_ms, **record}
+        self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")
