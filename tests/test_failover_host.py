@@ -63,8 +63,8 @@ OTHER = "a"  # partition_for("a", 3) == 1
 
 
 class OneBroker:
-    def __init__(self, broker_id: int = 1) -> None:
-        self.monitor = Monitor(PARTITIONS)
+    def __init__(self, broker_id: int = 1, monitor: Monitor | None = None) -> None:
+        self.monitor = monitor or Monitor(PARTITIONS)
         self.host = CoordinatorHost(broker_id, PARTITIONS, kafka_test_config())
         self.monitor.watch(self.host)
         self.logs: dict[int, list[tuple]] = {p: [] for p in range(PARTITIONS)}
