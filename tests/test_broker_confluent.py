@@ -42,6 +42,10 @@ def produce(bootstrap: str, topic: str, count: int, partitions: int, first: int 
     assert producer.flush(10) == 0
 
 
+def partition_of(value: bytes) -> int:
+    return int(value.decode().removeprefix("value-")) % PARTITIONS
+
+
 def consumer(bootstrap: str, group: str, **extra: object) -> Consumer:
     config = {
         "bootstrap.servers": bootstrap,
@@ -93,7 +97,6 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         create_topic(broker.bootstrap, "orders", PARTITIONS)
-        produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
 
         a = Member(consumer(broker.bootstrap, "billing"), "orders")
         wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
@@ -102,7 +105,10 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         both = poll_all(a, b)
         wait_for(lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2, both, 30, "a rebalance over two members")
         assert a.assigned() | b.assigned() == set(range(PARTITIONS))
+        produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
         wait_for(lambda: set(a.received) | set(b.received) == expected, both, 20, "every record")
+        assert {partition_of(v) for v in a.received} == a.assigned()
+        assert {partition_of(v) for v in b.received} == b.assigned()
 
         # Each member commits what it consumed: together, every partition at its end.
         a.client.commit(asynchronous=False)
