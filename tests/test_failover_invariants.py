@@ -64,10 +64,33 @@ def serve_without_loading(self, event) -> None:
 def test_serving_before_loading_breaks_load_before_serve(monkeypatch):
     monkeypatch.setattr(host_module.CoordinatorHost, "_become", serve_without_loading)
     broker = OneBroker()
+    with pytest.raises(InvariantViolation, match="LoadBeforeServe") as caught:
+        broker.become()
+    assert "broker 1 serves offsets partition 0 without having loaded it" in str(caught.value)
+
+
+def test_answering_while_loading_breaks_load_before_serve(monkeypatch):
+    """Mutant: a loading partition already has a coordinator, and requests reach it."""
+    original_route = host_module.CoordinatorHost._route
+
+    def become_with_a_coordinator(self, event):
+        serve_without_loading(self, event)
+        self.hosted[event.partition].state = PartitionState.LOADING
+
+    def route_to_any_coordinator(self, request):
+        hosted = self.hosted.get(self.partition_for(request.group_id))
+        if hosted is not None and hosted.coordinator is not None:
+            self._forward(hosted, request)
+        else:
+            original_route(self, request)
+
+    monkeypatch.setattr(host_module.CoordinatorHost, "_become", become_with_a_coordinator)
+    monkeypatch.setattr(host_module.CoordinatorHost, "_route", route_to_any_coordinator)
+    broker = OneBroker()
     broker.become()
     with pytest.raises(InvariantViolation, match="LoadBeforeServe") as caught:
         broker.fetch()
-    assert "while still loading offsets partition 0" in str(caught.value)
+    assert "answered OffsetFetch for group 'group-id' with NONE while still loading offsets partition 0" in str(caught.value)
 
 
 # -- NoCommittedOffsetLost ----------------------------------------------------------------

@@ -14,7 +14,9 @@ re-elected at a newer epoch keeps serving, as Kafka calls only ``onElection`` th
 ``HighWatermarkMoved`` is HighWatermarkUpdated. A host's ``AppendToPartition`` is a produce
 to the leader; ``LoadPartition`` waits in ``pending_loads`` until the driver calls ``load``,
 so the loading window is a state a test can act in. Like the Cluster, nothing happens on its
-own: every step is the driver's choice, and the failover Monitor checks every host step.
+own: every step is the driver's choice. The failover Monitor checks every host step, and
+each partition's group coordinator has its own group Monitor (``group_observer``; None
+turns it off).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from reference.failover.invariants import Monitor
 from reference.failover.placement import OFFSETS_TOPIC, partition_for
 from reference.group.config import GroupConfig
 from reference.group.effects import Reply
+from reference.group.invariants import Monitor as GroupMonitor
 from reference.group.requests import Request, Tick
 from reference.replication.cluster import Cluster, Notice
 from reference.replication.config import ReplicationConfig
@@ -60,6 +63,7 @@ class FailoverCluster:
         replication_config: ReplicationConfig | None = None,
         monitor: Monitor | None = None,
         replication_monitor=None,
+        group_observer=GroupMonitor,
         seed: int = 0,
     ) -> None:
         factor = len(broker_ids) if replication_factor is None else replication_factor
@@ -70,6 +74,7 @@ class FailoverCluster:
         self.group_config = group_config or GroupConfig()
         self.monitor = monitor or Monitor(offsets_partitions)
         self.seed = seed
+        self.group_observer = group_observer
         self.hosts: dict[int, CoordinatorHost] = {}
         self.replies: dict[tuple[int, int | str], Reply] = {}
         self.pending_loads: set[tuple[int, int]] = set()
@@ -186,7 +191,8 @@ class FailoverCluster:
         incarnation = self._incarnations.get(broker_id, -1) + 1
         self._incarnations[broker_id] = incarnation
         choices = SeededChoices(self.seed * 1_000_003 + broker_id * 1_009 + incarnation)
-        host = CoordinatorHost(broker_id, self.offsets_partitions, self.group_config, choices, now_ms=self.now_ms)
+        host = CoordinatorHost(broker_id, self.offsets_partitions, self.group_config, choices, now_ms=self.now_ms,
+                               group_observer=self.group_observer)
         self.hosts[broker_id] = host
         self.monitor.watch(host)
 

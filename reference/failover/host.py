@@ -17,6 +17,7 @@ only when the partition's high watermark passes them. This follows Kafka 4.0's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +37,7 @@ from reference.failover.placement import DEFAULT_OFFSETS_PARTITIONS, partition_f
 from reference.failover.refusals import is_deferred_write, refusal, service_check
 from reference.group.config import GroupConfig
 from reference.group.coordinator import GroupCoordinator
+from reference.group.coordinator import Observer as GroupObserver
 from reference.group.effects import AppendRecords, Reply
 from reference.group.records import Record
 from reference.group.requests import (
@@ -95,6 +97,7 @@ class CoordinatorHost:
         *,
         now_ms: int = 0,
         observer: HostObserver | None = None,
+        group_observer: Callable[[], GroupObserver] | None = None,
     ) -> None:
         partition_for("", offsets_partitions)  # validates the partition count
         self.broker_id = broker_id
@@ -103,6 +106,7 @@ class CoordinatorHost:
         self.choices: Choices = choices or SeededChoices(broker_id)
         self.now_ms = now_ms
         self.observer = observer
+        self.group_observer = group_observer  # a fresh one watches each partition's coordinator
         self.hosted: dict[int, HostedPartition] = {}
         self.committed: list[CommittedBatch] = []  # batches the last step saw committed
         self._requests: dict[int | str, Request] = {}  # forwarded to a coordinator, awaiting its reply
@@ -191,7 +195,10 @@ class CoordinatorHost:
                 f"LoadGroup: partition {event.partition} loaded at leader epoch {event.leader_epoch}, "
                 f"but broker {self.broker_id} leads it at {hosted.leader_epoch}"
             )
-        hosted.coordinator = GroupCoordinator(self.config, self.choices, now_ms=self.now_ms, complete_appends=False)
+        observer = self.group_observer() if self.group_observer is not None else None
+        hosted.coordinator = GroupCoordinator(
+            self.config, self.choices, now_ms=self.now_ms, complete_appends=False, observer=observer
+        )
         hosted.state = PartitionState.SERVING
         hosted.next_offset = len(event.batches)
         hosted.high_watermark = event.high_watermark

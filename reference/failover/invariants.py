@@ -147,9 +147,7 @@ class Monitor:
                 if request is not None:
                     self._check_load_before_serve(host, request, effect)
                     self._acknowledged(host, request, effect)
-        self._check_single_active()
-        self._check_offsets()
-        self._check_generations()
+        self.check_all()
 
     def _appended(self, host: CoordinatorHost, event: HostEvent, append: AppendToPartition) -> None:
         self._seq += 1
@@ -177,9 +175,17 @@ class Monitor:
             if known is None or self._deleted_since(request.group_id, known[1]) or known[0] < request.generation_id:
                 self._acked_generations[request.group_id] = (request.generation_id, self._seq)
 
+    # -- the state checks, also run on their own by Hypothesis @invariant rules ---------
+
+    def check_all(self) -> None:
+        self.check_single_active_coordinator()
+        self.check_load_before_serve()
+        self.check_no_committed_offset_lost()
+        self.check_no_stale_generation_after_failover()
+
     # -- SingleActiveCoordinator -----------------------------------------------------
 
-    def _check_single_active(self) -> None:
+    def check_single_active_coordinator(self) -> None:
         serving: dict[tuple[int, int], int] = {}
         for broker, host in self.hosts.items():
             for partition, hosted in host.hosted.items():
@@ -204,6 +210,17 @@ class Monitor:
         self._last_commit[partition] = (leader_epoch, host.broker_id)
 
     # -- LoadBeforeServe ---------------------------------------------------------------
+
+    def check_load_before_serve(self) -> None:
+        """A partition a host calls serving is one the Monitor saw it load since it became leader."""
+        for broker, host in self.hosts.items():
+            for partition, hosted in host.hosted.items():
+                seen = self._leadership.get((broker, partition))
+                if hosted.serving and (seen is None or not seen.loaded):
+                    raise InvariantViolation(
+                        "LoadBeforeServe",
+                        f"broker {broker} serves offsets partition {partition} without having loaded it",
+                    )
 
     def _check_load_before_serve(self, host: CoordinatorHost, request: Request, reply: Reply) -> None:
         for group_id, error in _answers(request, reply.response):
@@ -236,7 +253,7 @@ class Monitor:
     def _deleted_since(self, group_id: str, seq: int) -> bool:
         return any(s > seq for s in self._group_tombstones.get(group_id, ()))
 
-    def _check_offsets(self) -> None:
+    def check_no_committed_offset_lost(self) -> None:
         for key, acked_seq in self._acked_offsets.items():
             group_id, topic, partition_index = key
             coordinator = self.serving_coordinator(partition_for(group_id, self.offsets_partitions))
@@ -254,7 +271,7 @@ class Monitor:
                 f"the serving coordinator holds {held.offset if held is not None else 'nothing'}",
             )
 
-    def _check_generations(self) -> None:
+    def check_no_stale_generation_after_failover(self) -> None:
         for group_id, (generation, seq) in self._acked_generations.items():
             if self._deleted_since(group_id, seq):
                 continue
