@@ -264,9 +264,8 @@ class Controller:
             GetChildren(ISR_CHANGE_NOTIFICATION, watch=True),
         ]
         self._check_session([brokers, topics, deletions, reassignment, notifications])
-        self.live_brokers = set()
-        self.broker_sessions = {}
-        yield from self._read_brokers(brokers.children)
+        self.broker_sessions = yield from self._read_brokers(brokers.children)
+        self.live_brokers = set(self.broker_sessions)
         self.assignments, self.states, self.partition_dirs = {}, {}, {}
         yield from self._read_topics(list(topics.children))
         self._send_leader_and_isr(sorted(self.states), set(self.live_brokers))

@@ -91,6 +91,26 @@ def check_no_committed_record_lost(cluster: Cluster) -> None:
                 )
 
 
+def check_controller_epoch_monotonic(cluster: Cluster, previous: int | None) -> int | None:
+    """Check against the epoch seen before (``previous``); return the epoch now."""
+    epoch = cluster.controller_epoch()
+    if epoch is None:
+        return previous
+    if previous is not None and epoch < previous:
+        raise InvariantViolation("ControllerEpochMonotonic", f"/controller_epoch went from {previous} to {epoch}")
+    for tp, (state, _) in cluster.published().items():
+        if state.controller_epoch > epoch:
+            raise InvariantViolation("ControllerEpochMonotonic", f"{tp} carries controller epoch {state.controller_epoch} > /controller_epoch {epoch}")
+    return epoch
+
+
+def forget_deleted_topics(cluster: Cluster) -> None:
+    """A deleted topic's committed records are gone on purpose (topic names are not reused)."""
+    topics = {tp.topic for tp in cluster.published()}
+    for tp in [tp for tp in cluster.committed if tp.topic not in topics]:
+        del cluster.committed[tp]
+
+
 class Monitor:
     """Checks every invariant after each step of a cluster; keeps what they need across steps."""
 
@@ -105,23 +125,6 @@ class Monitor:
         self._writes_seen = len(cluster.state_writes)
         check_leader_in_isr(cluster)
         check_at_most_one_leader_can_commit(cluster)
-        self._forget_deleted(cluster)
+        forget_deleted_topics(cluster)
         check_no_committed_record_lost(cluster)
-        self._check_controller_epoch(cluster)
-
-    def _forget_deleted(self, cluster: Cluster) -> None:
-        """A deleted topic's records are gone on purpose (topic names are not reused)."""
-        topics = {tp.topic for tp in cluster.published()}
-        for tp in [tp for tp in cluster.committed if tp.topic not in topics]:
-            del cluster.committed[tp]
-
-    def _check_controller_epoch(self, cluster: Cluster) -> None:
-        epoch = cluster.controller_epoch()
-        if epoch is None:
-            return
-        if self.controller_epoch is not None and epoch < self.controller_epoch:
-            raise InvariantViolation("ControllerEpochMonotonic", f"/controller_epoch went from {self.controller_epoch} to {epoch}")
-        self.controller_epoch = epoch
-        for tp, (state, _) in cluster.published().items():
-            if state.controller_epoch > epoch:
-                raise InvariantViolation("ControllerEpochMonotonic", f"{tp} carries controller epoch {state.controller_epoch} > /controller_epoch {epoch}")
+        self.controller_epoch = check_controller_epoch_monotonic(cluster, self.controller_epoch)
