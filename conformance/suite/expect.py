@@ -19,7 +19,7 @@ Each expectation key reads one view of the response, the same at every version:
 
 from __future__ import annotations
 
-from conformance.suite.scenario import Matcher
+from conformance.suite.scenario import Matcher, Pairs
 from conformance.suite.symbols import ANY, Symbols, Unbound
 from reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
 from reference.errors import ErrorCode
@@ -62,9 +62,9 @@ def _match(key: str, matcher: Matcher, actual: object, symbols: Symbols) -> str 
 
 
 def _resolve(value: object, symbols: Symbols) -> object:
+    if isinstance(value, Pairs):
+        return {symbols.resolve(k): symbols.resolve(v) for k, v in value}
     if isinstance(value, tuple):
-        if value and isinstance(value[0], tuple):  # a mapping, kept as pairs
-            return {symbols.resolve(k): symbols.resolve(v) for k, v in value}
         return [symbols.resolve(v) for v in value]
     return symbols.resolve(value)
 

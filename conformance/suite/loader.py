@@ -96,7 +96,7 @@ class _Builder:
             if error["type"] == "extra_forbidden":
                 message = f"unknown field {loc[-1]!r}"
             elif error["type"] == "missing":
-                message = f"missing field {loc[-1]!r}"
+                message = f"missing field {error['loc'][-1]!r}"
             else:
                 message = f"{field}: {error['msg'].removeprefix('Value error, ')}" if field else error["msg"]
             raise self.fail((*where, *loc), f"{what}{message}") from None
@@ -141,8 +141,11 @@ class _Builder:
             client = parsed.await_
             if client not in waiting:
                 raise self.fail((*where, "await"), f"await: {client} has no parked request (a request whose expect is 'parked')")
-            api, _ = waiting.pop(client)
-            return Await(client, api, parsed.within, self.expectation(api, parsed.expect, where, parked_allowed=False), parsed.rule)
+            api, _ = waiting[client]
+            expect = self.expectation(api, parsed.expect, where)
+            if expect != "parked":
+                del waiting[client]
+            return Await(client, api, parsed.within, expect, parsed.rule)
         if "sleep" in raw:
             return Sleep(self.validate(SleepStep, raw, where, "sleep: ").sleep)
         if "fault" in raw:
@@ -163,20 +166,18 @@ class _Builder:
         if parsed.v is not None and parsed.v not in VERSIONS[api]:
             known = VERSIONS[api]
             raise self.fail((*where, "v"), f"{api}: v{parsed.v} is not modelled (v{known.start}-v{known.stop - 1})")
-        expect = self.expectation(api, parsed.expect, where, parked_allowed=True)
+        expect = self.expectation(api, parsed.expect, where)
         if expect == "parked":
             waiting[client] = (api, self.lines.get(where, 0))
         return RequestStep(client, api, parsed, expect)
 
-    def expectation(self, api: str, raw: object, where: tuple, parked_allowed: bool):
+    def expectation(self, api: str, raw: object, where: tuple):
         if raw is None:
             return None
         try:
             parsed = parse_expectation(api, raw)
         except ExpectationError as exc:
             raise self.fail((*where, "expect", *((exc.key,) if exc.key else ())), f"{api}: {exc}") from None
-        if parsed == "parked" and not parked_allowed:
-            raise self.fail((*where, "expect"), "await: expect describes the reply, it cannot be 'parked'")
         return parsed
 
 

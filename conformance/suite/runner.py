@@ -87,7 +87,10 @@ class _Run:
             await self.request(index, step)
         elif isinstance(step, Await):
             got = await self.session.receive(step.client, step.within_ms)
-            self.answered(index, step.client, got, step.expect, f"no reply within {step.within_ms} ms")
+            if step.expect == "parked":
+                self.still_parked(index, step.client, got, f"expected no reply within {step.within_ms} ms; the broker answered")
+            else:
+                self.answered(index, step.client, got, step.expect, f"no reply within {step.within_ms} ms")
         elif isinstance(step, Sleep):
             await self.session.sleep(step.ms)
             self.record(kind="time", advance_ms=step.ms)
@@ -111,14 +114,18 @@ class _Run:
         self.in_flight[step.client] = (request, index)
         if step.expect == "parked":
             got = await self.session.receive(step.client, self.target.settle_ms)
-            if got is None:
-                self.check_oracle(index, self.oracle.silence(step.client, self.session.now_ms()), request, None)
-                return
-            self.answered(index, step.client, got, None, "")
-            self.fail(index, "expectation", "expected the request to park; the broker answered it at once",
-                      request=request, response=got[0])
+            self.still_parked(index, step.client, got, "expected the request to park; the broker answered it at once")
+            return
         got = await self.session.receive(step.client, self.target.answer_ms)
         self.answered(index, step.client, got, step.expect, "expected a reply at once; the request is parked")
+
+    def still_parked(self, index: int, client: str, got: tuple[Response, int] | None, answered: str) -> None:
+        request, _ = self.in_flight[client]
+        if got is None:
+            self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
+            return
+        self.answered(index, client, got, None, "")
+        self.fail(index, "expectation", answered, request=request, response=got[0])
 
     def answered(self, index: int, client: str, got: tuple[Response, int] | None, expect, silent: str) -> None:
         request, _ = self.in_flight[client]

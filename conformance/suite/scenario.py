@@ -6,7 +6,8 @@ API versions it applies to, the broker settings it assumes, its clients, and its
 A step is one of
 
 * a request: ``- c1: JoinGroup`` followed by the request's fields and ``expect``;
-* ``- await: c1``: the reply to c1's parked request arrives, ``within`` some time;
+* ``- await: c1``: the reply to c1's parked request arrives, ``within`` some time (or,
+  with ``expect: parked``, does not arrive within that time);
 * ``- sleep: 3000``: time passes (virtual for the reference target, real for a broker);
 * ``- fault: restart``: a fault, run through the target's fault hooks.
 
@@ -133,11 +134,17 @@ def _list_of(check):
     return checked
 
 
+class Pairs(tuple):
+    """An expected mapping, as (key, value) pairs whose keys may be symbols."""
+
+    __slots__ = ()
+
+
 def _map_of(key_check, value_check):
-    def checked(value: object) -> tuple:
+    def checked(value: object) -> Pairs:
         if not isinstance(value, dict):
             raise Invalid(f"expected a mapping, got {value!r}")
-        return tuple((_plain(k, key_check), _plain(v, value_check)) for k, v in value.items())
+        return Pairs((_plain(k, key_check), _plain(v, value_check)) for k, v in value.items())
     return checked
 
 
@@ -395,7 +402,7 @@ class Await:
     client: str
     api: str  # of the request it waits for
     within_ms: int
-    expect: dict[str, Matcher] | None
+    expect: dict[str, Matcher] | Literal["parked"] | None  # parked: still no reply after within_ms
     rule: str | None
 
 

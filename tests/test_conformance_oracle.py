@@ -1,0 +1,174 @@
+"""The oracle catches a broker that differs from the reference, names the step and the rule,
+and accepts every outcome Kafka leaves open."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+from conformance.suite import run
+from conformance.suite.loader import SCENARIO_DIR
+from conformance.suite.reference_target import ReferenceTarget
+from conformance.suite.verdicts import api_verdicts, rule_verdicts
+from reference.errors import ErrorCode
+from reference.group import GroupConfig
+from reference.group.responses import (
+    CommitPartitionResponse,
+    CommitTopicResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    OffsetCommitResponse,
+)
+
+
+def scenario(name: str) -> Path:
+    return SCENARIO_DIR / f"{name}.yaml"
+
+
+class RewritingTarget(ReferenceTarget):
+    """The reference with a bug: ``rewrite(request, response)`` changes what clients hear."""
+
+    name = "rewriting"
+
+    def __init__(self, rewrite, config: GroupConfig | None = None, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.rewrite = rewrite
+        self.session_config = config
+
+    async def open(self, group_id, config):
+        session = await super().open(group_id, self.session_config or config)
+        return _RewritingSession(session, self.rewrite)
+
+
+class _RewritingSession:
+    def __init__(self, inner, rewrite) -> None:
+        self.inner, self.rewrite, self.sent = inner, rewrite, {}
+        self.faults = inner.faults
+
+    def now_ms(self):
+        return self.inner.now_ms()
+
+    async def send(self, client, request):
+        self.sent[client] = request
+        await self.inner.send(client, request)
+
+    async def receive(self, client, within_ms):
+        got = await self.inner.receive(client, within_ms)
+        if got is None:
+            return None
+        response, at = got
+        return self.rewrite(self.sent[client], response), at
+
+    async def sleep(self, ms):
+        await self.inner.sleep(ms)
+
+    async def close(self):
+        pass
+
+
+def accepts_stale_commits(request, response):
+    if isinstance(response, OffsetCommitResponse):
+        return OffsetCommitResponse(tuple(
+            CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, ErrorCode.NONE) for p in t.partitions))
+            for t in response.topics))
+    return response
+
+
+def test_a_broker_that_accepts_a_stale_generation_commit_is_caught_at_that_step(tmp_path):
+    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
+                  report=tmp_path, out=io.StringIO())
+    assert {r.status for r in outcome.results} == {"failed"}
+    failure = outcome.results[0].failure
+    assert failure.kind == "oracle"
+    assert failure.step == 9 and failure.api == "OffsetCommit"
+    assert failure.line == 31  # the line of the step in the file
+    assert "GM-50" in failure.rules
+    assert failure.request["generation_id"] == 1
+    assert failure.response["topics"][0]["partitions"][0]["error_code"] == 0
+    assert any("'error_code': 22" in allowed for allowed in failure.allowed)  # ILLEGAL_GENERATION
+    assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["failed"]
+    report = (tmp_path / "conformance.md").read_text()
+    assert "step 9 (oracle)" in report and "stale-generation-commit.yaml:31" in report
+    assert outcome.exit_code == 1
+
+
+def wrong_heartbeat_error_at_v2(request, response):
+    if isinstance(response, HeartbeatResponse) and request.api_version == 2 and response.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+        return HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID)
+    return response
+
+
+def test_a_wrong_error_code_at_one_version_fails_that_version_only():
+    outcome = run(RewritingTarget(wrong_heartbeat_error_at_v2), scenarios=[scenario("heartbeat-during-rebalance")],
+                  out=io.StringIO())
+    failed = [r for r in outcome.results if r.status == "failed"]
+    assert len(failed) == 1
+    assert failed[0].plan["Heartbeat"] == 2
+    assert failed[0].failure.step == 7 and failed[0].failure.kind == "oracle"
+    assert "GM-30" in failed[0].failure.rules
+    table = api_verdicts(outcome.results)
+    assert table["Heartbeat"][2] == "failed"
+    assert {v for n, v in table["Heartbeat"].items() if n != 2} == {"passed"}
+
+
+def test_a_broker_without_the_initial_rebalance_delay_is_caught():
+    eager = RewritingTarget(lambda request, response: response, config=GroupConfig(initial_rebalance_delay_ms=0))
+    outcome = run(eager, scenarios=[scenario("member-id-required")], version_selection="latest", out=io.StringIO())
+    failure = outcome.results[0].failure
+    assert failure is not None and failure.kind == "oracle"
+    assert failure.step == 2
+    assert "parked" in failure.message and "GM-10" in failure.rules
+
+
+def test_a_leader_that_is_not_a_member_is_caught():
+    def strange_leader(request, response):
+        if isinstance(response, JoinGroupResponse) and response.generation_id == 2:
+            return dataclasses.replace(response, leader="somebody-else")
+        return response
+
+    outcome = run(RewritingTarget(strange_leader), scenarios=[scenario("leader-leaves-mid-rebalance")],
+                  version_selection="latest", out=io.StringIO())
+    failure = outcome.results[0].failure
+    assert failure.kind == "oracle" and failure.step == 12
+    assert "leader" in failure.message
+
+
+def test_every_leader_kafka_allows_is_accepted():
+    leaders = set()
+
+    def record(request, response):
+        if isinstance(response, JoinGroupResponse) and response.generation_id == 2 and response.leader:
+            leaders.add(response.leader.split("-")[0])  # the client id that prefixes the member id
+        return response
+
+    for seed in range(8):
+        outcome = run(RewritingTarget(record, seed=seed), scenarios=[scenario("leader-leaves-mid-rebalance")],
+                      version_selection="latest", out=io.StringIO())
+        assert outcome.exit_code == 0, outcome.results[0].reason
+    assert leaders == {"c2", "c3"}
+
+
+def test_every_protocol_a_tie_allows_is_accepted():
+    chosen = set()
+
+    def record(request, response):
+        if isinstance(response, JoinGroupResponse) and response.error_code == ErrorCode.NONE:
+            chosen.add(response.protocol_name)
+        return response
+
+    for seed in range(8):
+        outcome = run(RewritingTarget(record, seed=seed), scenarios=[scenario("protocol-tie")],
+                      version_selection="latest", out=io.StringIO())
+        assert outcome.exit_code == 0, outcome.results[0].reason
+    assert chosen == {"range", "roundrobin"}
+
+
+def test_an_expectation_the_broker_does_not_meet_is_reported_as_such(tmp_path):
+    text = scenario("member-id-required").read_text().replace("generation_id: 1,", "generation_id: 7,")
+    wrong = tmp_path / "wrong-expectation.yaml"
+    wrong.write_text(text)
+    outcome = run("reference", scenarios=[wrong], version_selection="latest", out=io.StringIO())
+    failure = outcome.results[0].failure
+    assert failure.kind == "expectation" and failure.step == 3
+    assert failure.message == "expect.generation_id: expected 7, got 1"
