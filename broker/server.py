@@ -152,11 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)")
     parser.add_argument("--offsets-partitions", type=int, default=1, help="__consumer_offsets partitions when it is created")
     parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
+    parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms,
+                        help="group.min.session.timeout.ms")
+    parser.add_argument("--max-session-timeout-ms", type=int, default=GroupConfig().max_session_timeout_ms,
+                        help="group.max.session.timeout.ms")
     parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
-        config = GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+        config = GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                             min_session_timeout_ms=args.min_session_timeout_ms,
+                             max_session_timeout_ms=args.max_session_timeout_ms)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -28,15 +28,25 @@ class BrokerProcess:
         self.host, self.port = "127.0.0.1", 0
 
     @property
+    def stderr_path(self) -> Path:
+        return self.data_dir.parent / f"{self.data_dir.name}.stderr"
+
+    def stderr(self) -> str:
+        """What the broker wrote to stderr so far (warnings, internal errors)."""
+        return self.stderr_path.read_text() if self.stderr_path.exists() else ""
+
+    @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
     def start(self) -> Self:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # stderr goes to a file: a pipe nobody reads would block the broker once full.
+        with open(self.stderr_path, "ab") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
+                stdout=subprocess.PIPE, stderr=stderr, cwd=Path(__file__).resolve().parent.parent,
+            )
         deadline = time.monotonic() + self.start_timeout_s
         seen = ""
         with selectors.DefaultSelector() as selector:
@@ -48,7 +58,7 @@ class BrokerProcess:
             self.host, self.port = match.group(1), int(match.group(2))
             return self
         if self.process.poll() is not None:
-            raise RuntimeError(f"broker exited with {self.process.returncode}: {self.process.stderr.read().decode().strip()}")
+            raise RuntimeError(f"broker exited with {self.process.returncode}: {self.stderr().strip()}")
         self.stop()
         raise RuntimeError(f"broker did not start within {self.start_timeout_s} s")
 

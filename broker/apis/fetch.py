@@ -16,8 +16,10 @@ from broker.wire.entities import ms
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
 
 
-def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int]:
+def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, bool]:
+    """The responses, the bytes of records in them, and whether any partition failed."""
     total = 0
+    failed = False
     responses = []
     for topic in body.topics:
         partitions = []
@@ -26,10 +28,12 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int]:
             answer = {"partition_index": p.partition, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             if log is None:
                 partitions.append({**answer, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
+                failed = True
                 continue
             answer.update(high_watermark=log.high_watermark, last_stable_offset=log.high_watermark, log_start_offset=log.log_start_offset)
             if not log.log_start_offset <= p.fetch_offset <= log.high_watermark:
                 partitions.append({**answer, "error_code": OFFSET_OUT_OF_RANGE})
+                failed = True
                 continue
             # Until some data is in the response, one batch comes however large (KIP-74).
             limit = min(p.partition_max_bytes, body.max_bytes - total)
@@ -37,15 +41,17 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int]:
             total += len(records)
             partitions.append({**answer, "error_code": NONE, "records": records})
         responses.append({"topic": topic.topic, "partitions": partitions})
-    return responses, total
+    return responses, total, failed
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(body.max_wait), 0) / 1000
+    asked = any(t.partitions for t in body.topics)
     while True:
-        responses, total = _read(ctx, body)
+        responses, total, failed = _read(ctx, body)
         remaining = deadline - loop.time()
-        if total >= max(body.min_bytes, 1) or remaining <= 0:
+        # As Kafka: answer at once when nothing was asked for or a partition failed.
+        if total >= body.min_bytes or remaining <= 0 or failed or not asked:
             return {"error_code": NONE, "session_id": 0, "responses": responses}
         await ctx.topics.wait_for_append(remaining)

@@ -32,23 +32,27 @@ _ZERO_BY_KAFKA_TYPE: dict[str, Any] = {
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _entity_of(annotation: Any) -> type | None:
-    """The entity type inside ``tuple[X, ...]`` or ``X | None``, if any."""
+def entity_of(annotation: Any) -> type | None:
+    """The entity type inside ``tuple[X, ...]``, ``X | None`` or ``tuple[X, ...] | None``, if any."""
     for arg in typing.get_args(annotation):
         if dataclasses.is_dataclass(arg):
             return arg
+        if typing.get_origin(arg) is tuple:
+            return entity_of(arg)
     return None
 
 
-def _nullable(annotation: Any) -> bool:
+def nullable(annotation: Any) -> bool:
     return isinstance(annotation, types.UnionType) and type(None) in typing.get_args(annotation)
 
 
-def _is_array(annotation: Any) -> bool:
+def is_array(annotation: Any) -> bool:
+    if nullable(annotation):
+        return any(typing.get_origin(arg) is tuple for arg in typing.get_args(annotation))
     return typing.get_origin(annotation) is tuple
 
 
@@ -62,20 +66,20 @@ def _convert(field: dataclasses.Field, annotation: Any, value: Any) -> Any:
         return i64Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
     if kafka_type == "error_code":
         return ErrorCode(int(value))
-    entity = _entity_of(annotation)
+    entity = entity_of(annotation)
     if entity is not None:
-        if _is_array(annotation):
+        if is_array(annotation):
             return tuple(build(entity, v) if isinstance(v, Mapping) else v for v in value)
         return build(entity, value) if isinstance(value, Mapping) else value
-    if _is_array(annotation):
+    if is_array(annotation):
         return tuple(value)
     return value
 
 
 def _zero(field: dataclasses.Field, annotation: Any) -> Any:
-    if _nullable(annotation) and not _is_array(annotation):
+    if nullable(annotation):
         return None
-    if _is_array(annotation):
+    if is_array(annotation):
         return ()
     kafka_type = field.metadata.get("kafka_type", "")
     if kafka_type in _ZERO_BY_KAFKA_TYPE:
@@ -87,10 +91,10 @@ def _zero(field: dataclasses.Field, annotation: Any) -> Any:
 
 def build(cls: type, values: Mapping[str, Any]) -> Any:
     """An instance of the kio entity ``cls`` from ``values`` (see the module docstring)."""
-    hints = _hints(cls)
+    annotations = type_hints(cls)
     kwargs = {}
     for field in dataclasses.fields(cls):
-        annotation = hints[field.name]
+        annotation = annotations[field.name]
         if field.name in values:
             kwargs[field.name] = _convert(field, annotation, values[field.name])
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:

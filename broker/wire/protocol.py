@@ -10,6 +10,7 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
+from broker.wire.bounds import check_lengths
 from broker.wire.framing import frame
 
 API_VERSIONS_KEY = 18
@@ -42,6 +43,7 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
     try:
         cls = kio.index.load_request_schema(api_key, api_version)
         header, offset = entity_reader(cls.__header_schema__)(payload, 0)
+        check_lengths(cls, payload, offset)  # kio would abort the process on a huge length
         body, _ = entity_reader(cls)(payload, offset)
     except Exception as e:  # noqa: BLE001 - kio raises many kinds: underflow, bad utf-8, unknown tags, bad enums
         raise BadRequest(f"cannot decode {api_key} v{api_version}: {type(e).__name__}: {e}") from None
