@@ -168,7 +168,7 @@ class Broker:
         """The controller's effects, its ZooKeeper calls renumbered into this broker's."""
         return [self._call(("controller", e.call_id), e.op) if isinstance(e, ZkCall) else e for e in effects]
 
-    # -- controller requests (ISR-10) ----------------------------------------------------------
+    # -- controller requests (ISR-11) ----------------------------------------------------------
 
     def _fenced(self, controller_epoch: int) -> bool:
         """A request from an older controller than one already heard is ignored
@@ -206,7 +206,7 @@ class Broker:
                 effects.append(ReplicaStopped(tp.topic, tp.partition, request.delete))
         return effects
 
-    # -- leaders: fetches and ISR changes (ISR-12 … ISR-17) ------------------------------------
+    # -- leaders: fetches and ISR changes (ISR-14 … ISR-17, ISR-19) ------------------------------------
 
     def _serve_fetch(self, fetch: Fetch) -> list[Effect]:
         tp = TopicPartition(fetch.topic, fetch.partition)

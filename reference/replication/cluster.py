@@ -364,8 +364,8 @@ class Cluster:
         return self._run(broker_id, slot.broker.handle(ZkSessionStarted(self.now_ms)))
 
     def _renew_session(self, broker_id: int) -> list[Notice]:
-        """The broker learns its session is gone, and opens a new one (Kafka 2.6 re-registers
-        and stands for controller again; it keeps leading in memory)."""
+        """The broker learns its session is gone, and opens a new one (ISR-18: Kafka 2.6
+        re-registers and stands for controller again; it keeps leading in memory)."""
         slot = self.slots[broker_id]
         notices = self._run(broker_id, slot.broker.handle(ZkSessionExpired(self.now_ms)))
         return notices + self._open_session(broker_id)

@@ -331,7 +331,7 @@ class Controller:
             self._send_leader_and_isr(hosted, started)
             yield from self._change_leaders(self._all_partitions(), "BrokerChange")
 
-    # -- ChangeLeaders: InitLeaders and ElectLeader for many partitions, batched (ISR-4, ISR-8) --------
+    # -- ChangeLeaders: InitLeaders and ElectLeader for many partitions, batched (ISR-4, ISR-5) --------
 
     def _all_partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t, p) for t, a in sorted(self.assignments.items()) for p in sorted(a.partitions)]
@@ -453,7 +453,7 @@ class Controller:
         for broker, decisions in sorted(requests.items()):
             self._effects.append(SendRequest(broker, LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions))))
 
-    # -- TopicChange: new topics (ISR-5) -------------------------------------------------------------
+    # -- TopicChange: new topics (ISR-8) -------------------------------------------------------------
 
     def _topic_change(self) -> Job:
         (topics,) = yield [GetChildren(TOPICS, watch=True)]
@@ -476,7 +476,7 @@ class Controller:
         for tp in [tp for tp in self.reassignments if tp.topic == topic]:
             del self.reassignments[tp]
 
-    # -- DeleteTopic (ISR-8) -------------------------------------------------------------------
+    # -- DeleteTopic (ISR-9) -------------------------------------------------------------------
 
     def _delete_topics(self) -> Job:
         (requested,) = yield [GetChildren(DELETE_TOPICS, watch=True)]
@@ -518,7 +518,7 @@ class Controller:
             if all(result.code == Code.OK for _, _, result in outcomes):
                 return
 
-    # -- IsrChangeNotification ---------------------------------------------------------------
+    # -- IsrChangeNotification (ISR-19) ---------------------------------------------------------------
 
     def _isr_changes(self) -> Job:
         """Leaders changed ISRs themselves: refresh the cached states (and see whether a
@@ -536,7 +536,7 @@ class Controller:
         if any(tp in self.reassignments for tp in changed):
             yield from self._complete_reassignments()
 
-    # -- Reassign (ISR-9) -----------------------------------------------------------------------
+    # -- Reassign (ISR-10) -----------------------------------------------------------------------
 
     def _reassign(self) -> Job:
         """Start a reassignment read from /admin/reassign_partitions: the partition's

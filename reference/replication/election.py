@@ -9,7 +9,7 @@ from reference.replication.znodes import NO_LEADER, PartitionState
 
 
 def init_leader(replicas: tuple[int, ...], live: set[int], controller_epoch: int) -> PartitionState | None:
-    """InitLeaders (ISR-5): a new partition's leader is its first live replica in
+    """InitLeaders (ISR-8): a new partition's leader is its first live replica in
     assignment order, its ISR the live replicas; with no live replica it stays new (no
     state is written) until one registers."""
     alive = tuple(r for r in replicas if r in live)
@@ -45,7 +45,7 @@ def elect_leader(replicas: tuple[int, ...], state: PartitionState, live: set[int
 
 
 def elect_reassigned_leader(targets: tuple[int, ...], state: PartitionState, live: set[int], controller_epoch: int) -> PartitionState | None:
-    """A reassignment's end (ISR-9): the leader must be a target replica; the first target
+    """A reassignment's end (ISR-10): the leader must be a target replica; the first target
     in order that is live and in the ISR leads; the ISR loses the replicas being removed."""
     isr = tuple(r for r in state.isr if r in targets)
     leader = state.leader

@@ -69,7 +69,7 @@ class Partition:
     pending_isr: tuple[int, ...] | None = None  # an ISR write in flight
     pending_acks: list[PendingAck] = field(default_factory=list)
 
-    # -- roles (LeaderAndIsr, ISR-10) ----------------------------------------------------
+    # -- roles (LeaderAndIsr, ISR-11) ----------------------------------------------------
 
     def apply(self, now_ms: int, decision: LeaderAndIsrPartition, min_insync: int) -> list[Effect]:
         """Apply a controller's decision newer than the one held."""
@@ -108,7 +108,7 @@ class Partition:
         self.role = Role.NONE
         return effects
 
-    # -- produce (ISR-11) ----------------------------------------------------------------
+    # -- produce (ISR-12, ISR-13) ----------------------------------------------------------------
 
     def append(self, payload_id: int, value: object, min_insync: int) -> list[Effect]:
         topic, number = self.tp
@@ -150,7 +150,7 @@ class Partition:
                 effects.append(ProduceFailed(topic, number, ack.payload_id, "NOT_ENOUGH_REPLICAS_AFTER_APPEND"))
         return effects
 
-    # -- replication (ISR-12 … ISR-14) ----------------------------------------------------
+    # -- replication (ISR-13, ISR-14) ----------------------------------------------------
 
     def fetch_request(self, now_ms: int) -> Fetch | None:
         if self.role != Role.FOLLOWER:
