@@ -26,3 +26,9 @@ class Client:
 
     client_id: str
     host: str  # as Kafka writes it: "/127.0.0.1"
+    port: int = 0
+
+    @property
+    def name(self) -> str:
+        """The connection, for the trace: client id and address."""
+        return f"{self.client_id}@{self.host.lstrip('/')}:{self.port}"

@@ -74,13 +74,13 @@ class GroupService:
         self._now_ms = max(self._now_ms, int(time.time() * 1000))
         return self._now_ms
 
-    async def call(self, make: Callable[[int, int], Any]) -> Any:
-        """Send the request ``make(request_id, now_ms)`` builds; wait for its reply."""
+    async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
+        """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
         self._request_ids += 1
         request = make(self._request_ids, self._now())
         future = asyncio.get_running_loop().create_future()
         self._waiting[request.request_id] = future
-        self._trace.request(request.now_ms, request)
+        self._trace.request(request.now_ms, client, request)
         try:
             self._run(request)
             return await future

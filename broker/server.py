@@ -17,6 +17,7 @@ import contextlib
 import logging
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +71,7 @@ class Broker:
         peer = writer.get_extra_info("peername") or ("?", 0)
         try:
             while (payload := await read_frame(reader, self.limits.max_frame_bytes)) is not None:
-                response = await respond(self.ctx, peer[0], payload)
+                response = await respond(self.ctx, peer[:2], payload)
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
@@ -115,7 +116,8 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
         probe.unlink()
     except OSError as e:
         raise BrokerError(f"data directory {data_dir}: {e.strerror or e}") from None
-    trace = Trace(trace_path or data_dir / "trace.jsonl")
+    start_ms = int(time.time() * 1000)
+    trace = Trace(trace_path or data_dir / "trace.jsonl", run=f"broker-{node_id}-{start_ms}", start_ms=start_ms)
     try:
         topics = TopicStore(data_dir)
         groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace)

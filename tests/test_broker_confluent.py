@@ -16,6 +16,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.testing import BrokerProcess
+from conformance.suite.codec import decode_request, decode_response
+from conformance.suite.trace import validate_file
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4
@@ -128,6 +130,8 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         assert not a.errors and not b.errors
         a.client.close()
 
+    check_trace(tmp_path / "trace.jsonl")
+
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         reader = consumer(broker.bootstrap, "billing")
         committed = reader.committed([TopicPartition("orders", p) for p in range(PARTITIONS)], timeout=10)
@@ -137,9 +141,21 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
 
 def join_responses(trace: Path, group: str) -> list[dict]:
     lines = [json.loads(line) for line in trace.read_text().splitlines()]
-    requests = {line["request_id"]: line["body"] for line in lines if line["event"] == "request" and line["api"] == "JoinGroup"}
-    return [line["body"] for line in lines
-            if line["event"] == "response" and line["api"] == "JoinGroup" and requests[line["request_id"]]["group_id"] == group]
+    return [line["fields"] for line in lines if line["kind"] == "response" and line["api"] == "JoinGroup" and line["group_id"] == group]
+
+
+def check_trace(path: Path) -> None:
+    """The broker's trace is valid in the conformance trace format and replays into the reference's types."""
+    assert validate_file(path) > 0
+    apis = set()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        apis.add(record["api"])
+        if record["kind"] == "request":
+            decode_request(record["api"], record["api_version"], record["correlation_id"], record["t_ms"], record["fields"])
+        else:
+            decode_response(record["api"], record["fields"])
+    assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"} <= apis
 
 
 def test_static_member_rejoins_without_a_rebalance(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def _plain(response: Any) -> dict[str, Any]:
 
 
 async def join_group(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(lambda rid, now: JoinGroup(
+    response = await ctx.groups.call(client.name, lambda rid, now: JoinGroup(
         rid, version, now,
         group_id=body.group_id,
         session_timeout_ms=ms(body.session_timeout),
@@ -58,7 +58,7 @@ async def join_group(ctx: BrokerContext, client: Client, version: int, body: Any
 
 
 async def sync_group(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(lambda rid, now: SyncGroup(
+    response = await ctx.groups.call(client.name, lambda rid, now: SyncGroup(
         rid, version, now,
         group_id=body.group_id,
         generation_id=body.generation_id,
@@ -72,7 +72,7 @@ async def sync_group(ctx: BrokerContext, client: Client, version: int, body: Any
 
 
 async def heartbeat(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(lambda rid, now: Heartbeat(
+    response = await ctx.groups.call(client.name, lambda rid, now: Heartbeat(
         rid, version, now,
         group_id=body.group_id,
         generation_id=body.generation_id,
@@ -87,7 +87,7 @@ async def leave_group(ctx: BrokerContext, client: Client, version: int, body: An
         members = tuple(MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in body.members)
     else:
         members = (MemberIdentity(body.member_id),)
-    response = await ctx.groups.call(lambda rid, now: LeaveGroup(rid, version, now, group_id=body.group_id, members=members))
+    response = await ctx.groups.call(client.name, lambda rid, now: LeaveGroup(rid, version, now, group_id=body.group_id, members=members))
     return _plain(response)
 
 
@@ -108,7 +108,7 @@ async def offset_commit(ctx: BrokerContext, client: Client, version: int, body: 
     if not known and unknown:  # as KafkaApis: nothing left for the coordinator to do
         return {"topics": [dataclasses.asdict(t) for t in unknown]}
     retention = getattr(body, "retention_time", None)
-    response = await ctx.groups.call(lambda rid, now: OffsetCommit(
+    response = await ctx.groups.call(client.name, lambda rid, now: OffsetCommit(
         rid, version, now,
         group_id=body.group_id,
         generation_id=body.generation_id_or_member_epoch,
@@ -129,13 +129,13 @@ def _fetch_topics(topics: Any) -> tuple[FetchTopic, ...] | None:
 async def offset_fetch(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     require_stable = getattr(body, "require_stable", False)
     if version < 8:
-        response = await ctx.groups.call(lambda rid, now: OffsetFetch(
+        response = await ctx.groups.call(client.name, lambda rid, now: OffsetFetch(
             rid, version, now, group_id=body.group_id, topics=_fetch_topics(body.topics), require_stable=require_stable
         ))
         return _plain(response)
     groups = []
     for group in body.groups:
-        response = await ctx.groups.call(lambda rid, now, group=group: OffsetFetch(
+        response = await ctx.groups.call(client.name, lambda rid, now, group=group: OffsetFetch(
             rid, version, now, group_id=group.group_id, topics=_fetch_topics(group.topics), require_stable=require_stable
         ))
         groups.append({"group_id": group.group_id, **_plain(response)})
@@ -143,13 +143,13 @@ async def offset_fetch(ctx: BrokerContext, client: Client, version: int, body: A
 
 
 async def describe_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(lambda rid, now: DescribeGroups(rid, version, now, groups=tuple(body.groups)))
+    response = await ctx.groups.call(client.name, lambda rid, now: DescribeGroups(rid, version, now, groups=tuple(body.groups)))
     return _plain(response)
 
 
 async def list_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     types_filter = {t.lower() for t in getattr(body, "types_filter", ())}
-    response = await ctx.groups.call(lambda rid, now: ListGroups(rid, version, now, states_filter=tuple(getattr(body, "states_filter", ()))))
+    response = await ctx.groups.call(client.name, lambda rid, now: ListGroups(rid, version, now, states_filter=tuple(getattr(body, "states_filter", ()))))
     plain = _plain(response)
     # Every group here is a classic group (v5 reports the type, and filters by it).
     for group in plain["groups"]:
@@ -160,5 +160,5 @@ async def list_groups(ctx: BrokerContext, client: Client, version: int, body: An
 
 
 async def delete_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(lambda rid, now: DeleteGroups(rid, version, now, groups_names=tuple(body.groups_names)))
+    response = await ctx.groups.call(client.name, lambda rid, now: DeleteGroups(rid, version, now, groups_names=tuple(body.groups_names)))
     return _plain(response)

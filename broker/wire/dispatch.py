@@ -22,7 +22,7 @@ from broker.wire.protocol import (
 )
 
 
-async def respond(ctx: BrokerContext, peer_host: str, payload: bytes) -> bytes | None:
+async def respond(ctx: BrokerContext, peer: tuple[str, int], payload: bytes) -> bytes | None:
     header = peek_header(payload)
     api = APIS.get(header.api_key)
     if api is None:
@@ -33,7 +33,7 @@ async def respond(ctx: BrokerContext, peer_host: str, payload: bytes) -> bytes |
     if header.api_version not in api.versions:
         raise BadRequest(f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
     full, body = decode_request(payload, header.api_key, header.api_version)
-    values = await api.handler(ctx, Client(full.client_id or "", f"/{peer_host}"), header.api_version, body)
+    values = await api.handler(ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body)
     if values is None:
         return None
     entity = build(response_class(header.api_key, header.api_version), values)
