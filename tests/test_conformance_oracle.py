@@ -172,3 +172,66 @@ def test_an_expectation_the_broker_does_not_meet_is_reported_as_such(tmp_path):
     failure = outcome.results[0].failure
     assert failure.kind == "expectation" and failure.step == 3
     assert failure.message == "expect.generation_id: expected 7, got 1"
+
+
+class LaggyTarget(ReferenceTarget):
+    """The reference behind a network: requests (of the ``lagging`` APIs, default all) reach
+    it ``lag_ms`` after they were sent."""
+
+    name = "laggy"
+
+    def __init__(self, lag_ms: int, latency_ms: int, lagging: tuple[str, ...] = (), seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.lag_ms, self.latency_ms, self.lagging = lag_ms, latency_ms, lagging
+
+    async def open(self, group_id, config):
+        session = await super().open(group_id, config)
+        lag, lagging = self.lag_ms, self.lagging
+
+        async def late_send(client, request, send=session.send):
+            if not lagging or request.api in lagging:
+                await session.sleep(lag)
+            await send(client, request)
+
+        session.send = late_send
+        return session
+
+
+RACY = """\
+# A heartbeat sent 5 ms before its session ends.
+checks: a heartbeat that races the end of its member's session
+rules: [GM-33]
+versions: {JoinGroup: 9}
+clients: [c1]
+steps:
+  - c1: JoinGroup
+    group_instance_id: i1
+    expect: parked
+  - await: c1
+    within: 3000
+    expect: {error: NONE}
+  - c1: SyncGroup
+    expect: {error: NONE}
+  - sleep: 9995
+  - c1: Heartbeat                # no expectation: either outcome is Kafka's
+"""
+
+
+def test_a_timer_racing_a_request_over_the_network_may_go_either_way(tmp_path):
+    path = tmp_path / "racy.yaml"
+    path.write_text(RACY)
+    # Only the heartbeat is slow: it reaches the broker 10 ms late, 5 ms after the session ended.
+    unaware = run(LaggyTarget(lag_ms=10, latency_ms=0, lagging=("Heartbeat",)), scenarios=[path], out=io.StringIO())
+    failure = unaware.results[0].failure
+    assert failure is not None and failure.kind == "oracle" and failure.step == 5
+    assert failure.response == {"error_code": ErrorCode.UNKNOWN_MEMBER_ID}
+    assert failure.allowed == ("{'error_code': 0}",)
+    aware = run(LaggyTarget(lag_ms=10, latency_ms=20, lagging=("Heartbeat",)), scenarios=[path], out=io.StringIO())
+    assert aware.exit_code == 0, aware.results[0].reason
+    in_time = run(LaggyTarget(lag_ms=0, latency_ms=20), scenarios=[path], out=io.StringIO())
+    assert in_time.exit_code == 0, in_time.results[0].reason
+
+
+def test_the_catalog_passes_behind_a_network():
+    outcome = run(LaggyTarget(lag_ms=15, latency_ms=20), out=io.StringIO())
+    assert [r.label for r in outcome.results if r.status != "passed"] == []

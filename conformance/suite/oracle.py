@@ -12,12 +12,18 @@ the broker did something the reference never allows: a disagreement, reported wi
 the reference would have answered instead.
 
 Time comes from the target: the oracle's reference sees every input at the time the
-session says it happened, and timers fire at their own deadlines in between.
+session says it happened, and timers fire at their own deadlines in between. Over a
+network a request reaches the broker up to ``latency_ms`` after it was sent, so the
+broker's timers run up to that much later than the reference's: a timer due within
+``latency_ms`` of a request, on either side, may fire before or after it, and the oracle
+allows both. It fires a timer for certain only once it is ``latency_ms`` overdue, and
+branches on the ones in the window when a request or a response arrives.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -94,17 +100,20 @@ class Disagreement:
 
 
 class Oracle:
-    def __init__(self, config: GroupConfig) -> None:
+    """The reference, following a broker. ``latency_ms``: see the module docstring."""
+
+    def __init__(self, config: GroupConfig, latency_ms: int = 0) -> None:
         self.config = config
+        self.latency_ms = latency_ms
         self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices()))]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
 
-    # -- inputs -------------------------------------------------------------------------
+    # -- time -----------------------------------------------------------------------------
 
-    def _apply(self, make_event) -> None:
-        """Apply an event to every hypothesis, in every way the reference could choose."""
+    def _expand(self, hypotheses: list[Hypothesis], make_event) -> list[Hypothesis]:
+        """Apply an event to each hypothesis, in every way the reference could choose."""
         expanded = []
-        for hypothesis in self.hypotheses:
+        for hypothesis in hypotheses:
             scripts: list[tuple[int, ...]] = [()]
             while scripts:
                 script = scripts.pop()
@@ -122,24 +131,48 @@ class Oracle:
                 expanded.append(branch)
         if len(expanded) > MAX_HYPOTHESES:
             raise OracleOverflow(f"more than {MAX_HYPOTHESES} outcomes of the reference are still open")
-        self.hypotheses = expanded
+        return expanded
+
+    def _tick_through(self, hypotheses: list[Hypothesis], until_ms: int, keep_each_step: bool) -> list[Hypothesis]:
+        """Fire the timers due by ``until_ms``, each at its deadline. With ``keep_each_step``
+        the result also holds the hypotheses as they were before each deadline."""
+        result = list(hypotheses) if keep_each_step else []
+        frontier = hypotheses
+        while True:
+            due = [d for h in frontier if (d := h.coordinator.next_deadline_ms()) is not None and d <= until_ms]
+            if not due:
+                return result if keep_each_step else frontier
+            step = min(due)
+            frontier = self._expand(frontier, lambda h, t=step: Tick(max(t, h.coordinator.now_ms)))
+            if keep_each_step:
+                result.extend(frontier)
 
     def advance(self, now_ms: int) -> None:
-        """Time moves to ``now_ms``; each timer fires at its own deadline."""
-        while True:
-            deadlines = [d for h in self.hypotheses if (d := h.coordinator.next_deadline_ms()) is not None and d <= now_ms]
-            if not deadlines:
-                break
-            step = min(deadlines)
-            self._apply(lambda h, t=step: Tick(max(t, h.coordinator.now_ms)))
-        if any(h.coordinator.now_ms < now_ms for h in self.hypotheses):
-            self._apply(lambda h: Tick(max(now_ms, h.coordinator.now_ms)))
+        """Time is ``now_ms`` on the runner's clock: fire every timer that has surely fired on
+        the broker by then (due ``latency_ms`` or more before)."""
+        self.hypotheses = self._tick_through(self.hypotheses, now_ms - self.latency_ms, keep_each_step=False)
+
+    def _maybe_fired(self, until_ms: int) -> None:
+        """Allow timers due from ``latency_ms`` ago up to ``until_ms`` to have fired or not."""
+        if self.latency_ms:
+            self.hypotheses = self._tick_through(self.hypotheses, until_ms, keep_each_step=True)
+
+    # -- inputs -------------------------------------------------------------------------
 
     def request(self, client: str, request: Request) -> None:
-        """``client`` sent ``request`` (in the broker's member ids) at ``request.now_ms``."""
-        self.advance(request.now_ms)
+        """``client`` sent ``request`` (in the broker's member ids) at ``request.now_ms``; the
+        broker handles it up to ``latency_ms`` later."""
+        sent = request.now_ms
+        self.advance(sent)
+        self._maybe_fired(sent + self.latency_ms)
         self.in_flight[client] = request.request_id
-        self._apply(lambda h: h.binding.translate(request))
+
+        def arrive(h: Hypothesis) -> Request:
+            # Not before the timers this hypothesis has fired, nor before those that surely fired.
+            at = max(h.coordinator.now_ms, sent - self.latency_ms)
+            return dataclasses.replace(h.binding.translate(request), now_ms=at)
+
+        self.hypotheses = self._expand(self.hypotheses, arrive)
 
     def fault(self, now_ms: int) -> None:
         """The coordinator restarted: requests in flight are lost; the group reloads from its log."""
@@ -148,13 +181,14 @@ class Oracle:
         for hypothesis in self.hypotheses:
             hypothesis.replies.clear()
             hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=now_ms)
-        self._apply(lambda h: LoadGroups(tuple(h.log), now_ms))
+        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), now_ms))
 
     # -- observations -------------------------------------------------------------------
 
     def response(self, client: str, response: Response, at_ms: int) -> Disagreement | None:
         """The broker answered ``client`` at ``at_ms``; keep the hypotheses that allow it."""
         self.advance(at_ms)
+        self._maybe_fired(at_ms)
         request_id = self.in_flight.pop(client)
         kept, problems = [], []
         for hypothesis in self.hypotheses:
@@ -171,7 +205,7 @@ class Oracle:
             else:
                 problems.append(problem)
         if not kept:
-            return Disagreement(problems[0], self._allowed(request_id))
+            return Disagreement(_most_telling(problems), self._allowed(request_id))
         self.hypotheses = kept
         return None
 
@@ -194,3 +228,8 @@ class Oracle:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"
             seen[text] = None
         return tuple(seen)
+
+
+def _most_telling(problems: list[str]) -> str:
+    """A field that differs says more than "not answered yet"."""
+    return next((p for p in problems if not p.startswith("the reference has not answered")), problems[0])

@@ -14,6 +14,7 @@ failover rules (CF-…, issue 4) refine what clients see while a new coordinator
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import deque
 from typing import ClassVar, Literal
@@ -34,6 +35,7 @@ class ReferenceTarget:
     versions: ClassVar[dict[str, range]] = dict(VERSIONS)
     answer_ms = 0
     settle_ms = 0
+    latency_ms = 0
     supports_faults = True
 
     def __init__(self, config: GroupConfig | None = None, seed: int = 0) -> None:
@@ -76,7 +78,7 @@ class ReferenceSession:
 
     async def send(self, client: str, request: Request) -> None:
         self.owner[request.request_id] = client
-        self._handle(request)
+        self._handle(dataclasses.replace(request, now_ms=self.now_ms()))  # the target's clock, as on a broker
 
     async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
         until = self.now_ms() + within_ms

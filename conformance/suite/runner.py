@@ -64,7 +64,7 @@ class _Run:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
         self.run_id, self.trace, self.result = run_id, trace, result
         self.symbols = Symbols(result.group_id, scenario.clients)
-        self.oracle = Oracle(config)
+        self.oracle = Oracle(config, target.latency_ms)
         self.in_flight: dict[str, tuple[Request, int]] = {}  # client -> (request, step index)
         self.request_ids = 0
 
@@ -86,10 +86,11 @@ class _Run:
         if isinstance(step, RequestStep):
             await self.request(index, step)
         elif isinstance(step, Await):
-            got = await self.session.receive(step.client, step.within_ms)
             if step.expect == "parked":
+                got = await self.session.receive(step.client, step.within_ms)
                 self.still_parked(index, step.client, got, f"expected no reply within {step.within_ms} ms; the broker answered")
             else:
+                got = await self.session.receive(step.client, step.within_ms + self.target.latency_ms)
                 self.answered(index, step.client, got, step.expect, f"no reply within {step.within_ms} ms")
         elif isinstance(step, Sleep):
             await self.session.sleep(step.ms)

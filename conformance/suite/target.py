@@ -64,6 +64,10 @@ class Target(Protocol):
     versions: dict[str, range]  # the API versions the target supports
     answer_ms: int  # how long a reply that comes at once may take to arrive
     settle_ms: int  # how long a request must stay unanswered to count as parked
+    # The most a request may take to reach the broker: a timer due that soon after a request
+    # was sent may fire before or after it (the oracle allows both), and an awaited reply
+    # may come this much later than ``within``.
+    latency_ms: int
     supports_faults: bool  # whether sessions have fault hooks
 
     async def open(self, group_id: str, config: GroupConfig) -> Session: ...
