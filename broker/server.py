@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 import time
@@ -57,7 +58,8 @@ class Broker:
         try:
             self._server = await asyncio.start_server(self._connection, host, self.ctx.port)
         except OSError as e:
-            raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {e.strerror or e}") from None
+            reason = os.strerror(e.errno) if e.errno else str(e)  # asyncio's own message repeats the address
+            raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {reason}") from None
         self.ctx.port = self._server.sockets[0].getsockname()[1]
         self.ctx.groups.start()
 
