@@ -149,6 +149,7 @@ class _Builder:
         if "sleep" in raw:
             return Sleep(self.validate(SleepStep, raw, where, "sleep: ").sleep)
         if "fault" in raw:
+            waiting.clear()  # requests in flight are lost with their connections
             return Fault(self.validate(FaultStep, raw, where, "fault: ").fault)
         raise self.fail(where, f"a step starts with a client (c1: ...), await, sleep or fault; got {', '.join(map(str, raw))}")
 
@@ -190,6 +191,4 @@ def _keys(data: object, loc: tuple) -> set:
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
-        elif part in ("await",):
-            keys.add(part)
     return keys

@@ -102,6 +102,7 @@ class ReferenceSession:
     async def restart(self) -> None:
         now = self.now_ms()
         self.owner.clear()
+        self.inbox.clear()
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(self.config, self.choices, now_ms=now, observer=self.monitor)
         self._handle(LoadGroups(tuple(self.log), now))

@@ -65,7 +65,7 @@ class _Run:
         self.run_id, self.trace, self.result = run_id, trace, result
         self.symbols = Symbols(result.group_id, scenario.clients)
         self.oracle = Oracle(config, target.latency_ms)
-        self.in_flight: dict[str, tuple[Request, int]] = {}  # client -> (request, step index)
+        self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
         self.request_ids = 0
 
     async def steps(self) -> None:
@@ -112,7 +112,7 @@ class _Run:
         self.record(kind="request", client=step.client, **self.message(request))
         await self.session.send(step.client, request)
         self.oracle.request(step.client, request)
-        self.in_flight[step.client] = (request, index)
+        self.in_flight[step.client] = request
         if step.expect == "parked":
             got = await self.session.receive(step.client, self.target.settle_ms)
             self.still_parked(index, step.client, got, "expected the request to park; the broker answered it at once")
@@ -121,7 +121,7 @@ class _Run:
         self.answered(index, step.client, got, step.expect, "expected a reply at once; the request is parked")
 
     def still_parked(self, index: int, client: str, got: tuple[Response, int] | None, answered: str) -> None:
-        request, _ = self.in_flight[client]
+        request = self.in_flight[client]
         if got is None:
             self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
             return
@@ -129,7 +129,7 @@ class _Run:
         self.fail(index, "expectation", answered, request=request, response=got[0])
 
     def answered(self, index: int, client: str, got: tuple[Response, int] | None, expect, silent: str) -> None:
-        request, _ = self.in_flight[client]
+        request = self.in_flight[client]
         if got is None:
             self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
             self.fail(index, "expectation", silent, request=request)

@@ -34,7 +34,6 @@ SYMBOL = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
 CLIENT = re.compile(r"^c[1-9][0-9]*$")
 RULE = re.compile(r"^(GM|CF)-[0-9]+$")
 PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
-FAULTS = ("kill_coordinator", "restart")
 ERRORS = {e.name: e for e in ErrorCode}
 STATES = {str(s) for s in GroupState}
 

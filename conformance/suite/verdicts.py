@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 
 from conformance.suite.results import RunResult
 
-ORDER = {"failed": 0, "error": 1, "passed": 2, "not_run": 3}
-
 
 @dataclass
 class RuleVerdict:
