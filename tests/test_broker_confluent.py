@@ -194,3 +194,26 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(tmp_path: Path) ->
         a.client.close()
     chosen = {r["protocol_name"] for r in join_responses(tmp_path / "trace.jsonl", "sticky") if r["error_code"] == 0}
     assert chosen == {"cooperative-sticky"}
+
+
+def test_admin_lists_describes_and_deletes_groups(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        create_topic(broker.bootstrap, "ledger", 2)
+        member = Member(consumer(broker.bootstrap, "reporting", **{"client.id": "reporter"}), "ledger")
+        wait_for(lambda: member.assigned() == {0, 1}, poll_all(member), 20, "the assignment")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+        listed = admin.list_consumer_groups(request_timeout=10).result(10)
+        assert [(g.group_id, g.state.name) for g in listed.valid] == [("reporting", "STABLE")]
+        described = admin.describe_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
+        assert described.state.name == "STABLE" and described.partition_assignor == "range"
+        (only,) = described.members
+        assert only.client_id == "reporter" and only.host == "/127.0.0.1"
+        assert {tp.partition for tp in only.assignment.topic_partitions} == {0, 1}
+
+        # A group with members cannot be deleted (NON_EMPTY_GROUP); once empty, it can.
+        refused = admin.delete_consumer_groups(["reporting"], request_timeout=10)["reporting"]
+        assert "NON_EMPTY_GROUP" in str(refused.exception(10))
+        member.client.close()
+        admin.delete_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
+        assert admin.list_consumer_groups(request_timeout=10).result(10).valid == []
