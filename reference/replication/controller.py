@@ -143,8 +143,8 @@ class Controller:
         elif isinstance(event, ZkSessionExpired):
             self._queue.clear()
             self._job, self._waiting, self._round = None, {}, []
-            if self.active:
-                self._resign("session expired")
+            if self.active:  # the broker stands again once it has registered on a new session
+                self._resign("session expired", stand_again=False)
         else:
             self._result(event)
         self._run(None)
@@ -204,12 +204,14 @@ class Controller:
                 self._waiting[call_id] = position
                 self._effects.append(ZkCall(call_id, op))
 
-    def _resign(self, reason: str) -> None:
-        """Stop acting as controller; stand again when /controller goes (its watch)."""
+    def _resign(self, reason: str, *, stand_again: bool = True) -> None:
+        """Stop acting as controller; stand again at once (a watch on /controller then
+        says when it goes)."""
         self.active = False
         self._effects.append(ResignedController(self.controller_epoch, reason))
         self._queue.clear()
-        self._enqueue("ElectController", self._elect)
+        if stand_again:
+            self._enqueue("ElectController", self._elect)
 
     def _check_session(self, results: list[Result]) -> None:
         if any(r.code in _LOST for r in results):
@@ -493,6 +495,8 @@ class Controller:
                     self._effects.append(SendRequest(broker, StopReplica(self.broker_id, self.controller_epoch, tuple(stopped), delete=True)))
             yield from self._remove_topic_znodes(topic)
             self._forget_topic(topic)
+        if not self.reassignments:
+            yield from self._complete_reassignments()  # a deleted topic's reassignment is over
 
     def _remove_topic_znodes(self, topic: str) -> Job:
         """Delete the topic's znodes, children first; each state conditional on its
