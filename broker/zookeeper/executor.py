@@ -177,6 +177,21 @@ class KazooExecutor:
         self._stop(session.client)
         return [SessionExpired(session_id)] + self._drain()
 
+    def pipeline(self, session_id: int, ops) -> list[Result]:
+        """Send ``ops`` back to back on one live session, then wait for all their results
+        (ZooKeeper answers a session's requests in order), without the per-step round trip
+        that :meth:`handle` makes to collect watch events: for drivers that time rounds of
+        requests (benchmarks/failover_10k.py). Watch events are kept for the next
+        :meth:`handle` of any session."""
+        session = self._session(session_id)
+        if not session.live:
+            raise UsageError(f"pipeline: session {session_id} is not live")
+        for op in ops:
+            if isinstance(op, Check):
+                raise UsageError("pipeline: ZooKeeper 3.8 accepts Check only inside a Multi")
+        sent = [(op, self._send(session, op)) for op in ops]
+        return [self._receive(session, op, pending) for op, pending in sent]
+
     def close(self) -> None:
         """Close every session still open (their ephemerals go) and stop every client."""
         clients = [session.client for session in self._sessions.values()]
@@ -289,30 +304,40 @@ class KazooExecutor:
             raise ExecutorError(f"ZooKeeper did not answer within {self.timeout_s} s") from None
 
     def _apply(self, session: _Session, op) -> Result:
+        return self._receive(session, op, self._send(session, op))
+
+    def _send(self, session: _Session, op):
+        """Send ``op`` on the session's connection; what to wait on for its answer."""
         if any(o.path == "" for o in (op.ops if isinstance(op, Multi) else (op,))):
             raise UsageError(f"KazooExecutor: kazoo sends an empty path as null, so {op} cannot be asked")
         client = session.client
         watch = session.watcher if getattr(op, "watch", False) else None
+        if isinstance(op, Multi):
+            # The wire request kazoo's transaction() would build, without its per-op
+            # checks: the paths are sent exactly as given (after the chroot).
+            return self._call_async(client, Transaction([self._request(o, None) for o in op.ops]))
+        if self._raw(op):
+            return self._call_async(client, self._request(op, watch))
+        if isinstance(op, Create):
+            return client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+        if isinstance(op, Delete):
+            return client.delete_async(op.path, op.version)
+        if isinstance(op, SetData):
+            return client.set_async(op.path, op.data, op.version)
+        if isinstance(op, GetData):
+            return client.get_async(op.path, watch)
+        if isinstance(op, Exists):
+            return client.exists_async(op.path, watch)
+        return client.get_children_async(op.path, watch, include_data=True)
+
+    def _receive(self, session: _Session, op, pending) -> Result:
         try:
-            if isinstance(op, Multi):
-                return self._multi(client, op)
-            if self._raw(op):
-                value = self._call(client, self._request(op, watch))
-            elif isinstance(op, Create):
-                value = self._wait(client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential))
-            elif isinstance(op, Delete):
-                value = self._wait(client.delete_async(op.path, op.version))
-            elif isinstance(op, SetData):
-                value = self._wait(client.set_async(op.path, op.data, op.version))
-            elif isinstance(op, GetData):
-                value = self._wait(client.get_async(op.path, watch))
-            elif isinstance(op, Exists):
-                value = self._wait(client.exists_async(op.path, watch))
-            else:
-                value = self._wait(client.get_children_async(op.path, watch, include_data=True))
+            value = self._wait(pending)
         except ZookeeperError as e:
             return failure(op, Code(e.code))
-        return self._result(client, op, value)
+        if isinstance(op, Multi):
+            return self._multi_result(session.client, op, value)
+        return self._result(session.client, op, value)
 
     def _result(self, client: KazooClient, op, value) -> Result:
         if isinstance(op, Create):
@@ -331,21 +356,7 @@ class KazooExecutor:
         children, stat = value
         return GetChildrenResult(Code.OK, tuple(sorted(children)), self._stat(stat))
 
-    def _multi(self, client: KazooClient, multi: Multi) -> MultiResult:
-        if any(self._raw(op, in_multi=True) for op in multi.ops):
-            values = self._call(client, Transaction([self._request(op, None) for op in multi.ops]))
-        else:
-            transaction = client.transaction()
-            for op in multi.ops:
-                if isinstance(op, Create):
-                    transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
-                elif isinstance(op, Delete):
-                    transaction.delete(op.path, op.version)
-                elif isinstance(op, SetData):
-                    transaction.set_data(op.path, op.data, op.version)
-                else:
-                    transaction.check(op.path, op.version)
-            values = self._wait(transaction.commit_async())
+    def _multi_result(self, client: KazooClient, multi: Multi, values) -> MultiResult:
         # A failed multi does not raise: every result is an exception, rolled back ones
         # RolledBackError (ZooKeeper's code 0).
         if any(isinstance(v, Exception) for v in values):
@@ -381,11 +392,11 @@ class KazooExecutor:
             return self.chroot or "/"
         return self.chroot + op.path
 
-    def _raw(self, op, *, in_multi: bool = False) -> bool:
+    def _raw(self, op) -> bool:
         """Whether kazoo would send another path than :meth:`_server_path`: it drops
-        ``//`` and trailing ``/`` (keeping a sequential create's, except in a
-        transaction), and refuses ``.`` and ``..`` segments."""
-        trailing = isinstance(op, Create) and op.sequential and not in_multi
+        ``//`` and trailing ``/`` (keeping a sequential create's), and refuses ``.`` and
+        ``..`` segments. (Multis always go raw: kazoo's transaction() drops that ``/`` too.)"""
+        trailing = isinstance(op, Create) and op.sequential
         try:
             return _prefix_root(self.chroot, op.path, trailing=trailing) != self._server_path(op)
         except ValueError:
@@ -408,7 +419,7 @@ class KazooExecutor:
             return KExists(path, watch)
         return GetChildren2(path, watch)
 
-    def _call(self, client: KazooClient, request):
+    def _call_async(self, client: KazooClient, request):
         async_result = client.handler.async_result()
         client._call(request, async_result)
-        return self._wait(async_result)
+        return async_result

@@ -46,6 +46,8 @@ JVM_OPTIONS = (
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
     "-Dzookeeper.jmx.log4j.disable=true",
 )
+# For measurements: the JVM's full JIT (C2), as a production server runs.
+FAST_START_ONLY = ("-XX:TieredStopAtLevel=1",)
 _SERVING = re.compile(rb"^Mode: (standalone|leader|follower)\s*$", re.MULTILINE)
 _PROBE_INTERVAL_S = 0.02
 _KILL_WAIT_S = 10.0
@@ -129,6 +131,7 @@ class ZooKeeperNode:
     client_port: int
     directory: Path
     process: subprocess.Popen | None = field(default=None, repr=False)
+    full_jit: bool = False
     _stopping: bool = field(default=False, repr=False)  # we signalled it: its exit is ours
 
     @property
@@ -180,7 +183,8 @@ class ZooKeeperNode:
         """Start the JVM (not waiting for it to serve). The log is appended to across restarts."""
         if self.is_running():
             return
-        command = [*_die_with_parent(), _java(), *JVM_OPTIONS, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
+        options = [o for o in JVM_OPTIONS if not (self.full_jit and o in FAST_START_ONLY)]
+        command = [*_die_with_parent(), _java(), *options, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
         self._stopping = False
         with open(self.log_path, "ab") as log:
             try:
@@ -279,8 +283,10 @@ class ZooKeeperEnsemble:
 
 
 @contextmanager
-def zookeeper(nodes: int = 1, *, tick_time_ms: int = 500, timeout_s: float = 30.0, keep: bool = False) -> Iterator[ZooKeeperEnsemble]:
-    """A standalone server (``nodes=1``) or an ensemble of ``nodes`` on 127.0.0.1.
+def zookeeper(nodes: int = 1, *, tick_time_ms: int = 500, timeout_s: float = 30.0, keep: bool = False,
+              full_jit: bool = False) -> Iterator[ZooKeeperEnsemble]:
+    """A standalone server (``nodes=1``) or an ensemble of ``nodes`` on 127.0.0.1;
+    ``full_jit`` trades the fast start for the JVM's optimising compiler (benchmarks).
 
     Yields once every node serves (``srvr`` says standalone, leader or follower), within
     ``timeout_s``. Always stops every node on exit; removes the temporary directory unless
@@ -302,7 +308,7 @@ def zookeeper(nodes: int = 1, *, tick_time_ms: int = 500, timeout_s: float = 30.
         ports = free_ports(3 * nodes)
         peers = {i: (ports[nodes + 2 * (i - 1)], ports[nodes + 2 * (i - 1) + 1]) for i in range(1, nodes + 1)}
         ensemble = ZooKeeperEnsemble(
-            {i: ZooKeeperNode(i, ports[i - 1], directory / f"n{i}") for i in range(1, nodes + 1)},
+            {i: ZooKeeperNode(i, ports[i - 1], directory / f"n{i}", full_jit=full_jit) for i in range(1, nodes + 1)},
             directory,
             tick_time_ms,
         )
