@@ -115,3 +115,22 @@ def test_version_selection():
     assert parse_selection("JoinGroup=4-9,SyncGroup=5") == ("all", {"JoinGroup": range(4, 10), "SyncGroup": range(5, 6)})
     with pytest.raises(VersionError, match="not API=RANGE"):
         parse_selection("JoinGroup")
+
+
+@pytest.mark.parametrize(("content", "line", "message"), [
+    ("- reason: no rule or scenario\n", 1, "an entry names a rule or a scenario"),
+    ("- rule: GM-3\n", 1, "missing field 'reason'"),
+    ("- rule: GM-3\n  reason: fine\n- rule: GM-4\n  reason: fine\n  reasn: typo\n", 5, "unknown field 'reasn'"),
+    ("- rule: GM-3\n  api: JoinGroup\n  versions: 12\n  reason: too new\n", 1, "versions 12 lie outside"),
+    ("rule: GM-3\n", 1, "an allow file is a list"),
+])
+def test_a_bad_allow_file_gives_one_line(tmp_path, content, line, message):
+    from conformance.suite.allow import AllowError
+    from conformance.suite.allow import load as load_allow
+
+    path = tmp_path / "allow.yaml"
+    path.write_text(content)
+    with pytest.raises(AllowError) as caught:
+        load_allow(path)
+    assert str(caught.value).startswith(f"{path}:{line}: ") and message in str(caught.value)
+    assert "\n" not in str(caught.value)

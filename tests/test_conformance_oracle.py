@@ -235,3 +235,30 @@ def test_a_timer_racing_a_request_over_the_network_may_go_either_way(tmp_path):
 def test_the_catalog_passes_behind_a_network():
     outcome = run(LaggyTarget(lag_ms=15, latency_ms=20), out=io.StringIO())
     assert [r.label for r in outcome.results if r.status != "passed"] == []
+
+
+def test_an_allowed_divergence_is_reported_as_allowed_and_does_not_fail(tmp_path):
+    allow = tmp_path / "allow.yaml"
+    allow.write_text("# my broker's known divergences\n- rule: GM-5\n  reason: in the works\n"
+                     "- rule: GM-50\n  api: OffsetCommit\n  versions: 2+\n  reason: accepts stale commits (known bug 12)\n")
+    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
+                  allow=allow, junit=tmp_path / "junit.xml", report=tmp_path, out=io.StringIO())
+    assert {r.status for r in outcome.results} == {"allowed"}
+    assert outcome.exit_code == 0
+    assert outcome.results[0].reason.startswith("allowed (accepts stale commits (known bug 12)): the reference does not allow")
+    assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["allowed"]
+    report = (tmp_path / "conformance.md").read_text()
+    assert "## Allowed divergences" in report and "step 9 (oracle)" in report
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "<failure" not in junit and "allowed divergence" in junit
+
+
+def test_an_allowance_for_other_versions_does_not_hide_a_failure(tmp_path):
+    allow = tmp_path / "allow.yaml"
+    allow.write_text("- scenario: stale-*\n  api: OffsetCommit\n  versions: 2-4\n  reason: old versions only\n")
+    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
+                  allow=allow, out=io.StringIO())
+    by_version = {r.failure.api_version: r.status for r in outcome.results}
+    assert by_version == {2: "allowed", 3: "allowed", 4: "allowed", 5: "failed", 6: "failed", 7: "failed", 8: "failed",
+                          9: "failed"}
+    assert outcome.exit_code == 1

@@ -21,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5")
     parser.add_argument("--seed", type=int, default=0, help="seed for the reference target's open choices (default 0)")
     parser.add_argument("--concurrency", type=int, default=32, help="runs at a time (default 32)")
+    parser.add_argument("--loop", type=int, default=1, metavar="N", help="run everything N times, to catch flaky behaviour")
+    parser.add_argument("--allow", type=Path, metavar="FILE", help="tolerated divergences: reported as allowed, never hidden")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument("--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html")
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write the JSONL trace of every request and response")
@@ -30,7 +32,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         outcome = run(args.target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
                       junit=args.junit, report=args.report, trace=args.trace, bootstrap=args.bootstrap,
-                      seed=args.seed, concurrency=args.concurrency)
+                      seed=args.seed, concurrency=args.concurrency, allow=args.allow, loop=args.loop)
     except SuiteError as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2

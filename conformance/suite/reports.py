@@ -20,9 +20,9 @@ from reference.group.requests import VERSIONS
 _STYLE = (
     "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:2px 8px}.failed{background:#fdd}.passed{background:#dfd}"
-    ".error{background:#fed}pre{background:#f6f6f6;padding:8px;overflow-x:auto}</style>"
+    ".error{background:#fed}.allowed{background:#eef}pre{background:#f6f6f6;padding:8px;overflow-x:auto}</style>"
 )
-MARK = {"passed": "✓", "failed": "✗", "error": "!", "not_run": "–"}
+MARK = {"passed": "✓", "failed": "✗", "allowed": "≈", "error": "!", "not_run": "–"}
 
 
 def failure_text(result: RunResult) -> str:
@@ -58,6 +58,8 @@ def write_junit(results: list[RunResult], target: str, wall_s: float, path: Path
             ET.SubElement(case, "error", message=result.reason).text = failure_text(result)
         elif result.status == "not_run":
             ET.SubElement(case, "skipped", message=f"not run: {result.reason}")
+        elif result.status == "allowed":
+            ET.SubElement(case, "system-out").text = f"allowed divergence\n{failure_text(result)}"
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)
@@ -68,17 +70,18 @@ def write_junit(results: list[RunResult], target: str, wall_s: float, path: Path
 def _summary_line(results: list[RunResult], wall_s: float) -> str:
     tally = counts(results)
     busy = sum(r.duration_s for r in results)
-    return (f"{len(results)} runs: {tally['passed']} passed, {tally['failed']} failed, {tally['error']} errors, "
-            f"{tally['not_run']} not run; wall {wall_s:.2f} s, scenario time {busy:.2f} s, "
+    return (f"{len(results)} runs: {tally['passed']} passed, {tally['failed']} failed, {tally['allowed']} allowed, "
+            f"{tally['error']} errors, {tally['not_run']} not run; wall {wall_s:.2f} s, scenario time {busy:.2f} s, "
             f"concurrency ratio {busy / wall_s if wall_s else 0:.1f}")
 
 
 def markdown(results: list[RunResult], target: str, wall_s: float) -> str:
     out = [f"# Conformance report: target `{target}`", "", _summary_line(results, wall_s), "", "## Spec rules", "",
-           "| rule | verdict | passed | failed | errors | not run |", "|---|---|---|---|---|---|"]
+           "| rule | verdict | passed | failed | allowed | errors | not run |", "|---|---|---|---|---|---|---|"]
     for v in rule_verdicts(results):
-        out.append(f"| {v.rule} | {MARK[v.verdict]} {v.verdict} | {v.passed} | {v.failed} | {v.errors} | {v.not_run} |")
-    out += ["", "## API versions", "", "✓ answered as the reference allows, ✗ a failure at that version, – not exercised.", ""]
+        out.append(f"| {v.rule} | {MARK[v.verdict]} {v.verdict} | {v.passed} | {v.failed} | {v.allowed} | {v.errors} | {v.not_run} |")
+    out += ["", "## API versions", "", "✓ answered as the reference allows, ✗ a failure at that version, "
+            "≈ only failures --allow tolerates, – not exercised.", ""]
     table = api_verdicts(results)
     out.append("| API | " + " | ".join(f"v{n}" for n in range(10)) + " |")
     out.append("|---" * 11 + "|")
@@ -92,6 +95,11 @@ def markdown(results: list[RunResult], target: str, wall_s: float) -> str:
         out += ["", "## Failures", ""]
         for r in failing:
             out += [f"### {r.label}", "", f"{r.checks}", "", "```", failure_text(r), "```", ""]
+    allowed = [r for r in results if r.status == "allowed"]
+    if allowed:
+        out += ["", "## Allowed divergences", ""]
+        for r in allowed:
+            out += [f"### {r.label}", "", f"{r.checks}", "", "```", failure_text(r), "```", ""]
     skipped = [r for r in results if r.status == "not_run"]
     if skipped:
         out += ["", "## Not run", ""]
@@ -103,10 +111,10 @@ def html_report(results: list[RunResult], target: str, wall_s: float) -> str:
     e = html.escape
     parts = [f"<!doctype html><meta charset='utf-8'><title>Conformance: {e(target)}</title>", _STYLE,
              f"<h1>Conformance report: target <code>{e(target)}</code></h1><p>{e(_summary_line(results, wall_s))}</p>",
-             "<h2>Spec rules</h2><table><tr><th>rule<th>verdict<th>passed<th>failed<th>errors<th>not run"]
+             "<h2>Spec rules</h2><table><tr><th>rule<th>verdict<th>passed<th>failed<th>allowed<th>errors<th>not run"]
     for v in rule_verdicts(results):
         parts.append(f"<tr class='{v.verdict}'><td>{v.rule}<td>{MARK[v.verdict]} {v.verdict}<td>{v.passed}<td>{v.failed}"
-                     f"<td>{v.errors}<td>{v.not_run}")
+                     f"<td>{v.allowed}<td>{v.errors}<td>{v.not_run}")
     parts.append("</table><h2>API versions</h2><table><tr><th>API" + "".join(f"<th>v{n}" for n in range(10)))
     table = api_verdicts(results)
     for api, versions in VERSIONS.items():
@@ -120,6 +128,11 @@ def html_report(results: list[RunResult], target: str, wall_s: float) -> str:
     if failing:
         parts.append("<h2>Failures</h2>")
         for r in failing:
+            parts.append(f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>")
+    allowed = [r for r in results if r.status == "allowed"]
+    if allowed:
+        parts.append("<h2>Allowed divergences</h2>")
+        for r in allowed:
             parts.append(f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>")
     skipped = [r for r in results if r.status == "not_run"]
     if skipped:
@@ -138,7 +151,7 @@ def write_report(results: list[RunResult], target: str, wall_s: float, directory
 def console_summary(results: list[RunResult], wall_s: float) -> str:
     lines = []
     for r in results:
-        if r.status in ("failed", "error"):
+        if r.status in ("failed", "error", "allowed"):
             lines.append(f"{r.status.upper()} {r.label}\n" + "\n".join("  " + line for line in failure_text(r).splitlines()))
     failed_rules = [v.rule for v in rule_verdicts(results) if v.verdict == "failed"]
     if failed_rules:

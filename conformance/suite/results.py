@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Status = Literal["passed", "failed", "not_run", "error"]
+Status = Literal["passed", "failed", "allowed", "not_run", "error"]  # allowed: a failure --allow tolerates
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@
     outcome = run("reference", junit=Path("out/conformance.xml"), report=Path("out/conformance"))
     outcome.exit_code   # 0 when every run that ran passed
 
-Every scenario runs once per version plan (see :mod:`versions`), each run on a group id
-of its own, concurrently (``concurrency`` runs at a time), so the timing scenarios do not
-add up against a real broker.
+Every scenario runs once per version plan (see :mod:`versions`), ``loop`` times over, each
+run on a group id of its own, concurrently (``concurrency`` runs at a time), so the timing
+scenarios do not add up against a real broker. ``allow`` names a file of tolerated
+divergences (:mod:`allow`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from conformance.suite import allow as allow_file
 from conformance.suite import loader, reports, targets, versions
 from conformance.suite.results import RunResult
 from conformance.suite.runner import run_one
@@ -43,7 +45,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(r.status in ("failed", "error") for r in self.results) else 0
+        return 1 if any(r.status in ("failed", "error") for r in self.results) else 0  # allowed runs do not fail
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
@@ -66,15 +68,19 @@ def planned(scenario: Scenario, target: Target, mode: str, limits: dict[str, ran
 
 def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), tags: Iterable[str] = (),
         version_selection: str = "all", junit: Path | None = None, report: Path | None = None, trace: Path | None = None,
-        bootstrap: str | None = None, seed: int = 0, concurrency: int = 32, out: TextIO | None = None) -> Outcome:
+        bootstrap: str | None = None, seed: int = 0, concurrency: int = 32, allow: Path | None = None, loop: int = 1,
+        out: TextIO | None = None) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file."""
     out = out or sys.stdout
     try:
         chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
         catalog = select(loader.load_all(scenarios), tags)
         mode, limits = versions.parse_selection(version_selection)
-    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
+        allowances = allow_file.load(allow) if allow else []
+    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget, allow_file.AllowError) as exc:
         raise SuiteError(str(exc)) from None
+    if loop < 1:
+        raise SuiteError(f"--loop must be at least 1, got {loop}")
     if not catalog:
         raise SuiteError(f"no scenario matches --tags {' '.join(tags)}")
     # Real brokers keep groups (and offsets) between runs: a fresh token per run keeps them apart.
@@ -86,12 +92,13 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
             results.append(RunResult(scenario.name, str(scenario.path), scenario.checks, scenario.rules, {}, "",
                                      status="not_run", reason=plans))
             continue
-        jobs.extend((scenario, plan, f"coordspec-{token}-{scenario.name}-{i}") for i, plan in enumerate(plans))
+        jobs.extend((scenario, plan, f"coordspec-{token}-{scenario.name}-{i}" + (f"-{n}" if loop > 1 else ""))
+                    for n in range(loop) for i, plan in enumerate(plans))
     trace_stream = trace.open("w", encoding="utf-8") if trace else None
     started = time.perf_counter()
     try:
         writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
-        results.extend(asyncio.run(_run_all(jobs, chosen, writer, concurrency, _Progress(len(jobs), out))))
+        results.extend(asyncio.run(_run_all(jobs, chosen, writer, concurrency, allowances, _Progress(len(jobs), out))))
     finally:
         if trace_stream:
             trace_stream.close()
@@ -108,12 +115,14 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
     return Outcome(chosen.name, results, wall, written)
 
 
-async def _run_all(jobs, target: Target, writer: TraceWriter, concurrency: int, progress: _Progress) -> list[RunResult]:
+async def _run_all(jobs, target: Target, writer: TraceWriter, concurrency: int, allowances: list[allow_file.Allowance],
+                   progress: _Progress) -> list[RunResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(scenario, plan, group_id):
         async with gate:
             result = await run_one(scenario, plan, target, group_id, group_id, writer)
+        allow_file.apply([result], allowances)
         progress.done(result)
         return result
 

@@ -11,6 +11,7 @@ the broker's view of the connection and is not compared.
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 TOKEN = "\x00member#"
 _UNORDERED = {"members", "groups", "topics", "partitions", "results"}
@@ -92,8 +93,15 @@ def unify(expected, actual, binding: Binding, path: str = "") -> str | None:
         binding.placeholders[actual] = expected
         return None
     if expected != actual or type(expected) is not type(actual) and not isinstance(expected, int):
-        return f"{path}: expected {expected!r}, got {actual!r}"
+        return f"{path}: expected {_show(expected)}, got {_show(actual)}"
     return None
+
+
+def _show(value) -> str:
+    """Error codes by name and number, the rest as Python writes them."""
+    if isinstance(value, enum.IntEnum):
+        return f"{value.name} ({int(value)})"
+    return repr(value)
 
 
 def _unify_unordered(expected: tuple, actual: tuple, binding: Binding, path: str) -> str | None:
