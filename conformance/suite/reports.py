@@ -80,8 +80,8 @@ def markdown(results: list[RunResult], target: str, wall_s: float) -> str:
            "| rule | verdict | passed | failed | allowed | errors | not run |", "|---|---|---|---|---|---|---|"]
     for v in rule_verdicts(results):
         out.append(f"| {v.rule} | {MARK[v.verdict]} {v.verdict} | {v.passed} | {v.failed} | {v.allowed} | {v.errors} | {v.not_run} |")
-    out += ["", "## API versions", "", "✓ answered as the reference allows, ✗ a failure at that version, "
-            "≈ only failures --allow tolerates, – not exercised.", ""]
+    legend = "✓ answered as the reference allows, ✗ a failure at that version, ≈ only failures --allow tolerates, – not exercised."
+    out += ["", "## API versions", "", legend, ""]
     table = api_verdicts(results)
     out.append("| API | " + " | ".join(f"v{n}" for n in range(10)) + " |")
     out.append("|---" * 11 + "|")
