@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.group_service import GroupService
+from broker.log.producers import ProducerIds
 from broker.log.topics import TopicStore
 
 
@@ -16,6 +17,7 @@ class BrokerContext:
     cluster_id: str
     topics: TopicStore
     groups: GroupService
+    producer_ids: ProducerIds
     auto_create_topics: bool = True  # auto.create.topics.enable
     default_partitions: int = 1  # num.partitions
 

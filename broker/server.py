@@ -25,6 +25,7 @@ from pathlib import Path
 from broker.context import BrokerContext
 from broker.group_service import GroupService
 from broker.log.group_records import CorruptRecord
+from broker.log.producers import ProducerIds
 from broker.log.topics import DataDirError, TopicStore
 from broker.trace import Trace
 from broker.wire.dispatch import respond
@@ -126,7 +127,7 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
     except (DataDirError, CorruptRecord) as e:
         raise BrokerError(str(e)) from None
     ctx = BrokerContext(node_id=node_id, host=host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
-                        default_partitions=default_partitions)
+                        producer_ids=ProducerIds(data_dir / "producer_ids.json"), default_partitions=default_partitions)
     return Broker(ctx, limits or Limits(), trace)
 
 

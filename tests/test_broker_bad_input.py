@@ -138,8 +138,8 @@ def test_a_frame_shorter_than_a_header_closes_the_connection(broker: BrokerProce
 
 def test_an_unknown_api_key_closes_the_connection(broker: BrokerProcess) -> None:
     assert exchange(broker, framed(struct.pack(">hhi", 999, 0, 1) + b"\xff\xff")) == []
-    # A key Kafka has but this broker does not serve (InitProducerId) is closed the same way.
-    assert exchange(broker, framed(encode_request(22, 4, {"transactional_id": None}))) == []
+    # A key Kafka has but this broker does not serve (DeleteTopics) is closed the same way.
+    assert exchange(broker, framed(encode_request(20, 4, {"topic_names": ["x"], "timeout": 1000}))) == []
 
 
 def test_an_unsupported_version_closes_the_connection(broker: BrokerProcess) -> None:
@@ -210,6 +210,7 @@ SEEDS = [
     encode_request(2, 6, {"replica_id": -1, "topics": [{"name": "fuzz-topic", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}),
     encode_request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [
         {"name": "fuzz-topic", "partition_data": [{"index": 0, "records": record_batch()}]}]}),
+    encode_request(22, 4, {"transactional_id": None, "transaction_timeout": 1000}),
     encode_request(19, 7, {"topics": [{"name": "fuzz-topic", "num_partitions": 1, "replication_factor": 1}], "timeout": 1000}),
 ]
 

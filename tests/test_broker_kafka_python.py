@@ -2,8 +2,7 @@
 and when one leaves, consumes what was produced, commits, and finds its commits again
 after the broker restarts. Each consumer runs in its own thread, as kafka-python expects
 (its calls are not thread-safe; the test hands them to the member's thread).
-
-The producer runs without idempotence: the broker has no InitProducerId.
+The producer is idempotent, kafka-python's default (InitProducerId, then sequenced batches).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
 
 
 def produce(bootstrap: str, topic: str, first: int, count: int) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False)
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
     futures = [producer.send(topic, value=f"value-{i}".encode(), partition=i % PARTITIONS) for i in range(first, first + count)]
     producer.flush(10)
     for future in futures:
@@ -117,6 +116,7 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         assert sorted(a.received) == sorted(f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS))
         a.call(lambda c: c.commit())
         a.close()
+    assert (tmp_path / "producer_ids.json").exists(), "the producers did not ask for producer ids"
 
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         reader = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False)

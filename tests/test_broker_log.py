@@ -17,6 +17,7 @@ from broker.group_service import offsets_partition
 from broker.log.batches import InvalidBatch, check_single_batch, read_header
 from broker.log.group_records import decode_record, encode_key, encode_value
 from broker.log.partition import PartitionLog
+from broker.log.producers import ProducerIds, SequenceError
 from reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -27,11 +28,13 @@ from reference.group.records import (
 from reference.group.records import Record as GroupRecord
 
 
-def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000) -> bytes:
+def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+    """A batch of ``values``; ``producer`` is (producer id, epoch, base sequence)."""
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
     records = tuple(Record(attributes=0, timestamp=stamp, offset=i, key=None, value=v, headers=()) for i, v in enumerate(values))
     buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=records, attributes=0))
+    producer_id, epoch, sequence = producer
+    write_new_batch(buffer, NewRecordBatch(producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence, records=records, attributes=0))
     return buffer.getvalue()
 
 
@@ -98,6 +101,34 @@ def test_produced_batches_are_checked_as_kafka_does() -> None:
         check_single_batch(bytes(old_magic))
     with pytest.raises(InvalidBatch):
         check_single_batch(struct.pack(">qi", 0, 10_000) + good[12:])
+
+
+def test_an_idempotent_retry_is_not_appended_twice_and_sequences_are_checked(tmp_path: Path) -> None:
+    log = PartitionLog(tmp_path / "t-0")
+    assert append(log, batch(b"a", b"b", producer=(7, 0, 0))) == 0
+    assert append(log, batch(b"c", producer=(7, 0, 2))) == 2
+    assert append(log, batch(b"a", b"b", producer=(7, 0, 0))) == 0  # a retry: the first append's offset
+    assert log.high_watermark == 3
+    with pytest.raises(SequenceError) as gap:
+        append(log, batch(b"d", producer=(7, 0, 5)))
+    assert gap.value.error_code == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    with pytest.raises(SequenceError) as fresh:
+        append(log, batch(b"d", producer=(8, 0, 3)))  # an unknown producer starts at 0
+    assert fresh.value.error_code == 45
+    assert append(log, batch(b"e", producer=(7, 1, 0))) == 3  # a new epoch starts again at 0
+    with pytest.raises(SequenceError) as fenced:
+        append(log, batch(b"f", producer=(7, 0, 3)))
+    assert fenced.value.error_code == 47  # INVALID_PRODUCER_EPOCH
+    log.close()
+    reopened = PartitionLog(tmp_path / "t-0")  # the producer state comes back from the batch headers
+    assert append(reopened, batch(b"e", producer=(7, 1, 0))) == 3
+    assert append(reopened, batch(b"g", producer=(7, 1, 1))) == 4
+
+
+def test_producer_ids_are_not_reused_after_a_restart(tmp_path: Path) -> None:
+    first = ProducerIds(tmp_path / "producer_ids.json")
+    assert [first.allocate(), first.allocate()] == [0, 1]
+    assert ProducerIds(tmp_path / "producer_ids.json").allocate() == ProducerIds.BLOCK
 
 
 RECORDS = [

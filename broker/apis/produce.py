@@ -10,6 +10,7 @@ from typing import Any
 
 from broker.context import BrokerContext, Client
 from broker.log.batches import InvalidBatch, check_single_batch
+from broker.log.producers import SequenceError
 from broker.log.topics import OFFSETS_TOPIC
 
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 0, 2, 3, 17
@@ -30,7 +31,10 @@ def _partition(ctx: BrokerContext, topic: str, data: Any, acks: int) -> dict[str
         header = check_single_batch(records)
     except InvalidBatch as e:
         return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
-    base = log.append(records, header)
+    try:
+        base = log.append(records, header)
+    except SequenceError as e:
+        return {**answer, "error_code": e.error_code, "error_message": str(e)}
     return {**answer, "error_code": NONE, "base_offset": base, "log_start_offset": log.log_start_offset}
 
 

@@ -3,7 +3,8 @@
 Group API versions are the ones the reference models. The others are the ones the
 handlers implement: Produce from v3 (record batches v2; librdkafka fetches only when
 Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
-ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 (kio's range).
+ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 (kio's range),
+InitProducerId v0-v4 for idempotent producers (v5 only changes transactional errors).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from broker.apis import (
     fetch,
     find_coordinator,
     groups,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -54,5 +56,6 @@ APIS: dict[int, Api] = dict([
     _group_api("ListGroups", groups.list_groups),
     (18, Api("ApiVersions", range(5), api_versions.handle)),
     (19, Api("CreateTopics", range(2, 8), create_topics.handle)),
+    (22, Api("InitProducerId", range(5), init_producer_id.handle)),
     _group_api("DeleteGroups", groups.delete_groups),
 ])

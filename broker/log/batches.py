@@ -32,6 +32,9 @@ class BatchHeader:
     last_offset_delta: int
     max_timestamp: int
     record_count: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
     @property
     def last_offset(self) -> int:
@@ -43,7 +46,7 @@ def read_header(data: bytes | memoryview, position: int = 0) -> BatchHeader | No
     if len(data) - position < HEADER_SIZE:
         return None
     (base_offset, length, _epoch, magic, _crc, _attributes, last_delta, _first_ts, max_ts,
-     _pid, _pepoch, _seq, count) = HEADER.unpack_from(data, position)
+     producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(data, position)
     if magic != 2:
         raise InvalidBatch(f"record batch magic {magic} (only v2 batches are accepted)")
     if length < HEADER_SIZE - 12:
@@ -51,7 +54,7 @@ def read_header(data: bytes | memoryview, position: int = 0) -> BatchHeader | No
     size = 12 + length
     if len(data) - position < size:
         return None
-    return BatchHeader(base_offset, size, last_delta, max_ts, count)
+    return BatchHeader(base_offset, size, last_delta, max_ts, count, producer_id, producer_epoch, base_sequence)
 
 
 def check_single_batch(records: bytes) -> BatchHeader:

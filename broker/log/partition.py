@@ -8,10 +8,12 @@ middle of a write, is cut off.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 from pathlib import Path
 
 from broker.log.batches import BatchHeader, InvalidBatch, read_header, with_base_offset
+from broker.log.producers import ProducerState
 
 SEGMENT = "00000000000000000000.log"
 
@@ -26,6 +28,7 @@ class PartitionLog:
         self._positions: list[int] = []
         self._max_timestamps: list[int] = []
         self._end = 0
+        self.producers = ProducerState()
         self._recover()
         self._file = open(self.path, "ab")  # noqa: SIM115 - open for the life of the log
 
@@ -46,6 +49,7 @@ class PartitionLog:
         self._end = position
 
     def _index(self, header: BatchHeader, position: int) -> None:
+        self.producers.record(header, header.base_offset)
         self._bases.append(header.base_offset)
         self._lasts.append(header.last_offset)
         self._positions.append(position)
@@ -61,14 +65,19 @@ class PartitionLog:
         return self._lasts[-1] + 1 if self._lasts else 0
 
     def append(self, batch: bytes, header: BatchHeader) -> int:
-        """Append one checked batch at the log end; returns its base offset."""
+        """Append one checked batch at the log end; returns its base offset. A producer's
+        retry of a batch already in the log is not appended again: its offset comes back.
+        Raises SequenceError for an idempotent batch out of sequence."""
+        earlier = self.producers.check(header)
+        if earlier is not None:
+            return earlier
         base = self.high_watermark
         data = with_base_offset(batch, base)
         self._file.write(data)
         self._file.flush()
         if self._fsync:
             os.fsync(self._file.fileno())
-        self._index(BatchHeader(base, header.size, header.last_offset_delta, header.max_timestamp, header.record_count), self._end)
+        self._index(dataclasses.replace(header, base_offset=base), self._end)
         self._end += len(data)
         return base
 
