@@ -86,7 +86,8 @@ def test_a_broker_that_accepts_a_stale_generation_commit_is_caught_at_that_step(
     assert "GM-50" in failure.rules
     assert failure.request["generation_id"] == 1
     assert failure.response["topics"][0]["partitions"][0]["error_code"] == 0
-    assert any("'error_code': 22" in allowed for allowed in failure.allowed)  # ILLEGAL_GENERATION
+    assert failure.rules == ("GM-50",)  # the step names its rule
+    assert any('"error_code": 22' in allowed for allowed in failure.allowed)  # ILLEGAL_GENERATION
     assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["failed"]
     report = (tmp_path / "conformance.md").read_text()
     assert "step 9 (oracle)" in report and "stale-generation-commit.yaml:31" in report
@@ -225,7 +226,7 @@ def test_a_timer_racing_a_request_over_the_network_may_go_either_way(tmp_path):
     failure = unaware.results[0].failure
     assert failure is not None and failure.kind == "oracle" and failure.step == 5
     assert failure.response == {"error_code": ErrorCode.UNKNOWN_MEMBER_ID}
-    assert failure.allowed == ("{'error_code': 0}",)
+    assert failure.allowed == ('{"error_code": 0}',)
     aware = run(LaggyTarget(lag_ms=10, latency_ms=20, lagging=("Heartbeat",)), scenarios=[path], out=io.StringIO())
     assert aware.exit_code == 0, aware.results[0].reason
     in_time = run(LaggyTarget(lag_ms=0, latency_ms=20), scenarios=[path], out=io.StringIO())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -223,7 +224,7 @@ class Oracle:
         seen: dict[str, None] = {}
         for h in self.hypotheses:
             reply = h.replies.get(request_id)
-            text = "no reply yet (parked)" if reply is None else str(h.binding.show(codec.encode(reply)))
+            text = "no reply yet (parked)" if reply is None else json.dumps(h.binding.show(codec.encode(reply)), sort_keys=True)
             if h.choices.made:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"
             seen[text] = None
