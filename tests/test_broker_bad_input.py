@@ -146,13 +146,19 @@ def test_an_unsupported_version_closes_the_connection(broker: BrokerProcess) -> 
     assert exchange(broker, framed(struct.pack(">hhi", 11, 99, 1) + b"\x00" * 20)) == []
 
 
-def test_api_versions_above_the_range_answers_unsupported_version_with_the_table(broker: BrokerProcess) -> None:
+def test_api_versions_above_the_range_answers_unsupported_version_with_its_own_range(broker: BrokerProcess) -> None:
     (frame,) = exchange(broker, framed(struct.pack(">hhi", 18, 77, 42) + b"\x00\x04fuzz" + b"\x00" * 8))
     cls = kio.index.load_response_schema(18, 0)
     correlation_id, = struct.unpack_from(">i", frame)
     response, _ = entity_reader(cls)(frame, 4)  # KIP-511: header v0, body v0
     assert correlation_id == 42 and response.error_code == 35
-    assert {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}[18] == (0, 4)
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
+
+
+def test_api_versions_with_a_malformed_software_name_is_an_invalid_request(broker: BrokerProcess) -> None:
+    (frame,) = exchange(broker, framed(encode_request(18, 3, {"client_software_name": "-bad-", "client_software_version": "1"})))
+    response, _ = entity_reader(kio.index.load_response_schema(18, 3))(frame, 4)
+    assert response.error_code == 42 and response.api_keys == ()
 
 
 def test_a_body_that_does_not_decode_closes_the_connection(broker: BrokerProcess) -> None:

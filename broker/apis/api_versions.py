@@ -1,12 +1,20 @@
-"""ApiVersions (18): the table of APIs and versions this broker serves."""
+"""ApiVersions (18): the table of APIs and versions this broker serves.
+
+Kafka's answers: a version above the range gets UNSUPPORTED_VERSION with only
+ApiVersions' own range, in v0's shape (KIP-511); from v3, a client software name or
+version outside Kafka's pattern gets INVALID_REQUEST.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from broker.context import BrokerContext, Client
 
-UNSUPPORTED_VERSION = 35
+UNSUPPORTED_VERSION, INVALID_REQUEST = 35, 42
+API_VERSIONS_KEY = 18
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def version_table(apis: dict[int, Any]) -> list[dict[str, int]]:
@@ -14,12 +22,13 @@ def version_table(apis: dict[int, Any]) -> list[dict[str, int]]:
 
 
 def unsupported(apis: dict[int, Any]) -> dict[str, Any]:
-    """KIP-511: a version the broker does not know gets error 35 and the table, in v0's shape."""
-    return {"error_code": UNSUPPORTED_VERSION, "api_keys": version_table(apis)}
+    return {"error_code": UNSUPPORTED_VERSION, "api_keys": version_table({API_VERSIONS_KEY: apis[API_VERSIONS_KEY]})}
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     from broker.apis.registry import APIS  # the table lists this handler too
 
+    if version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name) and _SOFTWARE.fullmatch(body.client_software_version)):
+        return {"error_code": INVALID_REQUEST, "api_keys": []}
     return {"error_code": 0, "api_keys": version_table(APIS), "supported_features": [], "finalized_features": [],
             "finalized_features_epoch": -1, "zk_migration_ready": False}

@@ -25,7 +25,9 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, boo
         partitions = []
         for p in topic.partitions:
             log = ctx.topics.log(topic.topic, p.partition)
-            answer = {"partition_index": p.partition, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+            # No transactions here: no aborted ones, an empty list when read_committed asks (Kafka's shape).
+            aborted = [] if getattr(body, "isolation_level", 0) == 1 else None
+            answer = {"partition_index": p.partition, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
             if log is None:
                 partitions.append({**answer, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
                 failed = True
