@@ -89,13 +89,15 @@ class GroupService:
 
     def _run(self, event: Any) -> None:
         events = [event]
-        while events:
-            for effect in self.coordinator.handle(events.pop(0)):
-                if isinstance(effect, Reply):
-                    self._deliver(effect)
-                else:
-                    events.append(AppendCompleted(effect.append_id, self._now(), self._append(effect)))
-        self._arm_timer()
+        try:
+            while events:
+                for effect in self.coordinator.handle(events.pop(0)):
+                    if isinstance(effect, Reply):
+                        self._deliver(effect)
+                    else:
+                        events.append(AppendCompleted(effect.append_id, self._now(), self._append(effect)))
+        finally:  # even after a failed step, the timers keep going
+            self._arm_timer()
 
     def _deliver(self, reply: Reply) -> None:
         self._trace.response(self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
@@ -135,7 +137,10 @@ class GroupService:
 
     def _tick(self) -> None:
         self._timer = None
-        self._run(Tick(self._now()))
+        try:
+            self._run(Tick(self._now()))
+        except Exception:  # a bug in a timer's step: log it and keep serving
+            log.exception("group coordinator failed on a timer")
 
     def start(self) -> None:
         """Arm the first timer once the event loop runs (sessions of loaded groups)."""
