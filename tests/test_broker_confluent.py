@@ -8,6 +8,8 @@ Every test starts its own broker on a free port and bounds every wait.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -217,3 +219,34 @@ def test_admin_lists_describes_and_deletes_groups(tmp_path: Path) -> None:
         member.client.close()
         admin.delete_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
         assert admin.list_consumer_groups(request_timeout=10).result(10).valid == []
+
+
+CRASHING_MEMBER = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 300, "log_level": 0})
+c.subscribe([sys.argv[3]], on_assign=lambda c, ps: print("assigned", len(ps), flush=True))
+while True:
+    c.poll(0.1)
+"""
+
+
+def test_a_member_that_dies_without_leaving_is_expired_after_its_session(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        create_topic(broker.bootstrap, "payments", PARTITIONS)
+        a = Member(consumer(broker.bootstrap, "settlement"), "payments")
+        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
+        doomed = subprocess.Popen([sys.executable, "-c", CRASHING_MEMBER, broker.bootstrap, "settlement", "payments"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: len(a.assigned()) == 2, poll_all(a), 30, "a rebalance over two members")
+        finally:
+            doomed.kill()  # no LeaveGroup: only the session timeout can remove it
+            doomed.wait(10)
+        killed_at = time.monotonic()
+        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the dead member's partitions")
+        # The session is 6 s from the last heartbeat (every 0.3 s); the survivor then needs a
+        # heartbeat and a rejoin.
+        assert 5 < time.monotonic() - killed_at < 6 + 4
+        a.client.close()
