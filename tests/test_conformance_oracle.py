@@ -91,6 +91,7 @@ def test_a_broker_that_accepts_a_stale_generation_commit_is_caught_at_that_step(
     assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["failed"]
     report = (tmp_path / "conformance.md").read_text()
     assert "step 9 (oracle)" in report and "stale-generation-commit.yaml:31" in report
+    assert '  -     "error_code": 22,\n  +     "error_code": 0,' in report  # the diff, allowed -> broker
     assert outcome.exit_code == 1
 
 

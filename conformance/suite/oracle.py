@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,7 @@ class Disagreement:
 
     message: str
     allowed: tuple[str, ...]  # what the reference would have done instead, one line each
+    closest: dict | None = None  # the allowed response nearest to the broker's, for a diff
 
 
 class Oracle:
@@ -206,9 +208,19 @@ class Oracle:
             else:
                 problems.append(problem)
         if not kept:
-            return Disagreement(_most_telling(problems), self._allowed(request_id))
+            return Disagreement(_most_telling(problems), self._allowed(request_id), self._closest(request_id, response))
         self.hypotheses = kept
         return None
+
+    def _closest(self, request_id: int | str, response: Response) -> dict | None:
+        theirs = json.dumps(codec.encode(response), indent=1, sort_keys=True).splitlines()
+        candidates = [h.binding.show(codec.encode(h.replies[request_id])) for h in self.hypotheses if request_id in h.replies]
+
+        def distance(candidate: dict) -> int:
+            mine = json.dumps(candidate, indent=1, sort_keys=True).splitlines()
+            return sum(1 for line in difflib.ndiff(mine, theirs) if line[:1] in "+-")
+
+        return min(candidates, key=distance, default=None)
 
     def silence(self, client: str, at_ms: int) -> Disagreement | None:
         """The broker had not answered ``client`` by ``at_ms``; keep the hypotheses that park."""

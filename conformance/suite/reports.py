@@ -8,6 +8,7 @@ never counted as passed.
 
 from __future__ import annotations
 
+import difflib
 import html
 import json
 import xml.etree.ElementTree as ET
@@ -41,6 +42,11 @@ def failure_text(result: RunResult) -> str:
     if f.allowed:
         lines.append("the reference allows:")
         lines.extend(f"  {a}" for a in f.allowed)
+    if f.closest is not None and f.response is not None:
+        lines.append("diff, nearest allowed response -> broker response:")
+        mine = json.dumps(f.closest, indent=1, sort_keys=True).splitlines()
+        theirs = json.dumps(f.response, indent=1, sort_keys=True).splitlines()
+        lines.extend("  " + line for line in difflib.unified_diff(mine, theirs, "reference", "broker", lineterm="", n=2))
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ class Failure:
     request: dict | None = None
     response: dict | None = None
     allowed: tuple[str, ...] = ()  # oracle failures: what the reference allowed
+    closest: dict | None = None  # oracle failures: the allowed response nearest to the broker's
 
 
 @dataclass

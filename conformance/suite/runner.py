@@ -147,16 +147,17 @@ class _Run:
     def check_oracle(self, index: int, disagreement: Disagreement | None, request: Request, response: Response | None) -> None:
         if disagreement is not None:
             self.fail(index, "oracle", f"the reference does not allow this: {disagreement.message}",
-                      request=request, response=response, allowed=disagreement.allowed)
+                      request=request, response=response, allowed=disagreement.allowed, closest=disagreement.closest)
 
     def fail(self, index: int, kind: str, message: str, *, request: Request | None = None, response: Response | None = None,
-             allowed: tuple[str, ...] = (), api: str | None = None, version: int | None = None) -> None:
+             allowed: tuple[str, ...] = (), closest: dict | None = None, api: str | None = None,
+             version: int | None = None) -> None:
         self.result.status = "failed" if kind in ("oracle", "expectation", "target") else "error"
         self.result.failure = Failure(
             kind=kind, step=index + 1, line=self.scenario.lines[index], message=message, rules=self.scenario.step_rules(index),
             api=request.api if request else api, api_version=request.api_version if request else version,
             request=codec.request_fields(request) if request else None,
-            response=codec.encode(response) if response is not None else None, allowed=allowed,
+            response=codec.encode(response) if response is not None else None, allowed=allowed, closest=closest,
         )
         self.result.reason = message
         raise _Stop
