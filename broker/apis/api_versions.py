@@ -11,9 +11,9 @@ import re
 from typing import Any
 
 from broker.context import BrokerContext, Client
+from broker.wire.protocol import API_VERSIONS_KEY
 
 UNSUPPORTED_VERSION, INVALID_REQUEST = 35, 42
-API_VERSIONS_KEY = 18
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
