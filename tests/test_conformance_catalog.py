@@ -44,3 +44,18 @@ def test_the_catalog_covers_every_api_the_reference_answers():
 def test_scenarios_live_in_the_catalog_directory():
     assert SCENARIO_DIR.name == "scenarios"
     assert (SCENARIO_DIR / "README.md").is_file()
+
+
+def test_list_shows_each_scenario_and_what_is_not_covered(capsys):
+    import argparse
+
+    from conformance.suite import add_arguments, run_command
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert run_command(parser.parse_args(["--list", "--tags", "member-id-required"])) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "member-id-required: GM-3 GM-10 GM-15; 6 runs (JoinGroup v4-9)"
+    assert out[2] == "1 scenarios, 6 runs"
+    assert out[3].startswith("API versions no scenario applies to: JoinGroup v0, JoinGroup v1")
+    assert out[4].startswith("spec rules no scenario names: GM-1, GM-2, GM-4")

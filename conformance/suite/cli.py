@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.suite.suite import SuiteError, run
+from conformance.suite import loader
+from conformance.suite.listing import listing
+from conformance.suite.suite import SuiteError, run, select
 from conformance.suite.targets import CHOICES
 
 
@@ -26,9 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument("--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html")
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write the JSONL trace of every request and response")
+    parser.add_argument("--list", action="store_true", help="list the selected scenarios and what the catalog does not cover; run nothing")
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.list:
+        try:
+            print(listing(select(loader.load_all(args.scenarios), args.tags)))
+        except loader.ScenarioError as exc:
+            print(f"coordspec conform: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         outcome = run(args.target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
                       junit=args.junit, report=args.report, trace=args.trace, bootstrap=args.bootstrap,

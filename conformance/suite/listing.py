@@ -1,0 +1,30 @@
+"""``--list``: the catalog at a glance, and what it does not cover yet (for scenario authors)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conformance.suite.scenario import Scenario
+from conformance.suite.versions import label, plans
+from reference.group.requests import VERSIONS
+
+SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
+
+
+def listing(scenarios: list[Scenario]) -> str:
+    lines = []
+    for s in scenarios:
+        ranges = ", ".join(label(api, r) for api, r in sorted(s.versions.items()))
+        lines.append(f"{s.name}: {' '.join(s.rules)}; {len(plans(s.versions))} runs ({ranges})")
+        lines.append(f"    {s.checks}")
+    runs = sum(len(plans(s.versions)) for s in scenarios)
+    lines.append(f"{len(scenarios)} scenarios, {runs} runs")
+    covered = {(api, v) for s in scenarios for api, r in s.versions.items() for v in r}
+    missing = [f"{api} v{v}" for api, r in VERSIONS.items() for v in r if (api, v) not in covered]
+    lines.append("API versions no scenario applies to: " + (", ".join(missing) or "none"))
+    if SPEC.is_file():
+        defined = re.findall(r"\*\*((?:GM|CF)-\d+):", SPEC.read_text(encoding="utf-8"))
+        named = {rule for s in scenarios for rule in s.rules}
+        lines.append("spec rules no scenario names: " + (", ".join(r for r in defined if r not in named) or "none"))
+    return "\n".join(lines)
