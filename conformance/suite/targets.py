@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from conformance.suite.cli import TARGETS as CHOICES
 from conformance.suite.reference_target import ReferenceTarget
 from conformance.suite.target import Target
-
-CHOICES = ("reference", "kafka", "librdkafka-mock", "embedded")
 
 
 class UnknownTarget(ValueError):
