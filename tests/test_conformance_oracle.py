@@ -264,3 +264,36 @@ def test_an_allowance_for_other_versions_does_not_hide_a_failure(tmp_path):
     assert by_version == {2: "allowed", 3: "allowed", 4: "allowed", 5: "failed", 6: "failed", 7: "failed", 8: "failed",
                           9: "failed"}
     assert outcome.exit_code == 1
+
+
+class EagerBroker(ReferenceTarget):
+    """A broker without the initial rebalance delay, which says so (not configurable)."""
+
+    name = "eager"
+    configurable = False
+
+    def __init__(self) -> None:
+        super().__init__(config=GroupConfig(initial_rebalance_delay_ms=0))
+
+
+def test_an_expectation_that_assumes_kafkas_defaults_says_so_on_a_broker_configured_otherwise():
+    outcome = run(EagerBroker(), scenarios=[scenario("member-id-required"), scenario("group-max-size")],
+                  version_selection="latest", out=io.StringIO())
+    by_name = {r.scenario: r for r in outcome.results}
+    failure = by_name["member-id-required"].failure
+    assert failure.kind == "expectation" and failure.step == 2
+    assert failure.message.endswith("(the reference accepts the response with this broker's settings "
+                                    "initial_rebalance_delay_ms=0: the scenario may assume Kafka's defaults)")
+    assert by_name["group-max-size"].status == "not_run"
+    assert by_name["group-max-size"].reason == "needs broker settings max_size=2 (target: 2147483647)"
+
+
+def test_tags_select_and_leave_out():
+    from conformance.suite.loader import load_all
+    from conformance.suite.suite import select
+
+    catalog = load_all()
+    static = select(catalog, ["static"])
+    assert static and all("static" in s.tags for s in static)
+    assert select(catalog, ["static", "!timing"]) == [s for s in static if "timing" not in s.tags]
+    assert len(select(catalog, ["!slow"])) == len(catalog) - sum("slow" in s.tags for s in catalog)

@@ -19,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
                         help="scenario files or directories (default: the bundled catalog)")
     parser.add_argument("--tags", nargs="+", default=[], metavar="TAG",
-                        help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static)")
+                        help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static); "
+                             "'!TAG' leaves them out ('!slow')")
     parser.add_argument("--versions", default="all", metavar="SEL",
                         help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5")
     parser.add_argument("--seed", type=int, default=0, help="seed for the reference target's open choices (default 0)")

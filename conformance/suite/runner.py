@@ -62,7 +62,7 @@ class _Run:
     def __init__(self, scenario: Scenario, plan: dict[str, int], target: Target, session: Session, config: GroupConfig,
                  run_id: str, trace: TraceWriter, result: RunResult) -> None:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
-        self.run_id, self.trace, self.result = run_id, trace, result
+        self.run_id, self.trace, self.result, self.config = run_id, trace, result, config
         self.symbols = Symbols(result.group_id, scenario.clients)
         self.oracle = Oracle(config, target.latency_ms)
         self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
@@ -144,6 +144,17 @@ class _Run:
         if expect and (problem := check(request.api, request.api_version, expect, response, self.symbols)):
             self.fail(index, "expectation", problem, request=request, response=response)
 
+    def settings_note(self) -> str:
+        """The oracle accepted what the expectation did not. If the broker runs other settings
+        than Kafka's defaults, the scenario may simply assume the defaults: say so."""
+        if self.target.configurable:
+            return ""
+        differ = [f"{f.name}={getattr(self.config, f.name)}" for f in dataclasses.fields(GroupConfig)
+                  if getattr(self.config, f.name) != getattr(GroupConfig(), f.name) and f.name not in self.scenario.broker]
+        if not differ:
+            return ""
+        return f" (the reference accepts the response with this broker's settings {', '.join(differ)}: the scenario may assume Kafka's defaults)"
+
     def check_oracle(self, index: int, disagreement: Disagreement | None, request: Request, response: Response | None) -> None:
         if disagreement is not None:
             self.fail(index, "oracle", f"the reference does not allow this: {disagreement.message}",
@@ -152,6 +163,8 @@ class _Run:
     def fail(self, index: int, kind: str, message: str, *, request: Request | None = None, response: Response | None = None,
              allowed: tuple[str, ...] = (), closest: dict | None = None, api: str | None = None,
              version: int | None = None) -> None:
+        if kind == "expectation":
+            message += self.settings_note()
         self.result.status = "failed" if kind in ("oracle", "expectation", "target") else "error"
         self.result.failure = Failure(
             kind=kind, step=index + 1, line=self.scenario.lines[index], message=message, rules=self.scenario.step_rules(index),

@@ -49,11 +49,16 @@ class Outcome:
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
-    """Scenarios with a rule, tag or name matching any pattern (shell-style: GM-5*, static)."""
+    """Scenarios with a rule, tag or name matching a pattern (shell-style: GM-5*, static),
+    and none matching a pattern written with a leading ``!`` (``!slow``)."""
     patterns = list(patterns)
-    if not patterns:
-        return scenarios
-    return [s for s in scenarios if any(fnmatch.fnmatchcase(word, p) for p in patterns for word in (*s.rules, *s.tags, s.name))]
+    wanted = [p for p in patterns if not p.startswith("!")]
+    unwanted = [p[1:] for p in patterns if p.startswith("!")]
+
+    def hits(scenario: Scenario, among: list[str]) -> bool:
+        return any(fnmatch.fnmatchcase(word, p) for p in among for word in (*scenario.rules, *scenario.tags, scenario.name))
+
+    return [s for s in scenarios if (not wanted or hits(s, wanted)) and not hits(s, unwanted)]
 
 
 def planned(scenario: Scenario, target: Target, mode: str, limits: dict[str, range]) -> list[dict[str, int]] | str:
