@@ -3,11 +3,19 @@ and runs the target cannot make as skipped (not run)."""
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
+
 from conformance.suite.loader import SCENARIO_DIR
 
 pytest_plugins = ["pytester"]
 
-PLUGIN = ("-p", "conformance.suite.pytest_plugin", "-p", "no:cacheprovider")
+
+def _installed() -> bool:
+    """Whether an installed entry point already loads the plugin (then -p would load it twice)."""
+    return any(e.value == "conformance.suite.pytest_plugin" for e in entry_points(group="pytest11"))
+
+
+PLUGIN = ("-p", "no:cacheprovider") if _installed() else ("-p", "conformance.suite.pytest_plugin", "-p", "no:cacheprovider")
 
 
 def test_the_catalog_runs_as_pytest_items(pytester):
