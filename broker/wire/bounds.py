@@ -2,10 +2,11 @@
 
 kio 0.6.5's native reader reserves memory for an array from its declared length before
 reading any element, so a 5-byte compact array length of 2^35 makes the process abort
-on a failed allocation: no exception, the broker is gone. This walk follows the same
-schema (kio's dataclasses) reading only lengths, and refuses a body in which any array,
-string or byte string claims more bytes than remain. The values themselves are still
-decoded by kio.
+on a failed allocation: no exception, the broker is gone. It also reads a null array
+where the schema allows none, which Kafka refuses. This walk follows the same schema
+(kio's dataclasses) reading only lengths, and refuses a body in which any array, string
+or byte string claims more bytes than remain, or a non-nullable one is null. The values
+themselves are still decoded by kio.
 """
 
 from __future__ import annotations
@@ -64,13 +65,20 @@ def _length(cursor: _Cursor, flexible: bool, legacy_format: str) -> int:
     return cursor.uvarint() - 1 if flexible else cursor.int(legacy_format)
 
 
-def _scalar(kafka_type: str, flexible: bool, cursor: _Cursor) -> None:
+def _sized(cursor: _Cursor, flexible: bool, legacy_format: str, may_be_null: bool) -> int:
+    length = _length(cursor, flexible, legacy_format)
+    if length < 0 and not may_be_null:
+        raise LengthError(f"a null where the schema allows none, at byte {cursor.position}")
+    return length
+
+
+def _scalar(kafka_type: str, flexible: bool, cursor: _Cursor, may_be_null: bool) -> None:
     if kafka_type in _FIXED:
         cursor.skip(_FIXED[kafka_type])
     elif kafka_type == "string":
-        cursor.skip(max(_length(cursor, flexible, ">h"), 0))
+        cursor.skip(max(_sized(cursor, flexible, ">h", may_be_null), 0))
     elif kafka_type in ("bytes", "records"):
-        cursor.skip(max(_length(cursor, flexible, ">i"), 0))
+        cursor.skip(max(_sized(cursor, flexible, ">i", may_be_null), 0))
     else:
         raise LengthError(f"no length rule for kio type {kafka_type!r}")
 
@@ -78,20 +86,20 @@ def _scalar(kafka_type: str, flexible: bool, cursor: _Cursor) -> None:
 def _value(field: dataclasses.Field, annotation: Any, flexible: bool, cursor: _Cursor) -> None:
     entity = entity_of(annotation) if not dataclasses.is_dataclass(annotation) else annotation
     if is_array(annotation):
-        count = _length(cursor, flexible, ">i")
+        count = _sized(cursor, flexible, ">i", nullable(annotation))
         if count > cursor.remaining:
             raise LengthError(f"an array of {count} items in {cursor.remaining} bytes")
         for _ in range(max(count, 0)):
             if entity is not None:
                 walk(entity, cursor)
             else:
-                _scalar(field.metadata["kafka_type"], flexible, cursor)
+                _scalar(field.metadata["kafka_type"], flexible, cursor, may_be_null=False)
     elif entity is not None:
         if nullable(annotation) and cursor.int(">b") < 0:  # a null struct is one byte, -1
             return
         walk(entity, cursor)
     else:
-        _scalar(field.metadata["kafka_type"], flexible, cursor)
+        _scalar(field.metadata["kafka_type"], flexible, cursor, nullable(annotation))
 
 
 def walk(cls: type, cursor: _Cursor) -> None:
