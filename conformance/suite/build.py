@@ -50,7 +50,7 @@ def build(step: sc.RequestStep, version: int, request_id: int, now_ms: int, symb
             *envelope, group_id=r(f.group_id), session_timeout_ms=r(f.session_timeout_ms),
             rebalance_timeout_ms=r(f.rebalance_timeout_ms), member_id=member_id(), group_instance_id=instance_id(),
             protocol_type=f.protocol_type, protocols=tuple(_protocol(p, f.topics) for p in f.protocols),
-            reason=f.reason, client_id=client.name,
+            reason=f.reason, client_id=f.client_id if f.client_id is not None else client.name,
         )
     if step.api == "SyncGroup":
         assignments = {}

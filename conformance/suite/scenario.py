@@ -241,6 +241,7 @@ class JoinGroupStep(StepCommon):
     protocols: list[str | ProtocolSpec] = Field(default_factory=lambda: ["range"])
     topics: list[str] = Field(default_factory=lambda: ["foo"])
     reason: str | None = None
+    client_id: str | None = None  # the client id in the request header; default the client's name
 
 
 class SyncGroupStep(StepCommon):
