@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)")
     parser.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
                         help="scenario files or directories (default: the bundled catalog)")
-    parser.add_argument("--tags", nargs="+", default=[], metavar="TAG",
+    parser.add_argument("--tags", "--select", dest="tags", nargs="+", default=[], metavar="TAG",
                         help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static); "
                              "'!TAG' leaves them out ('!slow')")
     parser.add_argument("--versions", default="all", metavar="SEL",
