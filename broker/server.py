@@ -5,7 +5,8 @@
 Each connection is served one request at a time, in order, as Kafka does: the next
 frame is read only after the previous response is written, so a connection holds at
 most one frame in memory, and a parked JoinGroup or a long-polling Fetch holds up only
-its own connection. Errors a user can hit (port in use, unusable data directory) are
+its own connection. Limits: the frame size, the number of connections (more are closed
+at once) and the idle time between requests. Errors a user can hit (port in use, unusable data directory) are
 one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
 
@@ -41,6 +42,7 @@ log = logging.getLogger("broker")
 class Limits:
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     max_connections: int = 1000
+    idle_s: float = 600.0  # connections.max.idle.ms
 
 
 class BrokerError(Exception):
@@ -73,7 +75,7 @@ class Broker:
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
         try:
-            while (payload := await read_frame(reader, self.limits.max_frame_bytes)) is not None:
+            while (payload := await read_frame(reader, self.limits.max_frame_bytes, self.limits.idle_s)) is not None:
                 response = await respond(self.ctx, peer[:2], payload)
                 if response is not None:
                     writer.write(response)
@@ -162,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-session-timeout-ms", type=int, default=GroupConfig().max_session_timeout_ms,
                         help="group.max.session.timeout.ms")
     parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
+    parser.add_argument("--max-connections", type=int, default=Limits.max_connections)
+    parser.add_argument("--connections-max-idle-ms", type=int, default=int(Limits.idle_s * 1000), help="connections.max.idle.ms")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
@@ -173,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         asyncio.run(serve(args.host, args.port, args.data, offsets_partitions=args.offsets_partitions,
-                          group_config=config, limits=Limits(max_frame_bytes=args.max_frame_bytes)))
+                          group_config=config, limits=Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)))
     except BrokerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

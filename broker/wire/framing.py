@@ -10,15 +10,18 @@ class FrameError(Exception):
     """The peer sent a frame the broker will not read; the connection is closed."""
 
 
-async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> bytes | None:
-    """The next frame, or None when the peer closed the connection between frames.
+async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int, idle_s: float | None = None) -> bytes | None:
+    """The next frame, or None when the peer closed the connection between frames or sent
+    nothing for ``idle_s`` seconds (Kafka's ``connections.max.idle.ms``).
 
     A negative length or one above ``max_frame_bytes`` is refused before any of the body
     is read, so a bad length prefix never makes the broker allocate (Kafka's
     ``socket.request.max.bytes``).
     """
     try:
-        prefix = await reader.readexactly(4)
+        prefix = await asyncio.wait_for(reader.readexactly(4), idle_s)
+    except TimeoutError:
+        return None
     except asyncio.IncompleteReadError as e:
         if e.partial:
             raise FrameError("connection closed inside a frame's length") from None

@@ -1,0 +1,61 @@
+"""The broker's connection limits: the number of connections and the idle time between requests."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import kio.index
+import pytest
+from kio.serial import entity_writer
+
+from broker.testing import BrokerProcess
+from broker.wire.entities import build
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    with BrokerProcess(tmp_path / "data", "--max-connections", "2", "--connections-max-idle-ms", "500") as process:
+        yield process
+
+
+def api_versions() -> bytes:
+    cls = kio.index.load_request_schema(18, 3)
+    buffer = io.BytesIO()
+    entity_writer(cls.__header_schema__)(buffer, build(cls.__header_schema__, {
+        "request_api_key": 18, "request_api_version": 3, "correlation_id": 1, "client_id": "t"}))
+    entity_writer(cls)(buffer, build(cls, {"client_software_name": "t", "client_software_version": "1"}))
+    return struct.pack(">i", buffer.tell()) + buffer.getvalue()
+
+
+def answered(sock: socket.socket) -> bool:
+    """Whether an ApiVersions request on ``sock`` gets a response (False: the broker closed it)."""
+    try:
+        sock.sendall(api_versions())
+        return len(sock.recv(65536)) > 0
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+
+
+def test_connections_beyond_the_maximum_are_closed(broker: BrokerProcess) -> None:
+    first = socket.create_connection((broker.host, broker.port), timeout=5)
+    second = socket.create_connection((broker.host, broker.port), timeout=5)
+    with first, second:
+        assert answered(first) and answered(second)
+        with socket.create_connection((broker.host, broker.port), timeout=5) as third:
+            assert not answered(third)
+    time.sleep(0.3)  # the broker notices the two closes
+    with socket.create_connection((broker.host, broker.port), timeout=5) as again:
+        assert answered(again)
+
+
+def test_an_idle_connection_is_closed(broker: BrokerProcess) -> None:
+    with socket.create_connection((broker.host, broker.port), timeout=5) as sock:
+        assert answered(sock)
+        started = time.monotonic()
+        assert sock.recv(1) == b""  # closed by the broker, not by the 5 s timeout
+        assert 0.4 < time.monotonic() - started < 4
