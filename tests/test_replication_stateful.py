@@ -30,9 +30,11 @@ REPLICA_SETS = st.lists(st.sampled_from(BROKERS), min_size=1, max_size=3, unique
 
 
 class ReplicationMachine(RuleBasedStateMachine):
+    config = CONFIG
+
     def __init__(self) -> None:
         super().__init__()
-        self.cluster = Cluster(BROKERS, CONFIG)
+        self.cluster = Cluster(BROKERS, self.config)
         self.cluster.settle()
         self.topics: list[str] = []
         self.created = 0
