@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     assign_verify.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
     assign_verify.add_argument("--seed", type=int, default=0, help="seed for the generated membership changes")
 
+    from conformance.suite import add_arguments as add_conform_arguments
+
+    conform = commands.add_parser("conform", help="check a Kafka-protocol broker (default: the reference) against the conformance scenarios")
+    add_conform_arguments(conform)
+
     zookeeper_parser = commands.add_parser("zookeeper", help="real ZooKeeper (Debian's package) on 127.0.0.1")
     zookeeper_commands = zookeeper_parser.add_subparsers(dest="zookeeper_command", metavar="SUBCOMMAND", required=True)
     zookeeper_up = zookeeper_commands.add_parser("up", help="serve a standalone server or an ensemble until Ctrl-C")
@@ -74,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
             from conformance.assign_verify import verify
 
             return verify(args.members, args.topics, args.max_partitions, args.cases, args.k, args.workers, args.seed)
+        if args.command == "conform":
+            from conformance.suite import run_command
+
+            return run_command(args)
         if args.command == "zookeeper":
             from broker.zookeeper.process import serve
 

@@ -107,3 +107,17 @@ def test_a_tag_that_selects_nothing_is_one_clear_error():
 def test_a_target_not_available_yet_is_one_clear_error():
     with pytest.raises(SuiteError, match="target 'kafka' is not available yet"):
         run("kafka", out=io.StringIO())
+
+
+def test_report_files_go_into_new_directories_and_unwritable_places_are_one_clear_error(tmp_path):
+    nested = tmp_path / "a" / "b"
+    outcome = run("reference", scenarios=SOME[:1], trace=nested / "trace.jsonl", junit=nested / "j" / "junit.xml",
+                  out=io.StringIO())
+    assert (nested / "trace.jsonl").read_text() and (nested / "j" / "junit.xml").read_text()
+    assert outcome.exit_code == 0
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(SuiteError, match=r"^--trace .*file/trace.jsonl: cannot write there \(.*: .*file\)$"):
+        run("reference", scenarios=SOME[:1], trace=blocker / "trace.jsonl", out=io.StringIO())
+    with pytest.raises(SuiteError, match=r"^cannot write the report there \(.*: .*file(/r)?\)$"):
+        run("reference", scenarios=SOME[:1], report=blocker / "r", out=io.StringIO())

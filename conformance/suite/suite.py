@@ -99,7 +99,12 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
             continue
         jobs.extend((scenario, plan, f"coordspec-{token}-{scenario.name}-{i}" + (f"-{n}" if loop > 1 else ""))
                     for n in range(loop) for i, plan in enumerate(plans))
-    trace_stream = trace.open("w", encoding="utf-8") if trace else None
+    try:
+        if trace:
+            trace.parent.mkdir(parents=True, exist_ok=True)
+        trace_stream = trace.open("w", encoding="utf-8") if trace else None
+    except OSError as exc:
+        raise SuiteError(f"--trace {trace}: cannot write there ({exc.strerror}: {exc.filename})") from None
     started = time.perf_counter()
     try:
         writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
@@ -109,11 +114,14 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
             trace_stream.close()
     wall = time.perf_counter() - started
     written = [trace] if trace else []
-    if junit:
-        reports.write_junit(results, chosen.name, wall, junit)
-        written.append(junit)
-    if report:
-        written.extend(reports.write_report(results, chosen.name, wall, report))
+    try:
+        if junit:
+            reports.write_junit(results, chosen.name, wall, junit)
+            written.append(junit)
+        if report:
+            written.extend(reports.write_report(results, chosen.name, wall, report))
+    except OSError as exc:
+        raise SuiteError(f"cannot write the report there ({exc.strerror}: {exc.filename})") from None
     print(reports.console_summary(results, wall), file=out)
     for path in written:
         print(f"wrote {path}", file=out)
