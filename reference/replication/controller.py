@@ -375,15 +375,16 @@ class Controller:
         written = multis = 0
         pending = [tp for tp in tps if tp.topic in self.assignments]
         while pending:
-            groups = [(tp, d[1]) for tp in pending if (d := decide(tp)) is not None]
-            if not groups:
+            decisions = {tp: d for tp in pending if (d := decide(tp)) is not None}
+            if not decisions:
                 break
+            groups = [(tp, ops) for tp, (_, ops) in decisions.items()]
             outcomes = yield from self._write(groups)
             multis += len(outcomes)
             stale: list[TopicPartition] = []
             for keys, multi, result in outcomes:
                 if result.code == Code.OK:
-                    self._learn_written(multi, result)
+                    self._learn_written(multi, result, {tp: decisions[tp][0] for tp in keys})
                     decided += keys
                     written += len(keys)
                 else:
@@ -427,17 +428,16 @@ class Controller:
     def _epoch_failed(result: MultiResult) -> bool:
         return bool(result.results) and result.results[0].code != Code.OK
 
-    def _learn_written(self, multi: Multi, result: MultiResult) -> None:
+    def _learn_written(self, multi: Multi, result: MultiResult, decided: dict[TopicPartition, PartitionState]) -> None:
+        """Cache the states a successful multi wrote, with the versions ZooKeeper gave them."""
         for op, op_result in zip(multi.ops, result.results, strict=True):
             tp = state_path_partition(op.path)
             if tp is None:
                 continue
             if isinstance(op, SetData):
-                self.states[tp] = (PartitionState.decode(op.path, op.data), op_result.stat.version)
+                self.states[tp] = (decided[tp], op_result.stat.version)
             elif isinstance(op, Create):
-                self.states[tp] = (PartitionState.decode(op.path, op.data), 0)
-            elif isinstance(op, Delete):
-                self.states.pop(tp, None)
+                self.states[tp] = (decided[tp], 0)
 
     def _send_leader_and_isr(self, tps: list[TopicPartition], brokers: set[int]) -> None:
         """One LeaderAndIsr per broker, listing the published decision of each of its
