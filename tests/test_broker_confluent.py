@@ -250,3 +250,21 @@ def test_a_member_that_dies_without_leaving_is_expired_after_its_session(tmp_pat
         # heartbeat and a rejoin.
         assert 5 < time.monotonic() - killed_at < 6 + 4
         a.client.close()
+
+
+def test_create_topics_answers_kafkas_errors(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        outcomes = admin.create_topics([
+            NewTopic("fine", 2, 1),
+            NewTopic("bad/name", 1, 1),
+            NewTopic("replicated", 1, 3),
+            NewTopic("configured", 1, 1, config={"cleanup.policy": "compact"}),
+        ], request_timeout=10)
+        assert outcomes["fine"].result(10) is None
+        errors = {name: outcomes[name].exception(10).args[0].code() for name in ("bad/name", "replicated", "configured")}
+        # INVALID_TOPIC_EXCEPTION, INVALID_REPLICATION_FACTOR, INVALID_CONFIG
+        assert errors == {"bad/name": 17, "replicated": 38, "configured": 40}
+        again = admin.create_topics([NewTopic("fine", 2, 1)], request_timeout=10)["fine"].exception(10)
+        assert again.args[0].code() == 36  # TOPIC_ALREADY_EXISTS
+        assert sorted(admin.list_topics(timeout=10).topics) == ["__consumer_offsets", "fine"]

@@ -3,7 +3,9 @@
 Errors follow Kafka: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION for a bad name,
 INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR for anything but 1
 (or -1, the broker default) on a one-broker cluster, INVALID_REQUEST for a name given
-twice, INVALID_REQUEST for manual assignments (not supported here).
+twice. Not supported here, and refused rather than ignored: manual assignments
+(INVALID_REQUEST) and topic configs (INVALID_CONFIG; no retention, compaction or
+timestamp type is applied by this broker).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from broker.context import BrokerContext, Client
 from broker.log.topics import topic_name_error
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 0, 17, 36
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST = 37, 38, 42
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 37, 38, 40, 42
 
 
 def _create(ctx: BrokerContext, topic: Any, validate_only: bool, duplicated: bool) -> dict[str, Any]:
@@ -29,6 +31,9 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, duplicated: boo
         return {**answer, "error_code": TOPIC_ALREADY_EXISTS, "error_message": f"Topic '{topic.name}' already exists."}
     if topic.assignments:
         return {**answer, "error_code": INVALID_REQUEST, "error_message": "manual replica assignments are not supported"}
+    if topic.configs:
+        names = ", ".join(c.name for c in topic.configs)
+        return {**answer, "error_code": INVALID_CONFIG, "error_message": f"topic configs are not supported here ({names})"}
     if partitions < 1:
         return {**answer, "error_code": INVALID_PARTITIONS, "error_message": "Number of partitions must be larger than 0."}
     if topic.replication_factor not in (-1, 1):
