@@ -199,7 +199,7 @@ def test_a_reassignment_starts_new_replicas_waits_for_the_isr_then_switches():
     cluster.reassign({TP: (3, 4)})
     cluster.settle()
     assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
-    assert assignment.partitions[0] == (1, 2) and assignment.adding_replicas[0] == (3, 4) and assignment.removing_replicas[0] == (1, 2)
+    assert assignment == TopicAssignment({0: (3, 4, 1, 2)}, {0: (3, 4)}, {0: (1, 2)}), "Kafka's reassignTo: target first"
     assert state(cluster).leader_epoch == 1 and sorted(cluster.followers(TP)) == [2, 3, 4]
     replicate(cluster, [2, 3, 4], rounds=3)
     cluster.settle()
@@ -209,3 +209,22 @@ def test_a_reassignment_starts_new_replicas_waits_for_the_isr_then_switches():
     assert cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
     assert TP not in cluster.broker(1).logs and TP not in cluster.broker(2).logs
     assert cluster.broker(3).partitions[TP].log.records == [Record(0, 1)]
+
+
+def test_a_new_controller_resumes_a_reassignment_in_progress():
+    cluster = Cluster([1, 2, 3, 4], CONFIG, monitor=Monitor())
+    cluster.settle()
+    cluster.create_topic("t", {0: (2, 3)})
+    cluster.settle()
+    cluster.reassign({TP: (3, 4)})
+    cluster.settle()
+    cluster.crash(1)  # the controller, before broker 4 has caught up
+    cluster.tick(5_000)
+    cluster.settle()
+    assert cluster.controller_id() in (2, 3, 4)
+    assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
+    assert assignment == TopicAssignment({0: (3, 4, 2)}, {0: (4,)}, {0: (2,)}), "read back, not restarted from the full set"
+    replicate(cluster, [2, 3, 4], rounds=3)
+    cluster.settle()
+    assert TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data) == TopicAssignment.of({0: (3, 4)})
+    assert cluster.zk.tree.node(REASSIGN_PARTITIONS) is None

@@ -17,7 +17,8 @@ hooks, in the order they happen within one ``handle``:
 
 - ``BecameLeader(topic, partition, leader_epoch)``: this broker leads the partition at
   that epoch; it may now append with ``Produce`` (``value`` is carried opaquely in the
-  record). Load what the log holds, then serve.
+  record). Load what the log holds, then serve. It comes again, without LeadershipLost
+  in between, when the broker stays leader at a newer leader epoch.
 - ``LeadershipLost(topic, partition, leader_epoch)``: it no longer leads (a newer
   LeaderAndIsr, a step-down after a failed ISR write, a StopReplica). Appends still
   waiting for their ack fail with NOT_LEADER_OR_FOLLOWER right after it.

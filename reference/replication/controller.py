@@ -339,11 +339,8 @@ class Controller:
         return [TopicPartition(t, p) for t, a in sorted(self.assignments.items()) for p in sorted(a.partitions)]
 
     def _replicas(self, tp: TopicPartition) -> tuple[int, ...]:
-        """The full replica set: during a reassignment, the current and the target replicas."""
-        assignment = self.assignments[tp.topic]
-        replicas = assignment.partitions.get(tp.partition, ())
-        adding = assignment.adding_replicas.get(tp.partition, ())
-        return replicas + tuple(r for r in adding if r not in replicas)
+        """The full replica set (during a reassignment: target then original replicas)."""
+        return self.assignments[tp.topic].partitions.get(tp.partition, ())
 
     def _decide(self, tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
         replicas = self.assignments[tp.topic].partitions[tp.partition]
@@ -544,8 +541,9 @@ class Controller:
 
     def _reassign(self) -> Job:
         """Start a reassignment read from /admin/reassign_partitions: the partition's
-        replicas become current + target (adding_replicas), the leader epoch moves, the
-        new replicas start as followers. It completes when the ISR holds them all."""
+        replicas become target + current (with KIP-455's adding and removing replicas),
+        the leader epoch moves, the new replicas start as followers. It completes when
+        the ISR holds every target replica."""
         (request,) = yield [GetData(REASSIGN_PARTITIONS, watch=True)]
         self._check_session([request])
         if request.code != Code.OK:
@@ -555,14 +553,15 @@ class Controller:
             assignment = self.assignments.get(tp.topic)
             if assignment is None or tp.partition not in assignment.partitions or not target or tp in self.reassignments:
                 continue
-            current = assignment.partitions[tp.partition]
-            adding = tuple(r for r in target if r not in current)
-            removing = tuple(r for r in current if r not in target)
+            # The original replicas: a reassignment a former controller started has added some.
+            adding = assignment.adding_replicas.get(tp.partition, ())
+            original = tuple(r for r in assignment.partitions[tp.partition] if r not in adding)
+            full = target + tuple(r for r in original if r not in target)  # ReplicaAssignment.reassignTo
             self.reassignments[tp] = target
             updated = TopicAssignment(
-                dict(assignment.partitions),
-                {**assignment.adding_replicas, tp.partition: adding},
-                {**assignment.removing_replicas, tp.partition: removing},
+                {**assignment.partitions, tp.partition: full},
+                {**assignment.adding_replicas, tp.partition: tuple(r for r in full if r not in original)},
+                {**assignment.removing_replicas, tp.partition: tuple(r for r in full if r not in target)},
             )
             yield from self._write_assignment(tp.topic, updated)
             if tp in self.states:  # bump the leader epoch so every replica learns the new replica set

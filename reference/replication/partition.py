@@ -72,8 +72,11 @@ class Partition:
     # -- roles (LeaderAndIsr, ISR-11) ----------------------------------------------------
 
     def apply(self, now_ms: int, decision: LeaderAndIsrPartition, min_insync: int) -> list[Effect]:
-        """Apply a controller's decision newer than the one held."""
-        effects = self._lose_leadership() if self.role == Role.LEADER else []
+        """Apply a controller's decision newer than the one held. A leader that stays
+        leader keeps its appends waiting for their ack and what its followers' fetches
+        told it (Kafka resets a follower's LEO only for a new leader)."""
+        staying = self.role == Role.LEADER and decision.leader == self.broker_id
+        effects = self._lose_leadership() if self.role == Role.LEADER and not staying else []
         self.leader, self.leader_epoch = decision.leader, decision.leader_epoch
         self.isr, self.replicas = decision.isr, decision.replicas
         self.zk_version, self.controller_epoch = decision.zk_version, decision.controller_epoch
@@ -81,8 +84,16 @@ class Partition:
         if decision.leader == self.broker_id:
             self.role = Role.LEADER
             self.epoch_start_offset = self.log.log_end_offset
+            known = self.followers if staying else {}
             self.followers = {
-                r: FollowerState(last_caught_up_ms=now_ms if r in decision.isr else 0) for r in decision.replicas if r != self.broker_id
+                r: FollowerState(
+                    log_end_offset=known[r].log_end_offset if r in known else -1,
+                    last_caught_up_ms=now_ms if r in decision.isr else 0,
+                    last_fetch_ms=now_ms,
+                    leader_end_at_last_fetch=self.epoch_start_offset,
+                )
+                for r in decision.replicas
+                if r != self.broker_id
             }
             effects.append(BecameLeader(self.tp.topic, self.tp.partition, self.leader_epoch))
             effects += self.advance_high_watermark(min_insync)  # the ISR may be this broker alone
