@@ -130,14 +130,14 @@ class CoordinatorHost:
         self.committed = []
         if self.observer is not None:
             self.observer.before(self, event)
+        if not isinstance(event, ResignCoordinator):
+            self._fire_due_timers()
         if isinstance(event, (DescribeGroups, DeleteGroups, ListGroups)):
             self._fan_out(event)
         elif isinstance(event, Request):
             self._route(event)
         elif isinstance(event, Tick):
-            for hosted in list(self.hosted.values()):
-                if hosted.serving:
-                    self._drive(hosted, event)
+            pass  # the due timers fired above
         elif isinstance(event, BecomeCoordinator):
             self._become(event)
         elif isinstance(event, LoadGroup):
@@ -154,6 +154,14 @@ class CoordinatorHost:
         if self.observer is not None:
             self.observer.after(self, event, effects)
         return effects
+
+    def _fire_due_timers(self) -> None:
+        """CF-13: timers due by now fire before the event, each at its own deadline, on
+        every partition served (a resignation cancels them instead)."""
+        for hosted in list(self.hosted.values()):
+            deadline = hosted.coordinator.next_deadline_ms() if hosted.coordinator is not None else None
+            if deadline is not None and deadline <= self.now_ms:
+                self._drive(hosted, Tick(self.now_ms))
 
     def next_deadline_ms(self) -> int | None:
         """The earliest timer of any partition this broker serves; ``Tick`` then."""
@@ -207,20 +215,23 @@ class CoordinatorHost:
     def _resign(self, event: ResignCoordinator) -> None:
         """Kafka's scheduleUnloadOperation: unload unless this epoch is not newer than ours.
 
-        Pending writes and deferred replies fail with NOT_COORDINATOR (the deferred event
-        queue's ``failAll``), then the groups unload, answering parked joins and syncs."""
+        Timers are cancelled first: the partition's coordinator sees no time pass, so none
+        of them fires. Pending writes and deferred replies fail with NOT_COORDINATOR (the
+        deferred event queue's ``failAll``), then the groups unload, answering parked joins
+        and syncs."""
         hosted = self.hosted.get(event.partition)
         if hosted is None or (event.leader_epoch is not None and event.leader_epoch <= hosted.leader_epoch):
             return
         if hosted.serving:
             self._closing.add(hosted.partition)
+            frozen = hosted.coordinator.now_ms
             pending = [hosted.appends.pop(offset)[0] for offset in sorted(hosted.appends)]
             for append_id in pending:
-                self._drive(hosted, AppendCompleted(append_id, self.now_ms, ErrorCode.NOT_COORDINATOR))
+                self._drive(hosted, AppendCompleted(append_id, frozen, ErrorCode.NOT_COORDINATOR))
             deferred, hosted.deferred = hosted.deferred, []
             for reply in deferred:
                 self._deliver(reply.request, refusal(reply.request, ErrorCode.NOT_COORDINATOR))
-            self._drive(hosted, UnloadGroups(self.now_ms))
+            self._drive(hosted, UnloadGroups(frozen))
             self._closing.discard(hosted.partition)
         del self.hosted[event.partition]
 
@@ -359,7 +370,7 @@ class CoordinatorHost:
                 else:
                     self._deliver(request, effect.response)
         for append_id in refused:
-            self._drive(hosted, AppendCompleted(append_id, self.now_ms, ErrorCode.NOT_COORDINATOR))
+            self._drive(hosted, AppendCompleted(append_id, hosted.coordinator.now_ms, ErrorCode.NOT_COORDINATOR))
 
     def _deliver(self, request: Request, response: Response) -> None:
         fan = self._fan_outs.pop(request.request_id, None)
