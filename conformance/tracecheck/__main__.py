@@ -1,0 +1,5 @@
+import sys
+
+from conformance.tracecheck.cli import main
+
+sys.exit(main())

@@ -1,0 +1,81 @@
+"""Command lines: ``coordspec trace check``, ``coordspec pipeline``, ``coordspec simulate``,
+``coordspec record``. Each has ``add_*_arguments(parser)`` and ``run_*(args) -> exit code``
+for conformance/cli.py; ``python -m conformance.tracecheck`` runs them meanwhile.
+
+Exit codes: 0 nothing violated, 1 a violation, 2 bad input or a missing dependency (one
+line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reference.group import GroupConfig
+
+_CONFIG_NAMES = [f for f in GroupConfig.__dataclass_fields__]
+
+
+def _setting(text: str) -> tuple[str, int]:
+    name, _, value = text.partition("=")
+    if name not in _CONFIG_NAMES or not value.lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME one of {', '.join(_CONFIG_NAMES)}, got {text!r}")
+    return name, int(value)
+
+
+def _add_check_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=_setting, action="append", default=[], metavar="NAME=INT",
+                        help="the broker's group setting where it differs from Kafka's default (repeatable), "
+                             "e.g. initial_rebalance_delay_ms=0")
+    parser.add_argument("--latency-ms", type=int, default=None,
+                        help="how far the writer's clock may run ahead of the broker's (default: 0 for traces of the "
+                             "reference target and of the broker, 50 otherwise)")
+
+
+def settings_from(args: argparse.Namespace):
+    from conformance.tracecheck.replay import Settings
+    from conformance.tracecheck.scenarios import scenario_settings
+
+    return Settings(config=dict(args.config), scenarios=scenario_settings(), latency_ms=args.latency_ms)
+
+
+def add_trace_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="trace files (JSONL, .gz allowed) or directories of them")
+    _add_check_options(parser)
+    parser.add_argument("--report", type=Path, default=None, help="also write trace-check.md and trace-check.html here")
+
+
+def run_trace_check(args: argparse.Namespace) -> int:
+    from conformance.suite.trace import TraceError
+    from conformance.tracecheck import summary
+    from conformance.tracecheck.check import check_files
+
+    try:
+        findings = check_files(args.files, settings_from(args))
+    except TraceError as exc:
+        print(f"coordspec trace check: {exc}", file=sys.stderr)
+        return 2
+    print(summary.console(findings))
+    if args.report is not None:
+        try:
+            for path in summary.write(findings, args.report):
+                print(f"wrote {path}")
+        except OSError as exc:
+            print(f"coordspec trace check: cannot write the report: {exc}", file=sys.stderr)
+            return 2
+    return findings.exit_code
+
+
+COMMANDS = {"check": run_trace_check}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.tracecheck")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except BrokenPipeError:  # the output went to a pager or head that stopped reading
+        return 1

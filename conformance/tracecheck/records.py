@@ -1,0 +1,120 @@
+"""Reading trace files: JSONL or gzipped JSONL, files or directories, every line checked.
+
+A bad line is a :class:`~conformance.suite.trace.TraceError` whose text is one line,
+``file:line: field: what``. The envelope is checked by the trace models and the ``fields``
+by decoding them into the reference's request and response types, so a line that reads
+here replays in :func:`conformance.tracecheck.replay.check_key`.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import typing
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import ValidationError
+
+from conformance.suite import codec
+from conformance.suite.trace import (
+    RequestRecord,
+    ResponseRecord,
+    TraceError,
+    parse_line,
+)
+from reference.errors import UsageError
+from reference.group import requests as request_types
+
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+
+
+class Line(NamedTuple):
+    """One trace line and where it came from: the unit both checkers move around."""
+
+    path: str
+    number: int
+    text: str
+
+
+def expand(paths: Iterable[str | Path]) -> list[Path]:
+    """The trace files named: files as given, directories searched for *.jsonl[.gz]."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
+            if not found:
+                raise TraceError(f"{path}: no trace files (*.jsonl, *.jsonl.gz) in this directory")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise TraceError(f"{path}: no such file or directory")
+    return files
+
+
+def read(path: Path) -> Iterator[Line]:
+    """The non-blank lines of a trace file, gzipped or not."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as lines:
+            for number, text in enumerate(lines, start=1):
+                if text.strip():
+                    yield Line(str(path), number, text)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: cannot read: {exc}") from None
+
+
+def parse(line: Line):
+    """The record on a line, with its request or response decoded (None for time and fault
+    records); raises TraceError naming the file, the line and the field."""
+    try:
+        record = parse_line(line.text)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = error["loc"][1:] if error["loc"][:1] in (("request",), ("response",), ("time",), ("fault",)) else error["loc"]
+        where = ".".join(str(p) for p in loc)  # without the kind the models are picked by
+        if error["type"] == "json_invalid":
+            where = ""
+        raise TraceError(f"{line.path}:{line.number}: {where + ': ' if where else ''}{error['msg']}") from None
+    if isinstance(record, (RequestRecord, ResponseRecord)):
+        _check_fields(line, record)
+    try:
+        if isinstance(record, RequestRecord):
+            message = codec.decode_request(record.api, record.api_version, record.correlation_id, record.t_ms, record.fields)
+        elif isinstance(record, ResponseRecord):
+            message = codec.decode_response(record.api, record.fields)
+        else:
+            message = None
+    except (TypeError, ValueError, UsageError) as exc:  # the message as a whole (its version, its shape)
+        raise TraceError(f"{line.path}:{line.number}: fields: {_first_line(exc)}") from None
+    return record, message
+
+
+@functools.cache
+def _hints(cls: type) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _check_fields(line: Line, record) -> None:
+    """Name the field that does not decode (codec reports what, not where)."""
+    cls = getattr(request_types, record.api) if isinstance(record, RequestRecord) else codec.RESPONSES[record.api]
+    hints = _hints(cls)
+    for name, value in record.fields.items():
+        if name not in hints or name in ("request_id", "api_version", "now_ms"):
+            raise TraceError(f"{line.path}:{line.number}: fields.{name}: not a field of {cls.__name__}")
+        try:
+            codec.decode(hints[name], value)
+        except (TypeError, ValueError, UsageError) as exc:
+            raise TraceError(f"{line.path}:{line.number}: fields.{name}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def order(line: Line, t_ms: int) -> tuple[int, str, int]:
+    """Events of a key replay in this order: session time, then file and line."""
+    return (t_ms, line.path, line.number)

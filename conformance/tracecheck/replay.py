@@ -1,0 +1,201 @@
+"""Check the events of one key (a group in one run) against the reference: the one
+function both the one-machine checker and the Spark pipeline call.
+
+The events replay in session-time order (then file, then line) through the conformance
+oracle, which keeps every state of the reference consistent with the broker's answers so
+far and follows the broker's choices where Kafka leaves them open. The first response the
+reference does not allow is a violation; the oracle cannot follow a broker past it, so the
+rest of the key's events are counted as unchecked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from conformance.suite.oracle import (
+    ExploringChoices,
+    Hypothesis,
+    Oracle,
+    OracleOverflow,
+)
+from conformance.suite.trace import (
+    FaultRecord,
+    RequestRecord,
+    ResponseRecord,
+    TimeRecord,
+)
+from conformance.suite.unify import TOKEN
+from conformance.tracecheck import rules
+from conformance.tracecheck.records import Line, order, parse
+from reference.errors import InvariantViolation, UsageError
+from reference.group import GroupConfig, GroupCoordinator, LoadGroups
+
+CONTEXT_BEFORE, CONTEXT_AFTER = 4, 2
+# How far a writer's clock may run ahead of the broker's (see the oracle's latency_ms): the
+# reference target and the broker stamp events on the coordinator's own clock.
+LATENCY_BY_SOURCE = {"conformance:reference": 0, "broker": 0}
+DEFAULT_LATENCY_MS = 50
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the replay needs besides the events; plain data, so Spark can ship it."""
+
+    config: dict[str, int] = field(default_factory=dict)  # GroupConfig overrides for every key
+    scenarios: dict[str, dict[str, int]] = field(default_factory=dict)  # scenario name -> its broker: settings
+    latency_ms: int | None = None  # None: by the trace's source
+
+
+@dataclass
+class Violation:
+    group_id: str
+    run: str
+    source: str
+    scenario: str
+    kind: str  # oracle (the broker's answer is not allowed), trace (a response with no request), error
+    rule: str
+    invariant: str
+    api: str
+    api_version: int
+    client: str
+    file: str
+    line: int
+    t_ms: int
+    message: str
+    allowed: list[str]
+    broker_response: str
+    context: list[str]
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class KeyReport:
+    group_id: str
+    run: str
+    events: int = 0
+    unchecked: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    coverage: Counter = field(default_factory=Counter)  # (kind, name) -> count; kind: rule, state, transition, api
+
+
+class _CoverageOracle(Oracle):
+    """The oracle with a Coverage observer on its reference, kept across restarts."""
+
+    def __init__(self, config: GroupConfig, latency_ms: int) -> None:
+        super().__init__(config, latency_ms)
+        self.coverage = rules.Coverage()
+        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=self.coverage))]
+
+    def fault(self, now_ms: int) -> None:
+        # As Oracle.fault, with the observer on each new coordinator.
+        self.advance(now_ms)
+        self.in_flight.clear()
+        for hypothesis in self.hypotheses:
+            hypothesis.replies.clear()
+            observer = hypothesis.coordinator._observer
+            observer.seen.clear()  # a reloaded group is not a transition
+            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=now_ms, observer=observer)
+        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), now_ms))
+
+    def observed(self) -> rules.Coverage:
+        """The coverage of the first surviving hypothesis (each hypothesis has its own copy)."""
+        return self.hypotheses[0].coordinator._observer
+
+
+def summary(line: Line, record) -> str:
+    """One event in one line, for a violation's context."""
+    text = f"{line.path}:{line.number} t={record.t_ms} {record.kind}"
+    if isinstance(record, (RequestRecord, ResponseRecord)):
+        keep = ("member_id", "generation_id", "error_code", "leader", "group_instance_id")
+        shown = {k: v for k, v in record.fields.items() if k in keep and v not in (None, "")}
+        if isinstance(record, ResponseRecord) and "error_code" not in shown:
+            codes = rules.errors_in(record.fields)
+            if codes:
+                shown["error_codes"] = sorted(set(codes))
+        text += f" {record.client} {record.api} v{record.api_version} #{record.correlation_id} {json.dumps(shown, separators=(',', ':'))}"
+    elif isinstance(record, TimeRecord):
+        text += f" +{record.advance_ms} ms"
+    elif isinstance(record, FaultRecord):
+        text += f" {record.fault}"
+    return text
+
+
+def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
+    """Replay one key's trace lines (in any order) through the oracle; see the module docstring."""
+    parsed = sorted(((line, *parse(line)) for line in lines), key=lambda e: order(e[0], e[1].t_ms))
+    report = KeyReport(group_id, run, events=len(parsed))
+    if not parsed:
+        return report
+    first = parsed[0][1]
+    overrides = {**settings.config}
+    if first.source.startswith("conformance:") and first.scenario in settings.scenarios:
+        overrides.update(settings.scenarios[first.scenario])
+    latency = settings.latency_ms if settings.latency_ms is not None else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
+    oracle = _CoverageOracle(dataclasses.replace(GroupConfig(), **overrides), latency)
+    open_requests: dict[tuple[str, int], tuple[str, object]] = {}  # (client, correlation id) -> (oracle client, request)
+
+    def violate(index: int, kind: str, rule: str, invariant: str, message: str, allowed=(), broker=None) -> None:
+        line, record, _ = parsed[index]
+        message_like = isinstance(record, (RequestRecord, ResponseRecord))
+        context = [summary(l, r) for l, r, _ in parsed[max(0, index - CONTEXT_BEFORE):index + CONTEXT_AFTER + 1]]
+        report.violations.append(Violation(
+            group_id, run, record.source, record.scenario or "", kind, rule, invariant,
+            record.api if message_like else "", record.api_version if message_like else -1,
+            record.client if message_like else "", line.path, line.number, record.t_ms, message,
+            [a.replace(TOKEN, "member #") for a in allowed],  # the oracle names unbound choices by placeholder
+            json.dumps(broker, sort_keys=True) if broker is not None else "", context))
+        report.unchecked = len(parsed) - index - 1
+
+    for index, (line, record, message) in enumerate(parsed):
+        try:
+            if isinstance(record, RequestRecord):
+                client = f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
+                request = dataclasses.replace(message, request_id=index)  # unique in the key, unlike correlation ids
+                open_requests[(record.client, record.correlation_id)] = (client, request)
+                oracle.request(client, request)
+                report.coverage[("api", f"{record.api} v{record.api_version}")] += 1
+            elif isinstance(record, ResponseRecord):
+                opened = open_requests.pop((record.client, record.correlation_id), None)
+                if opened is None:
+                    violate(index, "trace", rules.API_RULES[record.api], "",
+                            f"a response to correlation id {record.correlation_id} of {record.client}, which has no request in flight")
+                    break
+                client, request = opened
+                disagreement = oracle.response(client, message, record.t_ms)
+                if disagreement is not None:
+                    rule, invariant = rules.classify(record.api, request, disagreement.closest, record.fields)
+                    if disagreement.closest is None and record.api in ("JoinGroup", "SyncGroup"):
+                        rule = _parked_rule(oracle, record.api, group_id)
+                    violate(index, "oracle", rule, invariant, f"the reference does not allow this: {disagreement.message}",
+                            disagreement.allowed, record.fields)
+                    break
+                report.coverage[("rule", rules.rule_for(record.api, rules.first_error(record.fields), request))] += 1
+            elif isinstance(record, TimeRecord):
+                oracle.advance(record.t_ms)
+            elif isinstance(record, FaultRecord):
+                oracle.fault(record.t_ms)
+                open_requests.clear()
+        except (OracleOverflow, InvariantViolation, UsageError) as exc:
+            violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
+            break
+    coverage = oracle.observed() if oracle.hypotheses else oracle.coverage
+    for state, count in coverage.states.items():
+        report.coverage[("state", state)] += count
+    for transition, count in coverage.transitions.items():
+        report.coverage[("transition", transition)] += count
+        report.coverage[("rule", transition.rsplit(" ", 1)[1])] += count
+    return report
+
+
+def _parked_rule(oracle: Oracle, api: str, group_id: str) -> str:
+    """The broker answered a request the reference parks: which rule parks it."""
+    if api == "SyncGroup":
+        return "GM-21"
+    delayed = any((g := h.coordinator.groups.get(group_id)) is not None and g.in_initial_delay for h in oracle.hypotheses)
+    return "GM-10" if delayed else "GM-13"

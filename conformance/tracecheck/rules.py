@@ -1,0 +1,128 @@
+"""Which spec rule (spec/group-membership.md) an outcome belongs to, and coverage.
+
+A response is attributed to the rule that decides it: its API's rule, or a narrower one for
+particular error codes (MEMBER_ID_REQUIRED is GM-3, a fenced commit GM-50 …). A violation
+is attributed the same way, from the error the reference allowed and the one the broker
+gave; a broker that accepts what the reference refuses also breaks an invariant, named
+as in reference/group/invariants.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from reference.errors import ErrorCode as E
+from reference.group.transitions import TRANSITIONS
+
+API_RULES = {
+    "JoinGroup": "GM-13", "SyncGroup": "GM-20", "Heartbeat": "GM-30", "LeaveGroup": "GM-31",
+    "OffsetCommit": "GM-50", "OffsetFetch": "GM-54", "DescribeGroups": "GM-60", "ListGroups": "GM-61",
+    "DeleteGroups": "GM-62",
+}
+_ANY_API_ERROR_RULES = {
+    E.INVALID_SESSION_TIMEOUT: "GM-1", E.INVALID_GROUP_ID: "GM-1", E.FENCED_INSTANCE_ID: "GM-7",
+    E.UNKNOWN_MEMBER_ID: "GM-7", E.COORDINATOR_NOT_AVAILABLE: "GM-8", E.NOT_COORDINATOR: "GM-43",
+}
+_ERROR_RULES = {
+    ("JoinGroup", E.MEMBER_ID_REQUIRED): "GM-3",
+    ("JoinGroup", E.INCONSISTENT_GROUP_PROTOCOL): "GM-4",
+    ("JoinGroup", E.GROUP_MAX_SIZE_REACHED): "GM-5",
+    ("SyncGroup", E.REBALANCE_IN_PROGRESS): "GM-20",
+    ("SyncGroup", E.ILLEGAL_GENERATION): "GM-20",
+    ("OffsetCommit", E.ILLEGAL_GENERATION): "GM-50",
+    ("OffsetCommit", E.REBALANCE_IN_PROGRESS): "GM-52",
+    ("OffsetCommit", E.OFFSET_METADATA_TOO_LARGE): "GM-53",
+    ("DeleteGroups", E.NON_EMPTY_GROUP): "GM-62",
+    ("DeleteGroups", E.GROUP_ID_NOT_FOUND): "GM-62",
+}
+# The reference refused with this error and the broker accepted: the invariant that breaks.
+_ACCEPTED_REFUSAL = {
+    ("OffsetCommit", E.ILLEGAL_GENERATION): "NoStaleGenerationCommit",
+    ("OffsetCommit", E.UNKNOWN_MEMBER_ID): "NoStaleGenerationCommit",
+    ("OffsetCommit", E.FENCED_INSTANCE_ID): "NoStaleGenerationCommit",
+    ("OffsetCommit", E.REBALANCE_IN_PROGRESS): "NoStaleGenerationCommit",
+}
+
+
+def rule_for(api: str, error: int | None, request=None) -> str:
+    """The rule that decides a response of ``api`` carrying ``error``."""
+    if error is not None and error != E.NONE:
+        code = E(error) if error in E._value2member_map_ else None
+        if (api, code) in _ERROR_RULES:
+            return _ERROR_RULES[(api, code)]
+        if code in _ANY_API_ERROR_RULES:
+            return _ANY_API_ERROR_RULES[code]
+    if api == "OffsetCommit" and request is not None and request.generation_id < 0:
+        return "GM-51"
+    return API_RULES[api]
+
+
+def errors_in(value) -> list[int]:
+    """Every ``error_code`` in a response (as JSON values), in order."""
+    found: list[int] = []
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if name == "error_code":
+                found.append(item)
+            else:
+                found.extend(errors_in(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(errors_in(item))
+    return found
+
+
+def first_error(value) -> int | None:
+    """The first non-zero error code in a response, else 0 (None: the response has none)."""
+    codes = errors_in(value)
+    return next((c for c in codes if c), codes[0] if codes else None)
+
+
+def classify(api: str, request, allowed: dict | None, broker: dict) -> tuple[str, str]:
+    """(rule, invariant or "") for a response the reference does not allow; ``allowed`` is the
+    nearest response it does allow (None when it would still park the request)."""
+    mine = errors_in(allowed) if allowed is not None else []
+    theirs = errors_in(broker)
+    for expected, got in zip(mine, theirs):
+        if expected != got:
+            refused = E(expected) if expected in E._value2member_map_ else None
+            invariant = _ACCEPTED_REFUSAL.get((api, refused), "") if got == E.NONE else ""
+            return rule_for(api, expected or got, request), invariant
+    if api == "JoinGroup" and allowed is not None and allowed.get("leader") != broker.get("leader"):
+        return "GM-15", "LeaderIsMember"
+    if api == "JoinGroup" and allowed is not None and allowed.get("generation_id") != broker.get("generation_id"):
+        return "GM-17", ""
+    return rule_for(api, first_error(broker), request), ""
+
+
+class Coverage:
+    """A coordinator observer (``GroupCoordinator(observer=…)``) that notes the states a group
+    visits and the transitions it takes, by the rules of reference/group/transitions.py."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+        self.states: Counter[str] = Counter()
+        self.transitions: Counter[str] = Counter()
+
+    def before(self, coordinator, event) -> None:
+        """Nothing to note before a step: a step's changes show in the states after it."""
+
+    def after(self, coordinator, event, effects) -> None:
+        for group_id, group in coordinator.groups.items():
+            now = str(group.state)
+            last = self.seen.get(group_id, "Empty")  # a group is created Empty
+            if group_id in self.seen and last == now:
+                continue
+            self.states[now] += 1
+            if last != now:
+                previous = str(group.previous_state)
+                if previous != last:  # two moves in one step: the first went last -> previous
+                    self._moved(last, previous, None)
+                self._moved(previous, now, coordinator.cause)
+            self.seen[group_id] = now
+
+    def _moved(self, source: str, target: str, cause: str | None) -> None:
+        matches = [t for t in TRANSITIONS if str(t.source) == source and str(t.target) == target]
+        exact = [t for t in matches if t.cause == cause]
+        for t in exact or matches[:1]:
+            self.transitions[f"{t.source} -> {t.target} ({t.cause}) {t.rule}"] += 1
