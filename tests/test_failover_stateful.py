@@ -12,6 +12,7 @@ driver decides when followers fetch, when controller requests arrive and when lo
 Checked after every step: the four failover invariants (Monitor, and again as @invariant
 rules), the five replication invariants (replication Monitor) and the group invariants of
 every partition's coordinator (group Monitor). Examples: --examples N (default 300).
+``test_the_machine_finds_mutants`` shows the machine reaches the states that matter.
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import hypothesis.strategies as st
+import pytest
 from driver import protocols
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
+from test_failover_invariants import acknowledge_on_local_append, serve_without_loading
 
-from reference.errors import ErrorCode
+from reference.errors import ErrorCode, InvariantViolation
 from reference.failover.cluster import FailoverCluster
+from reference.failover.host import CoordinatorHost
 from reference.failover.placement import partition_for
 from reference.group import (
     CommitPartition,
@@ -318,3 +323,17 @@ class FailoverMachine(RuleBasedStateMachine):
 
 TestFailoverMachine = FailoverMachine.TestCase
 TestFailoverMachine.settings = settings(stateful_step_count=40)
+
+
+@pytest.mark.parametrize(("mutant", "invariant"), [
+    (acknowledge_on_local_append, "NoCommittedOffsetLost"),
+    (lambda monkeypatch: monkeypatch.setattr(CoordinatorHost, "_become", serve_without_loading), "LoadBeforeServe"),
+])
+def test_the_machine_finds_mutants(monkeypatch, mutant, invariant):
+    """The machine reaches the states that matter: with a mutant host it finds the violation
+    (deterministically: derandomized, no shrinking)."""
+    mutant(monkeypatch)
+    with pytest.raises(InvariantViolation) as caught:
+        run_state_machine_as_test(FailoverMachine, settings=settings(
+            max_examples=1_000, stateful_step_count=40, derandomize=True, phases=[Phase.generate]))
+    assert caught.value.invariant == invariant
