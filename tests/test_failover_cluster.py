@@ -11,12 +11,13 @@ import itertools
 import pytest
 from driver import kafka_test_config, protocols
 
-from reference.errors import ErrorCode, InvariantViolation
+from reference.errors import ErrorCode, InvariantViolation, UsageError
 from reference.failover.cluster import FailoverCluster
 from reference.failover.partition import PartitionState
 from reference.group import (
     CommitPartition,
     CommitTopic,
+    DeleteGroups,
     FetchTopic,
     Heartbeat,
     JoinGroup,
@@ -220,3 +221,34 @@ def test_unclean_election_loses_an_acknowledged_commit():
     new = fc.coordinator_for(GROUP)
     with pytest.raises(InvariantViolation, match="NoCommittedOffsetLost"):
         fc.load(new, 0)
+
+
+def test_delete_groups_waits_for_its_tombstone_and_fails_on_resignation():
+    fc = cluster()
+    old = fc.coordinator_for(GROUP)
+    acked = commit(fc, old, 1)
+    fc.replicate_all()
+    assert commit_error(fc, old, acked) == ErrorCode.NONE
+    request = send(fc, old, DeleteGroups, 2, groups_names=(GROUP,))
+    assert answer(fc, old, request) is None  # the tombstones are not committed yet
+    fc.pause(old)
+    fc.tick(20_000)
+    fc.settle()
+    fc.resume(old)
+    fc.settle()  # the old coordinator learns it lost the partition
+    assert [(r.group_id, r.error_code) for r in answer(fc, old, request).results] == [(GROUP, ErrorCode.NOT_COORDINATOR)]
+    new = fc.coordinator_for(GROUP)
+    fc.load(new, 0)
+    assert committed_offset(fc, new) == 1  # the tombstone never committed: the group is still there
+
+
+def test_misuse_raises_usage_error():
+    fc = cluster()
+    leader = fc.coordinator_for(GROUP)
+    with pytest.raises(UsageError, match="is not loading offsets partition 0"):
+        fc.load(leader, 0)
+    fc.crash(leader)
+    with pytest.raises(UsageError, match=f"broker {leader} is not running"):
+        commit(fc, leader, 1)
+    with pytest.raises(UsageError, match="replication factor 4 needs 1..3 brokers"):
+        FailoverCluster([1, 2, 3], 1, replication_factor=4)

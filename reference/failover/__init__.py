@@ -1,6 +1,46 @@
 """Coordinator failover: a group's coordinator is the leader of its ``__consumer_offsets``
-partition (spec/coordinator-failover.md).
+partition (spec/coordinator-failover.md, rules CF-1 … CF-23).
 
-:mod:`~reference.failover.placement` says which partition holds a group; the host, its
-events and effects, and the invariants Monitor build on it.
+- :mod:`~reference.failover.placement`: ``partition_for`` (CF-1), as Kafka computes it.
+- :class:`CoordinatorHost`: one broker's coordinators, one per offsets partition it leads,
+  sans-IO (events in :mod:`~reference.failover.events`, effects in
+  :mod:`~reference.failover.effects`).
+- :class:`Monitor`: the four failover invariants, checked after every host step.
+- :class:`FailoverCluster`: hosts on every broker of the replication model's ``Cluster``.
 """
+
+from reference.failover.cluster import FailoverCluster
+from reference.failover.effects import AppendToPartition, LoadPartition
+from reference.failover.events import (
+    AppendFailed,
+    BecomeCoordinator,
+    HighWatermarkUpdated,
+    LoadGroup,
+    ResignCoordinator,
+)
+from reference.failover.host import CoordinatorHost
+from reference.failover.invariants import INVARIANTS, Monitor
+from reference.failover.partition import PartitionState
+from reference.failover.placement import (
+    DEFAULT_OFFSETS_PARTITIONS,
+    OFFSETS_TOPIC,
+    partition_for,
+)
+
+__all__ = [
+    "DEFAULT_OFFSETS_PARTITIONS",
+    "INVARIANTS",
+    "OFFSETS_TOPIC",
+    "AppendFailed",
+    "AppendToPartition",
+    "BecomeCoordinator",
+    "CoordinatorHost",
+    "FailoverCluster",
+    "HighWatermarkUpdated",
+    "LoadGroup",
+    "LoadPartition",
+    "Monitor",
+    "PartitionState",
+    "ResignCoordinator",
+    "partition_for",
+]

@@ -93,5 +93,4 @@ class AppendFailed:
             raise UsageError("AppendFailed: error must not be NONE")
 
 
-LeadershipEvent = BecomeCoordinator | ResignCoordinator
 HostEvent = Request | Tick | BecomeCoordinator | LoadGroup | ResignCoordinator | HighWatermarkUpdated | AppendFailed
