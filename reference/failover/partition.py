@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from reference.group.coordinator import GroupCoordinator
+from reference.group.records import Record
 from reference.group.requests import Request
 from reference.group.responses import Response
 
@@ -42,7 +43,8 @@ class HostedPartition:
     # log disagrees; here a driver that disagrees is misusing the host.
     next_offset: int = 0
     high_watermark: int = 0
-    appends: dict[int, int] = field(default_factory=dict)  # log offset -> the coordinator's append id
+    # log offset -> (the coordinator's append id, the batch), awaiting the high watermark
+    appends: dict[int, tuple[int, tuple[Record, ...]]] = field(default_factory=dict)
     deferred: list[DeferredReply] = field(default_factory=list)
 
     @property
