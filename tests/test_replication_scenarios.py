@@ -10,6 +10,7 @@ from reference.replication.cluster import Cluster
 from reference.replication.config import ReplicationConfig
 from reference.replication.effects import (
     BecameFollower,
+    IsrUpdated,
     LeadershipLost,
     ProduceAccepted,
     ProduceAcked,
@@ -136,9 +137,11 @@ def test_produce_below_min_insync_replicas_is_refused():
 
 def test_a_follower_that_caught_up_rejoins_the_isr():
     cluster = new_cluster()
-    cluster.tick(2_500)
-    replicate(cluster, [1])
-    assert state(cluster).isr == (3, 1), "ExpandIsr appends the follower"
+    shrunk = of(cluster.tick(2_500), IsrUpdated)
+    assert shrunk == [IsrUpdated("t", 0, 0, (3,), 1)], "ShrinkIsr: same leader epoch, a new zk_version"
+    expanded = of(replicate(cluster, [1]), IsrUpdated)
+    assert expanded == [IsrUpdated("t", 0, 0, (3, 1), 2)], "ExpandIsr appends the follower"
+    assert state(cluster).isr == (3, 1)
 
 
 def test_a_crashed_leader_is_replaced_by_an_isr_member_with_every_committed_record():

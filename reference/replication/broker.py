@@ -28,6 +28,8 @@ hooks, in the order they happen within one ``handle``:
 - ``HighWatermarkMoved(topic, partition, leader_epoch, high_watermark)``: records below
   ``high_watermark`` are committed (on a leader) / known committed (on a follower).
 - ``ReplicaStopped(topic, partition, deleted)``.
+- ``IsrUpdated(topic, partition, leader_epoch, isr, zk_version)``: this leader's ShrinkIsr or
+  ExpandIsr was written and adopted.
 
 A crashed broker is a new ``Broker`` over the same ``logs``: memory is lost, the disk is
 not. A paused broker is one the driver does not call.
@@ -38,7 +40,7 @@ from __future__ import annotations
 from reference.errors import UsageError
 from reference.replication.config import ReplicationConfig
 from reference.replication.controller import Controller
-from reference.replication.effects import Effect, ProduceFailed, ReplicaStopped, ZkCall
+from reference.replication.effects import Effect, IsrUpdated, ProduceFailed, ReplicaStopped, ZkCall
 from reference.replication.events import (
     BrokerTick,
     ControllerStartup,
@@ -250,7 +252,8 @@ class Broker:
         if isinstance(result, SetDataResult) and result.code == Code.OK:
             partition.isr_written(isr, result.stat.version)
             notify = self._call(("notify",), Create(ISR_CHANGE_PREFIX, encode_isr_change([tp]), sequential=True))
-            return [notify, *partition.advance_high_watermark(self.config.min_insync_replicas)]
+            updated = IsrUpdated(tp.topic, tp.partition, leader_epoch, isr, result.stat.version)
+            return [updated, notify, *partition.advance_high_watermark(self.config.min_insync_replicas)]
         if result.code == Code.SESSIONEXPIRED:
             return []  # the new session re-reads
         return [self._call(("reread", tp, leader_epoch), GetData(state_path(tp)))]

@@ -81,6 +81,18 @@ class LeadershipLost:
 
 
 @dataclass(frozen=True, slots=True)
+class IsrUpdated:
+    """This leader's ShrinkIsr or ExpandIsr was written: ZooKeeper holds ``isr`` at
+    ``zk_version``, and the leader has adopted it."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaStopped:
     topic: str
     partition: int
@@ -137,6 +149,7 @@ Effect = (
     | BecameLeader
     | BecameFollower
     | LeadershipLost
+    | IsrUpdated
     | ReplicaStopped
     | HighWatermarkMoved
     | ProduceAccepted
