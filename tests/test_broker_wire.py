@@ -156,3 +156,11 @@ def test_metadata_v0_with_no_topics_lists_them_all(broker: BrokerProcess) -> Non
     assert none.topics == () and none.brokers[0].port == broker.port
     unknown = connection.call(3, 12, {"topics": [{"name": "nope"}], "allow_auto_topic_creation": False})
     assert unknown.topics[0].error_code == 3
+
+
+def test_metadata_creates_a_topic_for_the_next_request_as_kafka_4_does(broker: BrokerProcess) -> None:
+    connection = Connection(broker)
+    ask = {"topics": [{"name": "auto"}], "allow_auto_topic_creation": True}
+    assert connection.call(3, 12, ask).topics[0].error_code == 3  # being created
+    (created,) = connection.call(3, 12, ask).topics
+    assert created.error_code == 0 and [p.leader_id for p in created.partitions] == [1]

@@ -1,5 +1,9 @@
-"""Metadata (3): this broker, and the topics asked for (created on demand, as Kafka's
-``auto.create.topics.enable`` does when the request allows it)."""
+"""Metadata (3): this broker, and the topics asked for.
+
+A missing topic is created when the request allows it and ``auto.create.topics.enable``
+is on; as in Kafka 4.x (KRaft, where creation goes through the controller), the request
+that triggers the creation still answers UNKNOWN_TOPIC_OR_PARTITION for it, and the
+client's next Metadata request finds it."""
 
 from __future__ import annotations
 
@@ -40,10 +44,10 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
             topics.append({"error_code": INVALID_TOPIC_EXCEPTION, "name": name, "is_internal": False, "partitions": []})
             continue
         if name not in ctx.topics:
-            if not allow_create:
-                topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []})
-                continue
-            ctx.topics.create(name, ctx.default_partitions)
+            if allow_create:
+                ctx.topics.create(name, ctx.default_partitions)
+            topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "is_internal": False, "partitions": []})
+            continue
         topics.append(topic_metadata(ctx, name))
     return {
         "brokers": [{"node_id": ctx.node_id, "host": ctx.host, "port": ctx.port, "rack": None}],
