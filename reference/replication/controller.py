@@ -117,7 +117,7 @@ class Controller:
         self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # state, zk_version
         self.partition_dirs: dict[str, set[int] | None] = {}  # None: no /partitions znode yet
         self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # partition -> target replicas
-        self._queue: deque[tuple[str, Callable[[], Job]]] = deque()
+        self._queue: deque[Callable[[], Job]] = deque()  # controller events waiting their turn
         self._job: Job | None = None
         self._waiting: dict[int, int] = {}  # call id -> position in the round
         self._round: list[Result | None] = []
@@ -137,7 +137,7 @@ class Controller:
         self.now_ms = event.now_ms
         self._effects = []
         if isinstance(event, ControllerStartup):
-            self._enqueue("ElectController", self._elect)
+            self._queue.append(self._elect)
         elif isinstance(event, ZkWatch):
             self._watch_fired(event.path)
         elif isinstance(event, ZkSessionExpired):
@@ -147,28 +147,22 @@ class Controller:
                 self._resign("session expired", stand_again=False)
         else:
             self._result(event)
-        self._run(None)
+        self._run()
         effects, self._effects = self._effects, []
         return effects
 
-    def _enqueue(self, name: str, job: Callable[[], Job]) -> None:
-        self._queue.append((name, job))
-
     def _watch_fired(self, path: str) -> None:
+        jobs = {
+            BROKER_IDS: self._broker_change,
+            TOPICS: self._topic_change,
+            DELETE_TOPICS: self._delete_topics,
+            REASSIGN_PARTITIONS: self._reassign,
+            ISR_CHANGE_NOTIFICATION: self._isr_changes,
+        }
         if path == CONTROLLER:
-            self._enqueue("ElectController", self._elect)
-        elif not self.active:
-            return  # a watch of an earlier term; the next term sets its own
-        elif path == BROKER_IDS:
-            self._enqueue("BrokerChange", self._broker_change)
-        elif path == TOPICS:
-            self._enqueue("TopicChange", self._topic_change)
-        elif path == DELETE_TOPICS:
-            self._enqueue("DeleteTopics", self._delete_topics)
-        elif path == REASSIGN_PARTITIONS:
-            self._enqueue("Reassign", self._reassign)
-        elif path == ISR_CHANGE_NOTIFICATION:
-            self._enqueue("IsrChangeNotification", self._isr_changes)
+            self._queue.append(self._elect)
+        elif self.active and path in jobs:  # a watch of an earlier term is spent: the next term sets its own
+            self._queue.append(jobs[path])
 
     def _result(self, event: ZkResult) -> None:
         position = self._waiting.pop(event.call_id, None)
@@ -176,14 +170,13 @@ class Controller:
             raise UsageError(f"Controller {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding (outstanding: {sorted(self._waiting)})")
         self._round[position] = event.result
 
-    def _run(self, _: None) -> None:
+    def _run(self) -> None:
         """Advance the current job while its round is answered; start queued jobs."""
         while True:
             if self._job is None:
                 if not self._queue:
                     return
-                _, make = self._queue.popleft()
-                self._job = make()
+                self._job = self._queue.popleft()()
                 results: list[Result] | None = None
             elif self._waiting:
                 return
@@ -211,10 +204,14 @@ class Controller:
         self._effects.append(ResignedController(self.controller_epoch, reason))
         self._queue.clear()
         if stand_again:
-            self._enqueue("ElectController", self._elect)
+            self._queue.append(self._elect)
 
     def _check_session(self, results: list[Result]) -> None:
+        """A lost session (or connection) ends the job and the term; the driver then
+        sends ZkSessionExpired, and ControllerStartup on the new session."""
         if any(r.code in _LOST for r in results):
+            if self.active:
+                self._resign("lost its ZooKeeper session", stand_again=False)
             raise _Resigned()
 
     # -- ElectController (ISR-1) and the failover that follows (ISR-2) -----------------------------
@@ -249,7 +246,7 @@ class Controller:
             (again,) = yield [Exists(CONTROLLER, watch=True)]
             self._check_session([again])
             if again.code == Code.NONODE:
-                self._enqueue("ElectController", self._elect)
+                self._queue.append(self._elect)
             return
         self.active = True
         self.controller_epoch, self.epoch_zk_version = epoch + 1, outcome.results[1].stat.version
@@ -273,11 +270,11 @@ class Controller:
         self._send_leader_and_isr(sorted(self.states), set(self.live_brokers))
         yield from self._change_leaders(self._all_partitions(), "ControllerFailover")
         if deletions.children:
-            self._enqueue("DeleteTopics", self._delete_topics)
+            self._queue.append(self._delete_topics)
         if reassignment.code == Code.OK:
-            self._enqueue("Reassign", self._reassign)
+            self._queue.append(self._reassign)
         if notifications.children:
-            self._enqueue("IsrChangeNotification", self._isr_changes)
+            self._queue.append(self._isr_changes)
 
     def _read_brokers(self, ids: tuple[str, ...]) -> Job:
         """The live brokers and the session of each registration (a re-registered broker
