@@ -132,7 +132,7 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         assert not a.errors and not b.errors
         a.client.close()
 
-    check_trace(tmp_path / "trace.jsonl")
+    check_trace(tmp_path / "trace.jsonl", {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"})
 
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         reader = consumer(broker.bootstrap, "billing")
@@ -146,7 +146,7 @@ def join_responses(trace: Path, group: str) -> list[dict]:
     return [line["fields"] for line in lines if line["kind"] == "response" and line["api"] == "JoinGroup" and line["group_id"] == group]
 
 
-def check_trace(path: Path) -> None:
+def check_trace(path: Path, must_have: set[str]) -> None:
     """The broker's trace is valid in the conformance trace format and replays into the reference's types."""
     assert validate_file(path) > 0
     apis = set()
@@ -157,7 +157,7 @@ def check_trace(path: Path) -> None:
             decode_request(record["api"], record["api_version"], record["correlation_id"], record["t_ms"], record["fields"])
         else:
             decode_response(record["api"], record["fields"])
-    assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"} <= apis
+    assert must_have <= apis
 
 
 def test_static_member_rejoins_without_a_rebalance(tmp_path: Path) -> None:
@@ -219,6 +219,7 @@ def test_admin_lists_describes_and_deletes_groups(tmp_path: Path) -> None:
         member.client.close()
         admin.delete_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
         assert admin.list_consumer_groups(request_timeout=10).result(10).valid == []
+    check_trace(tmp_path / "trace.jsonl", {"DescribeGroups", "ListGroups", "DeleteGroups"})
 
 
 CRASHING_MEMBER = """
