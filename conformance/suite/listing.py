@@ -9,7 +9,7 @@ from conformance.suite.scenario import Scenario
 from conformance.suite.versions import label, plans
 from reference.group.requests import VERSIONS
 
-SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
+SPEC_PAGES = [Path(__file__).resolve().parents[2] / "spec" / name for name in ("group-membership.md", "coordinator-failover.md")]
 
 
 def listing(scenarios: list[Scenario]) -> str:
@@ -23,8 +23,9 @@ def listing(scenarios: list[Scenario]) -> str:
     covered = {(api, v) for s in scenarios for api, r in s.versions.items() for v in r}
     missing = [f"{api} v{v}" for api, r in VERSIONS.items() for v in r if (api, v) not in covered]
     lines.append("API versions no scenario applies to: " + (", ".join(missing) or "none"))
-    if SPEC.is_file():
-        defined = re.findall(r"\*\*((?:GM|CF)-\d+):", SPEC.read_text(encoding="utf-8"))
+    pages = [page for page in SPEC_PAGES if page.is_file()]
+    if pages:
+        defined = [rule for page in pages for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))]
         named = {rule for s in scenarios for rule in s.rules}
         lines.append("spec rules no scenario names: " + (", ".join(r for r in defined if r not in named) or "none"))
     return "\n".join(lines)
