@@ -24,10 +24,16 @@ from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
 from kio.records.schema import Record as KioRecord
 from kio.records.writers import write_new_batch
+from kio.serial.errors import SerialError as KioError
 from kio.static.primitive import TZAwareMicros
 
 from broker.log.batches import read_header
-from broker.log.group_records import decode_record, encode_key, encode_value
+from broker.log.group_records import (
+    CorruptRecord,
+    decode_record,
+    encode_key,
+    encode_value,
+)
 from broker.log.topics import OFFSETS_TOPIC, TopicStore
 from broker.trace import Trace
 from reference.choices import SeededChoices
@@ -155,9 +161,12 @@ class GroupService:
         for partition in range(self.offsets_partitions):
             log_ = self._topics.log(OFFSETS_TOPIC, partition)
             assert log_ is not None
-            for data in log_.batches():
-                batch, _ = read_batch(data, 0)
-                records.extend(decode_record(r.key or b"", r.value) for r in batch.records)
+            for index, data in enumerate(log_.batches()):
+                try:
+                    batch, _ = read_batch(data, 0)
+                    records.extend(decode_record(r.key or b"", r.value) for r in batch.records)
+                except (CorruptRecord, ValueError, KioError) as e:
+                    raise CorruptRecord(f"{log_.path}: batch {index} cannot be read ({e})") from None
         return tuple(records)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from broker.context import BrokerContext
 from broker.group_service import GroupService
@@ -50,10 +52,11 @@ class BrokerError(Exception):
 
 
 class Broker:
-    def __init__(self, ctx: BrokerContext, limits: Limits, trace: Trace) -> None:
+    def __init__(self, ctx: BrokerContext, limits: Limits, trace: Trace, lock: IO) -> None:
         self.ctx = ctx
         self.limits = limits
         self._trace = trace
+        self._lock = lock
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task] = set()
 
@@ -105,6 +108,7 @@ class Broker:
         self.ctx.groups.stop()
         self.ctx.topics.close()
         self._trace.close()
+        self._lock.close()
 
 
 def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offsets_partitions: int = 1,
@@ -116,21 +120,28 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
     """
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        probe = data_dir / ".writable"
-        probe.touch()
-        probe.unlink()
+        lock = open(data_dir / ".lock", "w")  # noqa: SIM115 - held until the broker stops
     except OSError as e:
         raise BrokerError(f"data directory {data_dir}: {e.strerror or e}") from None
-    start_ms = int(time.time() * 1000)
-    trace = Trace(trace_path or data_dir / "trace.jsonl", run=f"broker-{node_id}-{start_ms}", start_ms=start_ms)
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # one broker per data directory, as Kafka's .lock
+    except OSError:
+        lock.close()
+        raise BrokerError(f"data directory {data_dir} is in use by another broker") from None
+    start_ms = int(time.time() * 1000)
+    try:
+        trace = Trace(trace_path or data_dir / "trace.jsonl", run=f"broker-{node_id}-{start_ms}", start_ms=start_ms)
         topics = TopicStore(data_dir)
         groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace)
     except (DataDirError, CorruptRecord) as e:
+        lock.close()
         raise BrokerError(str(e)) from None
+    except OSError as e:
+        lock.close()
+        raise BrokerError(f"data directory {data_dir}: {e}") from None
     ctx = BrokerContext(node_id=node_id, host=host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
                         producer_ids=ProducerIds(data_dir / "producer_ids.json"), default_partitions=default_partitions)
-    return Broker(ctx, limits or Limits(), trace)
+    return Broker(ctx, limits or Limits(), trace, lock)
 
 
 async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | None = None,

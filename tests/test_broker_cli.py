@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,21 @@ def test_a_signal_stops_the_broker_cleanly(tmp_path: Path, stop: signal.Signals)
     assert process.stdout.read().decode().strip().endswith("broker stopped")
     assert "Traceback" not in broker.stderr()
     broker.stop()
+
+
+def test_a_second_broker_on_the_same_data_directory_is_one_line(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data"):
+        result = run_server("--port", "0", "--data", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: data directory {tmp_path / 'data'} is in use by another broker"]
+
+
+def test_a_corrupt_offsets_log_is_one_line(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data").start()
+    broker.stop()
+    segment = tmp_path / "data" / "__consumer_offsets-0" / "00000000000000000000.log"
+    segment.write_bytes(struct.pack(">qiibI", 0, 49, 0, 2, 12345) + b"\x00" * 49)  # a whole batch, wrong CRC
+    result = run_server("--port", "0", "--data", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith(f"error: {segment}: batch 0 cannot be read")
