@@ -21,6 +21,8 @@ turns it off).
 
 from __future__ import annotations
 
+from collections import deque
+
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode, UsageError
 from reference.failover.effects import AppendToPartition, HostEffect, LoadPartition
@@ -79,6 +81,8 @@ class FailoverCluster:
         self.replies: dict[tuple[int, int | str], Reply] = {}
         self.pending_loads: set[tuple[int, int]] = set()
         self._incarnations: dict[int, int] = {}
+        self._notices: deque[Notice] = deque()
+        self._draining = False
         for broker_id in broker_ids:
             self._start_host(broker_id)
         self.cluster.settle()  # a controller is elected
@@ -224,25 +228,36 @@ class FailoverCluster:
         return isinstance(outcome, ProduceFailed)
 
     def _run(self, notices: list[Notice]) -> None:
-        """Hand the replication layer's notices about offsets partitions to the hosts."""
-        for index, notice in enumerate(notices):
-            effect = notice.effect
-            if getattr(effect, "topic", None) != OFFSETS_TOPIC or notice.broker_id not in self.hosts:
-                continue
-            broker_id, partition = notice.broker_id, effect.partition
-            if isinstance(effect, BecameLeader):
-                self._handle(broker_id, BecomeCoordinator(partition, effect.leader_epoch, self.now_ms))
-            elif isinstance(effect, LeadershipLost):
-                if not self._reelected(notices[index + 1:], broker_id, partition):
-                    self._handle(broker_id, ResignCoordinator(partition, None, self.now_ms))
-            elif isinstance(effect, BecameFollower):
-                self._handle(broker_id, ResignCoordinator(partition, effect.leader_epoch, self.now_ms))
-            elif isinstance(effect, ReplicaStopped):
+        """Hand the replication layer's notices about offsets partitions to the hosts, in the
+        order they happened: notices of appends made while handling one wait their turn."""
+        self._notices.extend(notices)
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._notices:
+                self._notice(self._notices.popleft())
+        finally:
+            self._draining = False
+
+    def _notice(self, notice: Notice) -> None:
+        effect = notice.effect
+        if getattr(effect, "topic", None) != OFFSETS_TOPIC or notice.broker_id not in self.hosts:
+            return
+        broker_id, partition = notice.broker_id, effect.partition
+        if isinstance(effect, BecameLeader):
+            self._handle(broker_id, BecomeCoordinator(partition, effect.leader_epoch, self.now_ms))
+        elif isinstance(effect, LeadershipLost):
+            if not self._reelected(list(self._notices), broker_id, partition):
                 self._handle(broker_id, ResignCoordinator(partition, None, self.now_ms))
-            elif isinstance(effect, HighWatermarkMoved):
-                self._handle(broker_id, HighWatermarkUpdated(partition, effect.high_watermark, self.now_ms))
-            # ProduceAccepted / ProduceAcked / ProduceFailed of an appended batch: the high
-            # watermark decides (Kafka 4.0 appends with acks=1 and waits for it).
+        elif isinstance(effect, BecameFollower):
+            self._handle(broker_id, ResignCoordinator(partition, effect.leader_epoch, self.now_ms))
+        elif isinstance(effect, ReplicaStopped):
+            self._handle(broker_id, ResignCoordinator(partition, None, self.now_ms))
+        elif isinstance(effect, HighWatermarkMoved):
+            self._handle(broker_id, HighWatermarkUpdated(partition, effect.high_watermark, self.now_ms))
+        # ProduceAccepted / ProduceAcked / ProduceFailed of an appended batch: the high
+        # watermark decides (Kafka 4.0 appends with acks=1 and waits for it).
 
     @staticmethod
     def _reelected(rest: list[Notice], broker_id: int, partition: int) -> bool:
