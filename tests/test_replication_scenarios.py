@@ -231,3 +231,17 @@ def test_a_new_controller_resumes_a_reassignment_in_progress():
     cluster.settle()
     assert TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data) == TopicAssignment.of({0: (3, 4)})
     assert cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
+
+
+def test_a_zombie_leaders_isr_write_is_refused_and_changes_nothing():
+    cluster = new_cluster()
+    cluster.pause(3)
+    cluster.tick(5_000)
+    cluster.settle()  # broker 2 leads at epoch 1; the request to 3 waits
+    published = cluster.published()[TP]
+    writes = len(cluster.state_writes)
+    cluster.resume(3)
+    notices = cluster.tick(100)  # the zombie's followers are long silent: it tries ShrinkIsr
+    assert cluster.published()[TP] == published and len(cluster.state_writes) == writes, "ZooKeeper refused the write"
+    assert of(notices, LeadershipLost) == [LeadershipLost("t", 0, 0)] and not of(notices, IsrUpdated)
+    assert cluster.leaders(TP) == [2]
