@@ -12,11 +12,11 @@ from test_failover_host import GROUP, PARTITIONS, OneBroker
 
 from reference.errors import ErrorCode, InvariantViolation
 from reference.failover import host as host_module
-from reference.failover.events import HighWatermarkUpdated
+from reference.failover.events import HighWatermarkUpdated, LoadGroup
 from reference.failover.invariants import INVARIANTS, Monitor
 from reference.failover.partition import HostedPartition, PartitionState
 from reference.group.coordinator import GroupCoordinator
-from reference.group.requests import AppendCompleted, SyncGroup
+from reference.group.requests import AppendCompleted
 
 
 def two_brokers() -> tuple[OneBroker, OneBroker]:
@@ -24,10 +24,11 @@ def two_brokers() -> tuple[OneBroker, OneBroker]:
     return OneBroker(1, monitor), OneBroker(2, monitor)
 
 
-def move_leadership(old: OneBroker, new: OneBroker, *, replicated: int, epoch: int) -> None:
-    """``new`` had replicated ``replicated`` batches of ``old``'s log when it was elected at ``epoch``."""
+def move_leadership(old: OneBroker, new: OneBroker, *, replicated: int, epoch: int, follower_hw: int | None = None) -> None:
+    """``new`` had replicated ``replicated`` batches of ``old``'s log, and learnt the high
+    watermark ``follower_hw``, when it was elected at ``epoch``."""
     new.logs[0] = list(old.logs[0][:replicated])
-    new.hw[0] = min(old.hw[0], replicated)
+    new.hw[0] = min(old.hw[0], replicated) if follower_hw is None else follower_hw
     new.now_ms = old.now_ms
     new.lead(epoch=epoch)
     old.resign(epoch=epoch)
@@ -125,19 +126,26 @@ def test_acknowledging_before_replication_breaks_no_committed_offset_lost(monkey
 # -- NoStaleGenerationAfterFailover ----------------------------------------------------------
 
 
-def test_acknowledging_a_sync_before_replication_breaks_no_stale_generation(monkeypatch):
+def load_to_high_watermark(self, event) -> None:
+    """Mutant: a new leader loads only what it knows is committed, up to its high watermark."""
+    original_load(self, LoadGroup(event.partition, event.leader_epoch, event.batches[:event.high_watermark],
+                                  event.high_watermark, event.now_ms))
+
+
+original_load = host_module.CoordinatorHost._load
+
+
+def test_loading_only_to_the_high_watermark_breaks_no_stale_generation(monkeypatch):
+    """The old leader saw its followers fetch the group record, so the record is committed. The
+    new leader has the record but not yet the news (the high watermark reaches a follower
+    with its next fetch). Loading to its high watermark misses the committed generation."""
+    monkeypatch.setattr(host_module.CoordinatorHost, "_load", load_to_high_watermark)
     old, new = two_brokers()
     old.lead()
-    acknowledge_on_local_append(monkeypatch)
-    join = old.join()
-    old.sleep(3_000)
-    joined = old.reply(join)
-    sync = old.send(SyncGroup, group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
-                    protocol_type="consumer", protocol_name="range")
-    assert old.reply(sync).error_code == ErrorCode.NONE  # the generation was acknowledged, its record not replicated
+    _, generation = old.stable_group()
     with pytest.raises(InvariantViolation, match="NoStaleGenerationAfterFailover") as caught:
-        move_leadership(old, new, replicated=0, epoch=2)
-    assert f"generation {joined.generation_id} was acknowledged" in str(caught.value)
+        move_leadership(old, new, replicated=len(old.logs[0]), epoch=2, follower_hw=0)
+    assert f"generation {generation} was committed, the serving coordinator is at no group at all" in str(caught.value)
 
 
 # -- SingleActiveCoordinator -----------------------------------------------------------------

@@ -21,6 +21,7 @@ from reference.errors import ErrorCode, InvariantViolation
 from reference.failover.effects import AppendToPartition, HostEffect
 from reference.failover.events import (
     BecomeCoordinator,
+    HighWatermarkUpdated,
     HostEvent,
     LoadGroup,
     ResignCoordinator,
@@ -28,7 +29,12 @@ from reference.failover.events import (
 from reference.failover.placement import partition_for
 from reference.group.coordinator import GroupCoordinator
 from reference.group.effects import Reply
-from reference.group.records import GroupMetadataKey, OffsetCommitKey, OffsetCommitValue
+from reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 from reference.group.requests import (
     DeleteGroups,
     DescribeGroups,
@@ -37,7 +43,6 @@ from reference.group.requests import (
     OffsetCommit,
     OffsetFetch,
     Request,
-    SyncGroup,
 )
 from reference.group.responses import (
     DescribeGroupsResponse,
@@ -57,7 +62,7 @@ INVARIANTS: dict[str, str] = {
     "LoadBeforeServe": "a broker answers for a group (other than NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS) only "
     "after loading the group's partition since it last became its leader",
     "NoStaleGenerationAfterFailover": "the serving coordinator's generation of a group is never below a generation "
-    "acknowledged to a member before, unless the group was deleted since",
+    "committed to the log before, unless the group was deleted since",
 }
 
 # Answers that say nothing about a group's state: refusals, and the service's own checks.
@@ -95,7 +100,10 @@ class Monitor:
         self._offset_writes: dict[OffsetKey, list[tuple[int, OffsetCommitValue | None]]] = {}
         self._group_tombstones: dict[str, list[int]] = {}
         self._acked_offsets: dict[OffsetKey, int] = {}  # -> seq of the acknowledged write
-        self._acked_generations: dict[str, tuple[int, int]] = {}  # group -> (generation, seq at the ack)
+        # group -> (generation, seq of the batch) of the newest group record committed
+        self._acked_generations: dict[str, tuple[int, int]] = {}
+        self._batches: dict[tuple[int, int], list[tuple[int, tuple]]] = {}  # (partition, offset) -> [(seq, records)]
+        self._tails: dict[tuple[int, int], dict[int, tuple]] = {}  # (broker, partition) -> loaded batches past the HW
         self._requests: dict[tuple[int, int | str], Request] = {}
         self._commit_writes: dict[tuple[int, int | str], dict[OffsetKey, int]] = {}
 
@@ -111,6 +119,8 @@ class Monitor:
             del self._leadership[key]
         for key in [k for k in self._requests if k[0] == host.broker_id]:
             del self._requests[key]
+        for key in [k for k in self._tails if k[0] == host.broker_id]:
+            del self._tails[key]
 
     # -- observing -----------------------------------------------------------------
 
@@ -127,12 +137,15 @@ class Monitor:
             self._newest_epoch[event.partition] = max(self._newest_epoch.get(event.partition, -1), event.leader_epoch)
         elif isinstance(event, LoadGroup):
             seen = self._leadership.get((broker, event.partition))
-            if seen is not None:
+            if seen is not None and not seen.loaded:
                 seen.loaded = True
+                tail = range(event.high_watermark, len(event.batches))
+                self._tails[(broker, event.partition)] = {o: event.batches[o] for o in tail}
         elif isinstance(event, ResignCoordinator):
             seen = self._leadership.get((broker, event.partition))
             if seen is not None and (event.leader_epoch is None or event.leader_epoch > seen.leader_epoch):
                 del self._leadership[(broker, event.partition)]
+                self._tails.pop((broker, event.partition), None)
 
     def after(self, host: CoordinatorHost, event: HostEvent, effects: list[HostEffect]) -> None:
         self.steps += 1
@@ -141,6 +154,11 @@ class Monitor:
                 self._appended(host, event, effect)
         for batch in host.committed:
             self._check_commit_order(host, batch.partition, batch.leader_epoch)
+            self._committed(batch.partition, batch.offset, batch.records)
+        if isinstance(event, HighWatermarkUpdated) and host.serving(event.partition) is not None:
+            tail = self._tails.get((host.broker_id, event.partition), {})
+            for offset in sorted(o for o in tail if o < event.high_watermark):
+                self._committed(event.partition, offset, tail.pop(offset))
         for effect in effects:
             if isinstance(effect, Reply):
                 request = self._requests.pop((host.broker_id, effect.request_id), None)
@@ -151,6 +169,7 @@ class Monitor:
 
     def _appended(self, host: CoordinatorHost, event: HostEvent, append: AppendToPartition) -> None:
         self._seq += 1
+        self._batches.setdefault((append.partition, append.offset), []).append((self._seq, append.records))
         for record in append.records:
             key = record.key
             if isinstance(key, OffsetCommitKey):
@@ -170,10 +189,19 @@ class Monitor:
                     key = (request.group_id, topic.name, p.partition_index)
                     if p.error_code == ErrorCode.NONE and key in written:
                         self._acked_offsets[key] = max(self._acked_offsets.get(key, 0), written[key])
-        elif isinstance(request, SyncGroup) and response.error_code == ErrorCode.NONE:
-            known = self._acked_generations.get(request.group_id)
-            if known is None or self._deleted_since(request.group_id, known[1]) or known[0] < request.generation_id:
-                self._acked_generations[request.group_id] = (request.generation_id, self._seq)
+
+    def _committed(self, partition: int, offset: int, records: tuple) -> None:
+        """A batch passed the high watermark: its group records' generations are acknowledged.
+
+        Where the batch was appended (found by its content at that offset) orders it against
+        tombstones; a batch the Monitor never saw appended counts as the oldest."""
+        seq = max((s for s, r in self._batches.get((partition, offset), ()) if r == records), default=0)
+        for record in records:
+            if isinstance(record.key, GroupMetadataKey) and isinstance(record.value, GroupMetadataValue):
+                group_id, generation = record.key.group, record.value.generation
+                known = self._acked_generations.get(group_id)
+                if known is None or self._deleted_since(group_id, known[1]) or known[0] < generation:
+                    self._acked_generations[group_id] = (generation, seq)
 
     # -- the state checks, also run on their own by Hypothesis @invariant rules ---------
 
@@ -283,7 +311,7 @@ class Monitor:
             if current < generation:
                 raise InvariantViolation(
                     "NoStaleGenerationAfterFailover",
-                    f"group {group_id!r}: generation {generation} was acknowledged, the serving coordinator is at "
+                    f"group {group_id!r}: generation {generation} was committed, the serving coordinator is at "
                     f"{current if group is not None else 'no group at all'}",
                 )
 
