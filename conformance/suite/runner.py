@@ -3,6 +3,7 @@ against the scenario's expectations and against the oracle."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 
@@ -75,7 +76,8 @@ class _Run:
             except _Stop:
                 return
             except TargetError as exc:
-                self.fail(index, "target", str(exc))
+                with contextlib.suppress(_Stop):  # fail() records the failure and stops the run
+                    self.fail(index, "target", str(exc))
                 return
             except (OracleOverflow, InvariantViolation, UsageError) as exc:
                 self.result.status, self.result.reason = "error", f"step {index + 1} (line {self.scenario.lines[index]}): {exc}"
