@@ -16,6 +16,11 @@ TARGETS = ("reference", "kafka", "librdkafka-mock", "embedded")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", choices=TARGETS, default="reference", help="what to check (default: reference)")
     parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)")
+    parser.add_argument("--on-kill-coordinator", metavar="CMD",
+                        help="kafka target: shell command that kills the group's coordinator "
+                             "(env COORDSPEC_GROUP_ID, COORDSPEC_COORDINATOR); scenarios that need it run one at a time")
+    parser.add_argument("--on-restart", metavar="CMD",
+                        help="kafka target: shell command that restarts the coordinator and returns once it is back")
     parser.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
                         help="scenario files or directories (default: the bundled catalog)")
     parser.add_argument("--tags", "--select", dest="tags", nargs="+", default=[], metavar="TAG",
@@ -34,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from conformance.suite import loader
+    from conformance.suite import loader, targets
+    from conformance.suite.kafka_target import FaultCommands
     from conformance.suite.listing import listing
     from conformance.suite.suite import SuiteError, run, select
 
@@ -45,11 +51,22 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"coordspec conform: {exc}", file=sys.stderr)
             return 2
         return 0
+    faults = None
+    if args.on_kill_coordinator or args.on_restart:
+        faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)
     try:
-        outcome = run(args.target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
-                      junit=args.junit, report=args.report, trace=args.trace, bootstrap=args.bootstrap,
-                      seed=args.seed, concurrency=args.concurrency, allow=args.allow, loop=args.loop)
+        # Made here rather than in run(), so that a target with a child process is stopped after the run.
+        target = targets.make(args.target, args.bootstrap, args.seed, faults)
+    except targets.UnknownTarget as exc:
+        print(f"coordspec conform: {exc}", file=sys.stderr)
+        return 2
+    try:
+        outcome = run(target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
+                      junit=args.junit, report=args.report, trace=args.trace, seed=args.seed,
+                      concurrency=args.concurrency, allow=args.allow, loop=args.loop)
     except SuiteError as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2
+    finally:
+        getattr(target, "stop", lambda: None)()
     return outcome.exit_code

@@ -1,0 +1,406 @@
+"""The ``kafka`` target: any broker that speaks Kafka's protocol, at ``--bootstrap host:port``.
+
+Real time, real sockets. Each simulated client has its own connections, as a consumer
+has: one to the bootstrap broker (ApiVersions, FindCoordinator) and one per coordinator
+it was sent to (the bootstrap connection when the coordinator is that broker). Group
+requests go to the coordinator FindCoordinator names for their group. A response with
+NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE is handed to the runner as it is (the oracle
+judges it) and makes the client find the coordinator again before its next request, as a
+client would.
+
+Opening the target checks the broker once: it answers ApiVersions (the versions both
+sides support are what scenarios run at), and the topics ``foo``, ``bar``, ``baz`` that
+scenarios commit offsets to exist with 3 partitions (they are created if missing).
+
+Fault hooks are shell commands (``--on-kill-coordinator``, ``--on-restart``); they run
+with ``COORDSPEC_GROUP_ID`` and ``COORDSPEC_COORDINATOR`` (host:port) in the environment.
+A fault hits every group on the broker, so with hooks the target runs one session at a
+time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from conformance.suite import wire_codec
+from conformance.suite.kafka_wire import Connection, WireError
+from conformance.suite.kio_entities import UnknownErrorCode
+from conformance.suite.target import TargetError
+from reference.errors import ErrorCode
+from reference.group.config import GroupConfig
+from reference.group.requests import API_KEYS, VERSIONS, Request
+from reference.group.responses import Response
+
+FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
+TOPICS = ("foo", "bar", "baz")  # what scenarios commit offsets to, partitions 0-2
+_PARTITIONS = 3
+_REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+_RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
+
+
+Hook = str | Callable[[], Awaitable[None]]  # a shell command, or (embedded targets) a coroutine function
+
+
+@dataclass(frozen=True)
+class FaultCommands:
+    kill_coordinator: Hook | None = None
+    restart: Hook | None = None
+
+
+def parse_bootstrap(bootstrap: str | None) -> tuple[str, int]:
+    host, sep, port = (bootstrap or "").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise TargetError(f"--bootstrap must be HOST:PORT, got {bootstrap!r}")
+    return host.strip("[]"), int(port)
+
+
+class KafkaTarget:
+    clock: Literal["virtual", "real"] = "real"
+    configurable = False
+    answer_ms = 5_000
+    # Short: scenarios pin a parked reply between the end of an ``await ... parked`` and a
+    # deadline (``within: 2900`` for a 3 s delay), and a parked request step's settle time
+    # comes before that await. A broker that answers later than this when it should answer at
+    # once is still caught: the oracle checks the reply against the time it arrived.
+    settle_ms = 20
+    latency_ms = 200  # generous: a loaded machine delays replies by this much
+    timeout_s = 10.0  # connecting, ApiVersions, FindCoordinator, hooks' restarts
+    APIS: ClassVar[tuple[str, ...]] = tuple(VERSIONS)
+    OPEN_INTERVAL_S = 0.01
+
+    def __init__(self, bootstrap: str, *, name: str = "kafka", faults: FaultCommands | None = None,
+                 config: GroupConfig | None = None) -> None:
+        self.name = name
+        self.host, self.port = parse_bootstrap(bootstrap)
+        self.config = config or GroupConfig()  # Kafka's defaults: a broker's own settings are not asked for
+        self.fault_commands = faults or FaultCommands()
+        self.supports_faults = bool(self.fault_commands.kill_coordinator or self.fault_commands.restart)
+        self.versions: dict[str, range] = {}
+        self.broker_versions: dict[int, range] = {}
+        self._one_at_a_time: asyncio.Lock | None = None
+        self._next_open = 0.0
+        self._stoppers: list[Callable[[], None]] = []
+
+    def on_stop(self, stopper: Callable[[], None]) -> None:
+        """Something to stop with the target (the child process that serves it)."""
+        self._stoppers.append(stopper)
+
+    def stop(self) -> None:
+        while self._stoppers:
+            self._stoppers.pop()()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def check(self) -> KafkaTarget:
+        """Probe the broker (see the module docstring); raises TargetError with one line."""
+        asyncio.run(self._probe())
+        return self
+
+    async def _probe(self) -> None:
+        try:
+            connection = await Connection.open(self.host, self.port, self.timeout_s)
+        except WireError as exc:
+            raise TargetError(str(exc)) from None
+        try:
+            self.broker_versions = connection.versions
+            for api in self.APIS:
+                theirs = connection.versions.get(API_KEYS[api], range(0))
+                self.versions[api] = range(max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop))
+            if FIND_COORDINATOR not in connection.versions:
+                raise TargetError(f"{self.bootstrap} does not serve FindCoordinator: it cannot route group requests")
+            await _ensure_topics(connection, self.timeout_s)
+        except WireError as exc:
+            raise TargetError(str(exc)) from None
+        finally:
+            await connection.close()
+
+    async def open(self, group_id: str, config: GroupConfig) -> KafkaSession:
+        # Sessions that open together would keep their timers in step (every initial
+        # rebalance delay ending in the same instant): a burst that delays replies on both
+        # sides. Spacing the openings spreads the bursts.
+        now = time.monotonic()
+        self._next_open = max(now, self._next_open) + self.OPEN_INTERVAL_S
+        await asyncio.sleep(self._next_open - self.OPEN_INTERVAL_S - now)
+        if self.supports_faults:
+            self._one_at_a_time = self._one_at_a_time or asyncio.Lock()
+            await self._one_at_a_time.acquire()
+        try:
+            return await KafkaSession(self, group_id).warm_up()
+        except (WireError, TargetError) as exc:
+            self.session_closed()
+            raise TargetError(str(exc)) from None
+
+    def session_closed(self) -> None:
+        if self._one_at_a_time is not None and self._one_at_a_time.locked():
+            self._one_at_a_time.release()
+
+
+async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
+    def short(topic: Any) -> str | None:
+        count = len(topic.partitions)
+        if int(topic.error_code) == 0 and count < _PARTITIONS:
+            return f"topic {topic.name} has {count} partitions; the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}"
+        return None
+
+    version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
+    request = {"topics": [{"name": t} for t in TOPICS], "allow_auto_topic_creation": False}
+    metadata = await connection.call(METADATA, version, request, timeout_s)
+    missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
+    if missing and CREATE_TOPICS in connection.versions:
+        create_version = min(connection.versions[CREATE_TOPICS].stop - 1, 7)
+        topics = [{"name": name, "num_partitions": _PARTITIONS, "replication_factor": -1} for name in missing]
+        await connection.call(CREATE_TOPICS, create_version, {"topics": topics, "timeout": int(timeout_s * 1000)}, timeout_s)
+    elif missing:  # no CreateTopics (librdkafka's mock): ask for them as a consumer may, auto-created
+        request = {**request, "allow_auto_topic_creation": True}
+    if missing:
+        deadline = time.monotonic() + timeout_s
+        while missing and time.monotonic() < deadline:  # creation completes asynchronously in a cluster
+            await asyncio.sleep(0.1)
+            metadata = await connection.call(METADATA, version, request, timeout_s)
+            missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
+    if missing:
+        raise TargetError(f"{connection.address}: topics {', '.join(missing)} do not exist and could not be created "
+                          f"(the scenarios commit offsets to them)")
+    for topic in metadata.topics:
+        if (problem := short(topic)) is not None:
+            raise TargetError(f"{connection.address}: {problem}")
+
+
+class _Client:
+    """One simulated client: its connections by address, the coordinators it found, its replies."""
+
+    def __init__(self) -> None:
+        self.connections: dict[str, Connection] = {}
+        self.coordinators: dict[str, tuple[str, int]] = {}  # group id -> address
+        self.inbox: asyncio.Queue[tuple[Response, int] | TargetError] = asyncio.Queue()
+        self.delivery: asyncio.Task | None = None
+
+
+class KafkaSession:
+    WARM = 3  # connections opened ahead: most scenarios have at most three clients
+
+    def __init__(self, target: KafkaTarget, group_id: str) -> None:
+        self.target = target
+        self.group_id = group_id
+        self.started = time.monotonic()
+        self.clients: dict[str, _Client] = {}
+        self.faults = self if target.supports_faults else None
+        self.coordinator: tuple[str, int] | None = None  # of the run's group, found ahead
+        self.warm: list[Connection] = []
+
+    async def warm_up(self) -> KafkaSession:
+        """Find the run's coordinator and open connections to it before the clock starts.
+
+        The runner stamps a request with the time before ``send``: a client that first
+        had to connect, negotiate and find its coordinator would reach the broker later
+        than the oracle thinks, and every timer would start late. Each client still gets
+        connections of its own (one of these) and finds coordinators again when told to.
+        """
+        scout = _Client()
+        self.coordinator = await self._find_coordinator(scout, self.group_id)
+        self.warm = [c for c in scout.connections.values() if f"{self.coordinator[0]}:{self.coordinator[1]}" == c.address]
+        await self._drop(scout, keep=self.warm)
+        extra = await asyncio.gather(*(self._connect(self.coordinator) for _ in range(self.WARM - len(self.warm))),
+                                     return_exceptions=True)
+        for connection in extra:
+            if isinstance(connection, BaseException):
+                raise connection
+            self.warm.append(connection)
+        self.started = time.monotonic()
+        return self
+
+    def now_ms(self) -> int:
+        return self._ms(time.monotonic())
+
+    def _ms(self, monotonic: float) -> int:
+        return int((monotonic - self.started) * 1000)
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def send(self, client: str, request: Request) -> None:
+        state = self.clients.setdefault(client, _Client())
+        try:
+            connection = await self._route(state, request)
+            entity = wire_codec.request_entity(request)
+            client_id = request.client_id if request.api == "JoinGroup" else client
+            future = connection.send(API_KEYS[request.api], request.api_version, entity, client_id=client_id)
+        except WireError as exc:
+            raise TargetError(f"{request.api} v{request.api_version}: {exc}") from None
+        state.delivery = asyncio.get_running_loop().create_task(self._deliver(state, request, future))
+
+    async def _deliver(self, state: _Client, request: Request, future: asyncio.Future) -> None:
+        what = f"{request.api} v{request.api_version}"
+        try:
+            entity, arrived = await future
+            response = wire_codec.response_from(request.api, request.api_version, entity)
+        except WireError as exc:
+            state.inbox.put_nowait(TargetError(f"{what}: {exc}"))
+            return
+        except (UnknownErrorCode, ValueError) as exc:
+            state.inbox.put_nowait(TargetError(f"{what}: the broker answered with {exc}"))
+            return
+        if _error_codes(response) & _REFIND:
+            key = _group_key(request) or self.group_id
+            state.coordinators.pop(key, None)
+            if key == self.group_id:
+                self.coordinator = None  # the one found ahead is stale too
+        state.inbox.put_nowait((response, self._ms(arrived)))
+
+    async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
+        inbox = self.clients.setdefault(client, _Client()).inbox
+        try:
+            item = await asyncio.wait_for(inbox.get(), max(within_ms, 0) / 1000)
+        except TimeoutError:
+            return None
+        if isinstance(item, TargetError):
+            raise item
+        return item
+
+    async def sleep(self, ms: int) -> None:
+        await asyncio.sleep(ms / 1000)
+
+    async def close(self) -> None:
+        try:
+            await self._drop_connections()
+        finally:
+            self.target.session_closed()
+
+    # -- routing --------------------------------------------------------------------------
+
+    async def _connection(self, state: _Client, address: tuple[str, int]) -> Connection:
+        key = f"{address[0]}:{address[1]}"
+        connection = state.connections.get(key)
+        if connection is None or connection.closed:
+            ready = next((c for c in self.warm if c.address == key and not c.closed), None)
+            if ready is not None:
+                self.warm.remove(ready)
+                connection = ready
+            else:
+                connection = await self._connect(address)
+            state.connections[key] = connection
+        return connection
+
+    async def _connect(self, address: tuple[str, int]) -> Connection:
+        """Connect, retrying while the broker is unreachable (it may be restarting after a fault)."""
+        deadline = time.monotonic() + self.target.timeout_s
+        while True:
+            try:
+                return await Connection.open(*address, self.target.timeout_s)
+            except WireError:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.1)
+
+    async def _route(self, state: _Client, request: Request) -> Connection:
+        key = _group_key(request) or self.group_id
+        if key not in state.coordinators and key == self.group_id and self.coordinator is not None:
+            state.coordinators[key] = self.coordinator  # found ahead, in warm_up
+        if key not in state.coordinators:
+            state.coordinators[key] = await self._find_coordinator(state, key)
+        return await self._connection(state, state.coordinators[key])
+
+    async def _find_coordinator(self, state: _Client, key: str) -> tuple[str, int]:
+        """The coordinator's address, retrying while the group has none yet. A key Kafka
+        refuses (an invalid group id) goes to the run's own group's coordinator, which
+        answers the request with the error a client would get."""
+        bootstrap = (self.target.host, self.target.port)
+        deadline = time.monotonic() + self.target.timeout_s
+        while True:
+            connection = await self._connection(state, bootstrap)
+            supported = connection.versions[FIND_COORDINATOR]
+            version = min(supported.stop - 1, 3) if supported.start <= 3 else supported.stop - 1
+            values = {"key": key, "key_type": 0} if version <= 3 else {"key_type": 0, "coordinator_keys": [key]}
+            answer = await connection.call(FIND_COORDINATOR, version, values, self.target.timeout_s)
+            if version >= 4:
+                answer = answer.coordinators[0]
+            error = int(answer.error_code)
+            if error == 0:
+                return answer.host, int(answer.port)
+            if error not in _RETRIABLE_FIND:
+                if key == self.group_id:
+                    return bootstrap
+                return await self._find_coordinator(state, self.group_id)
+            if time.monotonic() >= deadline:
+                raise WireError(f"FindCoordinator for {key!r}: still error {error} after {self.target.timeout_s:g} s")
+            await asyncio.sleep(0.1)
+
+    async def _drop_connections(self) -> None:
+        for state in self.clients.values():
+            await self._drop(state)
+        for connection in self.warm:
+            await connection.close()
+        self.warm = []
+        self.coordinator = None
+
+    @staticmethod
+    async def _drop(state: _Client, keep: list[Connection] = ()) -> None:
+        if state.delivery is not None:
+            state.delivery.cancel()
+        for connection in state.connections.values():
+            if connection not in keep:
+                await connection.close()
+        state.connections.clear()
+        state.coordinators.clear()
+
+    # -- fault hooks ----------------------------------------------------------------------
+
+    async def kill_coordinator(self) -> None:
+        await self._fault("--on-kill-coordinator", self.target.fault_commands.kill_coordinator)
+
+    async def restart(self) -> None:
+        await self._fault("--on-restart", self.target.fault_commands.restart)
+
+    async def _fault(self, option: str, command: Hook | None) -> None:
+        if command is None:
+            raise TargetError(f"this scenario needs the {option} hook")
+        if callable(command):
+            await command()
+        else:
+            await self._run_hook(option, command)
+        await self._drop_connections()  # requests in flight get no reply; clients reconnect
+        for state in self.clients.values():
+            state.inbox = asyncio.Queue()
+
+    async def _run_hook(self, option: str, command: str) -> None:
+        coordinator = next((c for s in self.clients.values() for c in s.coordinators.values()), (self.target.host, self.target.port))
+        env = {**os.environ, "COORDSPEC_GROUP_ID": self.group_id, "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}"}
+        process = await asyncio.create_subprocess_shell(command, env=env, stdout=asyncio.subprocess.DEVNULL,
+                                                        stderr=asyncio.subprocess.PIPE)
+        try:
+            _, stderr = await asyncio.wait_for(process.communicate(), self.target.timeout_s * 6)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            raise TargetError(f"{option} {command!r} did not finish within {self.target.timeout_s * 6:g} s") from None
+        if process.returncode != 0:
+            last = (stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
+            raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
+
+
+def _group_key(request: Request) -> str | None:
+    """The group a request is routed by (DescribeGroups / DeleteGroups: the first one named)."""
+    group = getattr(request, "group_id", None)
+    if group is None:
+        group = next(iter(getattr(request, "groups", None) or getattr(request, "groups_names", None) or ()), None)
+    return group or None
+
+
+def _error_codes(response: Any) -> set[int]:
+    """Every error code in a response, at any depth."""
+    codes = set()
+    for name in getattr(response, "__dataclass_fields__", ()):
+        value = getattr(response, name)
+        if isinstance(value, ErrorCode):
+            codes.add(int(value))
+        elif isinstance(value, tuple):
+            for item in value:
+                codes |= _error_codes(item)
+    return codes
