@@ -3,7 +3,10 @@ byte where Kafka fixes the field order, and the codecs' round trips."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, strategies as st
 
 from reference.errors import UsageError
 from reference.replication.znodes import (
@@ -27,6 +30,14 @@ def test_partition_state_is_kafkas_json():
     state = PartitionState(leader=2, leader_epoch=5, isr=(2, 3), controller_epoch=7)
     assert state.encode() == b'{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":5,"isr":[2,3]}'
     assert PartitionState.decode("p", state.encode()) == state
+
+
+@given(st.integers(-1, 2**31 - 1), st.integers(0, 2**31 - 1), st.lists(st.integers(0, 2**31 - 1), max_size=5),
+       st.integers(0, 2**31 - 1))
+def test_partition_state_encodes_as_kafkas_json(leader, leader_epoch, isr, controller_epoch):
+    state = PartitionState(leader, leader_epoch, tuple(isr), controller_epoch)
+    expected = {"controller_epoch": controller_epoch, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr}
+    assert state.encode() == json.dumps(expected, separators=(",", ":")).encode()
 
 
 def test_a_controller_decision_bumps_the_leader_epoch_and_a_leaders_isr_change_does_not():

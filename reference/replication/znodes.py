@@ -118,9 +118,11 @@ class PartitionState:
         return replace(self, isr=tuple(isr))
 
     def encode(self) -> bytes:
-        return _dumps(
-            {"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1, "leader_epoch": self.leader_epoch, "isr": list(self.isr)}
-        )
+        # Formatted by hand: a failover encodes one state per partition, and json.dumps
+        # costs most of the controller's time there. Same bytes as _dumps (a test checks).
+        isr = ",".join(str(int(b)) for b in self.isr)
+        return (f'{{"controller_epoch":{int(self.controller_epoch)},"leader":{int(self.leader)},"version":1,'
+                f'"leader_epoch":{int(self.leader_epoch)},"isr":[{isr}]}}').encode()
 
     @staticmethod
     def decode(path: str, data: bytes) -> PartitionState:
