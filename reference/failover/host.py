@@ -58,6 +58,7 @@ from reference.group.responses import (
 )
 
 MultiGroupRequest = DescribeGroups | DeleteGroups | ListGroups
+_HOST_EVENTS = (Request, Tick, BecomeCoordinator, LoadGroup, ResignCoordinator, HighWatermarkUpdated, AppendFailed)
 
 
 class HostObserver(Protocol):
@@ -118,9 +119,9 @@ class CoordinatorHost:
 
     def handle(self, event: HostEvent) -> list[HostEffect]:
         """Apply one event; return the effects it caused, in order."""
-        now_ms = getattr(event, "now_ms", None)
-        if now_ms is None:
+        if not isinstance(event, _HOST_EVENTS):
             raise UsageError(f"CoordinatorHost.handle: {type(event).__name__} is not a host event")
+        now_ms = event.now_ms
         if now_ms < self.now_ms:
             raise UsageError(f"{type(event).__name__}: now_ms {now_ms} is before broker {self.broker_id}'s time {self.now_ms}")
         if isinstance(event, Request) and (event.request_id in self._requests or event.request_id in self._fan_outs):
@@ -146,10 +147,8 @@ class CoordinatorHost:
             self._resign(event)
         elif isinstance(event, HighWatermarkUpdated):
             self._advance(event)
-        elif isinstance(event, AppendFailed):
-            self._append_failed(event)
         else:
-            raise UsageError(f"CoordinatorHost.handle: {type(event).__name__} is not a host event")
+            self._append_failed(event)
         effects, self._effects = self._effects, []
         if self.observer is not None:
             self.observer.after(self, event, effects)
