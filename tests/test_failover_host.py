@@ -426,3 +426,45 @@ def test_misuse_raises_usage_error():
         broker.step(object())
     with pytest.raises(UsageError, match="at least one partition"):
         CoordinatorHost(1, 0)
+
+
+def test_static_takeover_answered_once_its_write_is_committed():
+    """GM-6's takeover in Stable writes the new member id first; the join waits for the HW."""
+    broker = OneBroker()
+    broker.lead()
+    join = broker.join(version=5, group_instance_id="instance-1")
+    broker.sleep(3_000)
+    joined = broker.reply(join)
+    sync = broker.send(SyncGroup, group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
+                       group_instance_id="instance-1", protocol_type="consumer", protocol_name="range")
+    broker.replicate()
+    assert broker.reply(sync).error_code == ErrorCode.NONE
+    takeover = broker.join(version=5, group_instance_id="instance-1")
+    assert takeover not in broker.replies
+    broker.replicate()
+    response = broker.reply(takeover)
+    assert (response.error_code, response.generation_id) == (ErrorCode.NONE, joined.generation_id)
+    assert response.member_id != joined.member_id
+
+
+def test_stable_offset_fetch_waits_for_pending_commits():
+    """OffsetFetch with require_stable (v7+) is a write operation in Kafka 4.0; a plain one reads at once."""
+    broker = OneBroker()
+    broker.lead()
+    commit = broker.commit(8)
+    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    plain = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),))
+    assert stable not in broker.replies
+    assert broker.reply(plain).topics[0].partitions[0].committed_offset == -1
+    broker.replicate()
+    assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert broker.reply(stable).topics[0].partitions[0].committed_offset == 8  # it sees the pending commit
+
+
+def test_stable_offset_fetch_fails_with_its_partition():
+    broker = OneBroker()
+    broker.lead()
+    broker.commit(8)
+    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    broker.resign()
+    assert broker.reply(stable).error_code == ErrorCode.NOT_COORDINATOR

@@ -46,6 +46,7 @@ from reference.group.requests import (
     DescribeGroups,
     ListGroups,
     LoadGroups,
+    OffsetFetch,
     Request,
     Tick,
     UnloadGroups,
@@ -260,7 +261,11 @@ class CoordinatorHost:
         due = [d for d in hosted.deferred if d.end_offset <= event.high_watermark]
         hosted.deferred = [d for d in hosted.deferred if d.end_offset > event.high_watermark]
         for reply in due:
-            self._deliver(reply.request, reply.response)
+            if reply.response is None:
+                self._requests[reply.request.request_id] = reply.request
+                self._drive(hosted, reply.request)
+            else:
+                self._deliver(reply.request, reply.response)
 
     def _append_failed(self, event: AppendFailed) -> None:
         """The batch failed, and with it every later write (Kafka's failCurrentBatch)."""
@@ -294,6 +299,11 @@ class CoordinatorHost:
             self._forward(hosted, request)
 
     def _forward(self, hosted: HostedPartition, request: Request) -> None:
+        if isinstance(request, OffsetFetch) and request.require_stable and hosted.uncommitted():
+            # Kafka reads the latest offsets, pending commits included, and answers once
+            # they are committed: the same as reading them then (CF-6).
+            hosted.deferred.append(DeferredReply(hosted.next_offset, request, None))
+            return
         self._requests[request.request_id] = request
         self._drive(hosted, request, deferring=request if is_deferred_write(request) else None)
 

@@ -26,11 +26,13 @@ class PartitionState(Enum):
 
 @dataclass(slots=True)
 class DeferredReply:
-    """A write operation's reply, held until the high watermark reaches ``end_offset``."""
+    """A write operation's reply, held until the high watermark reaches ``end_offset``.
+    ``None`` for a stable OffsetFetch: it reads the offsets once the writes before it are
+    committed, which is when Kafka's read of the latest state would be answered."""
 
     end_offset: int
     request: Request
-    response: Response
+    response: Response | None
 
 
 @dataclass(slots=True)

@@ -39,13 +39,12 @@ from reference.group.responses import (
 
 # Requests that Kafka 4.0 schedules as write operations: their reply waits until every
 # record the partition wrote before is committed (CF-6). JoinGroup and SyncGroup are
-# writes too, but the classic group completes their futures itself.
+# writes too, but the classic group completes their futures itself. A stable OffsetFetch
+# is one as well; the host holds it before it reads (CoordinatorHost._forward).
 DEFERRED_REPLY_APIS = ("Heartbeat", "LeaveGroup", "OffsetCommit", "DeleteGroups")
 
 
 def is_deferred_write(request: Request) -> bool:
-    if isinstance(request, OffsetFetch):
-        return request.require_stable  # a stable fetch is scheduled as a write
     return request.api in DEFERRED_REPLY_APIS
 
 
