@@ -40,9 +40,11 @@ from reference.failover.placement import partition_for
 from reference.group import (
     CommitPartition,
     CommitTopic,
+    DescribeGroups,
     GroupConfig,
     Heartbeat,
     JoinGroup,
+    ListGroups,
     OffsetCommit,
     OffsetFetch,
     SyncGroup,
@@ -127,6 +129,8 @@ class FailoverMachine(RuleBasedStateMachine):
                     self.on_reply(c, request, reply.response)
 
     def on_reply(self, c: Client, request, response) -> None:
+        if isinstance(request, (DescribeGroups, ListGroups)):
+            return  # the Monitor judges these; a consumer does not act on them
         if isinstance(request, OffsetCommit):
             errors = {p.error_code for t in response.topics for p in t.partitions}
             error = next(iter(errors - {ErrorCode.NONE}), ErrorCode.NONE)
@@ -193,6 +197,14 @@ class FailoverMachine(RuleBasedStateMachine):
     def fetch(self, name):
         c = self.clients[name]
         self.send(c, lambda rid, now: OffsetFetch(rid, 9, now, group_id=c.group_id, topics=None))
+        self.after_step()
+
+    @rule(name=st.sampled_from(sorted(GROUPS)), listing=st.booleans())
+    def describe(self, name, listing):
+        """An admin asks the client's coordinator about both groups (split by partition), or lists."""
+        groups = tuple(sorted(set(GROUPS.values())))
+        self.send(self.clients[name], lambda rid, now: ListGroups(rid, 4, now) if listing
+                  else DescribeGroups(rid, 5, now, groups=groups))
         self.after_step()
 
     @rule(name=st.sampled_from(sorted(GROUPS)))
