@@ -30,7 +30,7 @@ from broker.group_service import GroupService
 from broker.log.group_records import CorruptRecord
 from broker.log.producers import ProducerIds
 from broker.log.topics import DataDirError, TopicStore
-from broker.trace import Trace
+from broker.trace import Trace, TraceFileError
 from broker.wire.dispatch import respond
 from broker.wire.framing import FrameError, read_frame
 from broker.wire.protocol import BadRequest
@@ -130,10 +130,11 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
         raise BrokerError(f"data directory {data_dir} is in use by another broker") from None
     start_ms = int(time.time() * 1000)
     try:
-        trace = Trace(trace_path or data_dir / "trace.jsonl", run=f"broker-{node_id}-{start_ms}", start_ms=start_ms)
+        trace = Trace(trace_path or data_dir / "trace.jsonl", node_id, start_ms)
         topics = TopicStore(data_dir)
         groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace)
-    except (DataDirError, CorruptRecord) as e:
+        trace.restart(start_ms, set(groups.coordinator.groups))
+    except (DataDirError, CorruptRecord, TraceFileError) as e:
         lock.close()
         raise BrokerError(str(e)) from None
     except OSError as e:

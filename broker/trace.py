@@ -1,12 +1,16 @@
 """The broker's JSONL trace of the group protocol, in the trace format of spec/trace-format.md (v1).
 
-One line per group request and per response, ``source: "broker"``. ``run`` is this broker
-process (node id and start time), ``t_ms`` the milliseconds since it started, ``client``
-the connection (client id and address: a connection carries one request at a time), and
-``correlation_id`` the broker's own request number, which unlike Kafka's correlation id is
-unique within the run. Requests naming several groups (DescribeGroups, DeleteGroups) are
-keyed by their first group, ListGroups by ``""``. Field values follow the format: bytes in
-base64, error codes as numbers, the reference's field names.
+One line per group request and per response, ``source: "broker"``. ``client`` is the
+connection (client id and address: a connection carries one request at a time),
+``correlation_id`` the broker's own request number (Kafka's correlation ids repeat across
+connections), ListGroups, about no one group, is keyed by ``""``. Field values follow the
+format: bytes in base64, error codes as numbers, the reference's field names.
+
+A run is the life of the trace file, across broker restarts: the run's name and start
+(``<trace>.run``) and the groups it has seen (``<trace>.groups``) are kept next to it, and
+a broker that starts on an existing run writes a ``restart`` fault for every group seen or
+loaded, so an offline check reloads each group from its log as the broker did. ``t_ms``
+counts from the run's start.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import json
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from pydantic import BaseModel, ValidationError
 
 from reference.group.requests import API_KEYS
 
@@ -44,12 +50,49 @@ def group_key(request: Any) -> str:
     return names[0] if names else ""
 
 
+class TraceFileError(Exception):
+    """The trace's companion files cannot be read; one line for the user."""
+
+
+class TraceRun(BaseModel):
+    run: str
+    start_ms: int
+
+
 class Trace:
-    def __init__(self, path: Path | None, run: str, start_ms: int) -> None:
-        self._out: TextIO | None = open(path, "a", encoding="utf-8") if path is not None else None  # noqa: SIM115
-        self._run = run
-        self._start_ms = start_ms
+    def __init__(self, path: Path | None, node_id: int, now_ms: int) -> None:
+        self._out: TextIO | None = None
         self._open: dict[int | str, tuple[str, str]] = {}  # request id -> (client, group id), until answered
+        self._seen: set[str] = set()
+        self.restarted = False
+        self._run, self._start_ms = f"broker-{node_id}-{now_ms}", now_ms
+        if path is None:
+            return
+        run_file, self._groups_file = path.with_name(path.name + ".run"), path.with_name(path.name + ".groups")
+        if run_file.exists():
+            try:
+                state = TraceRun.model_validate_json(run_file.read_bytes())
+            except ValidationError:
+                raise TraceFileError(f"{run_file}: cannot read the trace's run") from None
+            self._run, self._start_ms, self.restarted = state.run, state.start_ms, True
+            if self._groups_file.exists():
+                self._seen = {json.loads(line) for line in self._groups_file.read_text().splitlines() if line}
+        else:
+            run_file.write_text(TraceRun(run=self._run, start_ms=self._start_ms).model_dump_json())
+        self._out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the broker's life
+
+    def restart(self, now_ms: int, loaded_groups: set[str]) -> None:
+        """After a restart on an existing run: every group starts again from its log."""
+        if not self.restarted or self._out is None:
+            return
+        for group_id in sorted(self._seen | loaded_groups):
+            self._line(now_ms, group_id, {"kind": "fault", "fault": "restart"})
+
+    def _see(self, group_id: str) -> None:
+        if group_id not in self._seen:
+            self._seen.add(group_id)
+            with open(self._groups_file, "a", encoding="utf-8") as groups:
+                groups.write(json.dumps(group_id) + "\n")
 
     def request(self, now_ms: int, client: str, request: Any) -> None:
         group_id = group_key(request)
@@ -65,10 +108,14 @@ class Trace:
                request_id: int | str, fields: dict) -> None:
         if self._out is None:
             return
+        self._see(group_id)
+        self._line(now_ms, group_id, {"kind": kind, "client": client, "api": api, "api_key": API_KEYS[api],
+                                      "api_version": api_version, "correlation_id": request_id, "fields": fields})
+
+    def _line(self, now_ms: int, group_id: str, record: dict) -> None:
+        assert self._out is not None
         line = {"v": FORMAT_VERSION, "source": "broker", "run": self._run, "scenario": None, "group_id": group_id,
-                "ts_ms": round(time.time() * 1000, 3), "t_ms": max(now_ms - self._start_ms, 0), "kind": kind,
-                "client": client, "api": api, "api_key": API_KEYS[api], "api_version": api_version,
-                "correlation_id": request_id, "fields": fields}
+                "ts_ms": round(time.time() * 1000, 3), "t_ms": max(now_ms - self._start_ms, 0), **record}
         self._out.write(json.dumps(line, separators=(",", ":")) + "\n")
         self._out.flush()
 

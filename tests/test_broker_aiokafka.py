@@ -5,6 +5,7 @@ the broker restarts. Members are tasks on one event loop; every wait is bounded.
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from broker.testing import BrokerProcess
+from conformance.tracecheck.check import check_files
+from conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4
@@ -74,6 +77,13 @@ async def committed(consumer: AIOKafkaConsumer, topic: str) -> list[int | None]:
     return [await consumer.committed(TopicPartition(topic, p)) for p in range(PARTITIONS)]
 
 
+
+def assert_trace_replays(path: Path) -> None:
+    """The broker's trace, replayed through the conformance oracle, has no violation."""
+    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    assert findings.totals.events > 0
+    assert findings.violations == [], findings.violations[0]["message"]
+
 async def group_scenario(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
@@ -112,6 +122,7 @@ async def group_scenario(tmp_path: Path) -> None:
             assert await committed(reader, "orders") == [RECORDS // PARTITIONS + 1] * PARTITIONS
         finally:
             await reader.stop()
+    assert_trace_replays(tmp_path / "trace.jsonl")  # across the restart
 
 
 def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ Every test starts its own broker on a free port and bounds every wait.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.testing import BrokerProcess
 from conformance.suite.codec import decode_request, decode_response
 from conformance.suite.trace import validate_file
+from conformance.tracecheck.check import check_files
+from conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4
@@ -97,6 +100,13 @@ def poll_all(*members: Member) -> Callable[[], None]:
     return poll
 
 
+
+def assert_trace_replays(path: Path) -> None:
+    """The broker's trace, replayed through the conformance oracle, has no violation."""
+    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    assert findings.totals.events > 0
+    assert findings.violations == [], findings.violations[0]["message"]
+
 def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
@@ -139,6 +149,7 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         committed = reader.committed([TopicPartition("orders", p) for p in range(PARTITIONS)], timeout=10)
         assert [(p.partition, p.offset) for p in committed] == [(p, RECORDS // PARTITIONS + 1) for p in range(PARTITIONS)]
         reader.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")  # across the restart
 
 
 def join_responses(trace: Path, group: str) -> list[dict]:
@@ -171,6 +182,7 @@ def test_static_member_rejoins_without_a_rebalance(tmp_path: Path) -> None:
         wait_for(lambda: second.assigned() == {0, 1}, poll_all(second), 20, "the restarted static member's assignment")
         second.client.close()
 
+    assert_trace_replays(tmp_path / "trace.jsonl")
     joins = [r for r in join_responses(tmp_path / "trace.jsonl", "static") if r["error_code"] == 0]
     assert len(joins) == 2
     # The rejoin with a known group.instance.id is answered from the Stable group: same generation.
@@ -194,6 +206,7 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(tmp_path: Path) ->
         assert a.revoked[-1] == b.assigned()
         b.client.close()
         a.client.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")
     chosen = {r["protocol_name"] for r in join_responses(tmp_path / "trace.jsonl", "sticky") if r["error_code"] == 0}
     assert chosen == {"cooperative-sticky"}
 
@@ -219,6 +232,7 @@ def test_admin_lists_describes_and_deletes_groups(tmp_path: Path) -> None:
         member.client.close()
         admin.delete_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
         assert admin.list_consumer_groups(request_timeout=10).result(10).valid == []
+    assert_trace_replays(tmp_path / "trace.jsonl")
     check_trace(tmp_path / "trace.jsonl", {"DescribeGroups", "ListGroups", "DeleteGroups"})
 
 
@@ -251,6 +265,7 @@ def test_a_member_that_dies_without_leaving_is_expired_after_its_session(tmp_pat
         # heartbeat and a rejoin.
         assert 5 < time.monotonic() - killed_at < 6 + 4
         a.client.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")
 
 
 def test_create_topics_answers_kafkas_errors(tmp_path: Path) -> None:

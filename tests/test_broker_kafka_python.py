@@ -7,6 +7,7 @@ The producer is idempotent, kafka-python's default (InitProducerId, then sequenc
 
 from __future__ import annotations
 
+import io
 import queue
 import threading
 import time
@@ -19,6 +20,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from broker.testing import BrokerProcess
+from conformance.tracecheck.check import check_files
+from conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4
@@ -87,6 +90,13 @@ def committed(consumer: KafkaConsumer, topic: str) -> list[int | None]:
     return [consumer.committed(TopicPartition(topic, p)) for p in range(PARTITIONS)]
 
 
+
+def assert_trace_replays(path: Path) -> None:
+    """The broker's trace, replayed through the conformance oracle, has no violation."""
+    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    assert findings.totals.events > 0
+    assert findings.violations == [], findings.violations[0]["message"]
+
 def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
@@ -122,3 +132,4 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         reader = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False)
         assert committed(reader, "orders") == [RECORDS // PARTITIONS + 1] * PARTITIONS
         reader.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")  # across the restart

@@ -1,7 +1,8 @@
 """The group APIs: Kafka's request fields to the reference's requests, and its responses back.
 
 One function per API turns a decoded kio request into the reference request (or
-requests: OffsetFetch v8+ asks for several groups); the reference's responses already
+requests, one per group, where a request names several: OffsetFetch v8+, DescribeGroups,
+DeleteGroups); the reference's responses already
 carry Kafka's field names at the request's version, so they go back through the
 version-tolerant builder as they are. The only work done outside the reference is what
 Kafka does in KafkaApis before the coordinator: OffsetCommit of a partition that does
@@ -143,8 +144,13 @@ async def offset_fetch(ctx: BrokerContext, client: Client, version: int, body: A
 
 
 async def describe_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(client.name, lambda rid, now: DescribeGroups(rid, version, now, groups=tuple(body.groups)))
-    return _plain(response)
+    # One reference request per group: each group's answer depends on that group alone, and
+    # the trace, keyed by group, then replays each on its own.
+    described = []
+    for group in body.groups:
+        response = await ctx.groups.call(client.name, lambda rid, now, group=group: DescribeGroups(rid, version, now, groups=(group,)))
+        described.extend(_plain(response)["groups"])
+    return {"groups": described}
 
 
 async def list_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
@@ -160,5 +166,8 @@ async def list_groups(ctx: BrokerContext, client: Client, version: int, body: An
 
 
 async def delete_groups(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    response = await ctx.groups.call(client.name, lambda rid, now: DeleteGroups(rid, version, now, groups_names=tuple(body.groups_names)))
-    return _plain(response)
+    results = []
+    for group in body.groups_names:  # one per group, as DescribeGroups
+        response = await ctx.groups.call(client.name, lambda rid, now, group=group: DeleteGroups(rid, version, now, groups_names=(group,)))
+        results.extend(_plain(response)["results"])
+    return {"results": results}
