@@ -67,13 +67,38 @@ def run_trace_check(args: argparse.Namespace) -> int:
     return findings.exit_code
 
 
-COMMANDS = {"check": run_trace_check}
+def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", nargs="+", required=True, metavar="PATH",
+                        help="trace files (JSONL, .gz allowed) or directories of them")
+    parser.add_argument("--output", type=Path, required=True, metavar="DIR",
+                        help="where violations/ and coverage/ (Parquet) and trace-check.md/.html go")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default local[*]; under spark-submit, spark-submit's --master)")
+    parser.add_argument("--partitions", type=int, default=None, help="shuffle partitions (default: 2 per core)")
+    _add_check_options(parser)
+
+
+def run_pipeline(args: argparse.Namespace) -> int:
+    from conformance.tracecheck import pipeline, summary
+
+    try:
+        findings = pipeline.run_pipeline(args.input, args.output, args.master, settings_from(args), args.partitions)
+    except pipeline.PipelineError as exc:
+        print(f"coordspec pipeline: {exc}", file=sys.stderr)
+        return 2
+    print(summary.console(findings))
+    print(f"wrote {args.output}/violations, {args.output}/coverage (Parquet), {args.output}/trace-check.md, .html")
+    return findings.exit_code
+
+
+COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.tracecheck")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
+    add_pipeline_arguments(commands.add_parser("pipeline", help="the same check as a PySpark job"))
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

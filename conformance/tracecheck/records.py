@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import json
 import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -113,6 +114,20 @@ def _check_fields(line: Line, record) -> None:
 
 def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def quick_key(line: Line) -> tuple[str, str, int]:
+    """(group id, run, t_ms) of a line, read cheaply; the full check of the line happens when
+    its key is replayed. A line without them gets the full check now, which says why."""
+    try:
+        data = json.loads(line.text)
+        group_id, run, t_ms = data["group_id"], data["run"], data["t_ms"]
+        if isinstance(group_id, str) and isinstance(run, str) and type(t_ms) is int and t_ms >= 0:
+            return group_id, run, t_ms
+    except (ValueError, KeyError, TypeError):
+        pass
+    record, _ = parse(line)
+    return record.group_id, record.run, record.t_ms
 
 
 def order(line: Line, t_ms: int) -> tuple[int, str, int]:

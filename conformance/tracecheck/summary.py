@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.suite.listing import SPEC
 from reference.group.transitions import TRANSITIONS as _TRANSITIONS
 from reference.group.transitions import GroupState
 
+SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
 TRANSITIONS = [f"{t.source} -> {t.target} ({t.cause}) {t.rule}" for t in _TRANSITIONS]
 STATES = [str(s) for s in GroupState]
 
