@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -372,17 +373,21 @@ class KafkaSession:
     async def _run_hook(self, option: str, command: str) -> None:
         coordinator = next((c for s in self.clients.values() for c in s.coordinators.values()), (self.target.host, self.target.port))
         env = {**os.environ, "COORDSPEC_GROUP_ID": self.group_id, "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}"}
-        process = await asyncio.create_subprocess_shell(command, env=env, stdout=asyncio.subprocess.DEVNULL,
-                                                        stderr=asyncio.subprocess.PIPE)
-        try:
-            _, stderr = await asyncio.wait_for(process.communicate(), self.target.timeout_s * 6)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            raise TargetError(f"{option} {command!r} did not finish within {self.target.timeout_s * 6:g} s") from None
-        if process.returncode != 0:
-            last = (stderr.decode(errors="replace").strip().splitlines() or [""])[-1]
-            raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
+        limit = self.target.timeout_s * 6
+        # stderr to a file, not a pipe: a hook that starts a broker in the background would
+        # hold a pipe open, and the hook would never seem to finish.
+        with tempfile.TemporaryFile() as stderr:
+            process = await asyncio.create_subprocess_shell(command, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=stderr)
+            try:
+                await asyncio.wait_for(process.wait(), limit)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                raise TargetError(f"{option} {command!r} did not finish within {limit:g} s") from None
+            if process.returncode != 0:
+                stderr.seek(0)
+                last = (stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
+                raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
 
 
 def _group_key(request: Request) -> str | None:

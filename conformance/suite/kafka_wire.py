@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import os
 import struct
 import time
 from collections import deque
@@ -53,7 +54,8 @@ class Connection:
         except TimeoutError:
             raise WireError(f"cannot reach {address}: no connection within {timeout_s:g} s") from None
         except OSError as exc:
-            raise WireError(f"cannot reach {address}: {exc.strerror or exc}") from None
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
+            raise WireError(f"cannot reach {address}: {reason}") from None
         connection = cls(address, reader, writer)
         try:
             await connection._negotiate(timeout_s)
