@@ -27,6 +27,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import TZAwareMicros
 
 from broker.testing import BrokerProcess
+from conformance.tracecheck.check import check_files
+from conformance.tracecheck.replay import Settings
 from broker.wire.entities import build
 
 MAX_FRAME = 1 << 20
@@ -45,6 +47,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         yield process
         assert process.alive(), "the broker died"
     assert "internal error" not in process.stderr(), process.stderr()[-3000:]
+    # The group requests that decoded are in the trace; the reference allows every answer.
+    config = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 10, "max_session_timeout_ms": 2000}
+    findings = check_files([data / "trace.jsonl"], Settings(config=config), out=io.StringIO())
+    assert findings.violations == [], findings.violations[0]["message"]
 
 
 def encode_request(api_key: int, version: int, values: dict, correlation_id: int = 7) -> bytes:
