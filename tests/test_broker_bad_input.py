@@ -27,9 +27,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import TZAwareMicros
 
 from broker.testing import BrokerProcess
+from broker.wire.entities import build
 from conformance.tracecheck.check import check_files
 from conformance.tracecheck.replay import Settings
-from broker.wire.entities import build
 
 MAX_FRAME = 1 << 20
 FUZZ_FRAMES = int(os.environ.get("COORDSPEC_FUZZ_FRAMES", "100000"))
