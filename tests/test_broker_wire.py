@@ -113,6 +113,12 @@ def test_fetch_waits_up_to_max_wait_then_answers_empty_records(broker: BrokerPro
     assert body.session_id == 0
 
 
+def test_fetch_naming_a_session_is_told_it_does_not_exist(broker: BrokerProcess) -> None:
+    body = Connection(broker).call(1, 12, {"max_wait": 100, "min_bytes": 1, "max_bytes": 1 << 20, "session_id": 7, "session_epoch": 1,
+                                           "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1}]}]})
+    assert body.error_code == 70 and body.responses == ()  # FETCH_SESSION_ID_NOT_FOUND
+
+
 def test_fetch_wakes_when_a_record_arrives(broker: BrokerProcess) -> None:
     waiting, producing = Connection(broker), Connection(broker)
     end = latest(producing)

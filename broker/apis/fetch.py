@@ -1,7 +1,8 @@
 """Fetch (1): whole batches from each partition's log, long-polling up to ``max_wait``.
 
 No fetch sessions: every answer carries session id 0, which tells a client to send
-full requests (KIP-227 allows a broker to decline sessions). Records are empty bytes,
+full requests (KIP-227 allows a broker to decline sessions); a request naming a session
+gets FETCH_SESSION_ID_NOT_FOUND, as Kafka answers for a session it does not have. Records are empty bytes,
 never null, when a partition has nothing new: kafka-python fails on null.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 from broker.context import BrokerContext, Client
 from broker.wire.entities import ms
 
-NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, 1, 3
+NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, FETCH_SESSION_ID_NOT_FOUND = 0, 1, 3, 70
 
 
 def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, bool]:
@@ -21,12 +22,12 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, boo
     total = 0
     failed = False
     responses = []
+    # No transactions here: no aborted ones, an empty list when read_committed asks (Kafka's shape).
+    aborted = [] if getattr(body, "isolation_level", 0) == 1 else None
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
             log = ctx.topics.log(topic.topic, p.partition)
-            # No transactions here: no aborted ones, an empty list when read_committed asks (Kafka's shape).
-            aborted = [] if getattr(body, "isolation_level", 0) == 1 else None
             answer = {"partition_index": p.partition, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
             if log is None:
                 partitions.append({**answer, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
@@ -47,6 +48,8 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, boo
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    if getattr(body, "session_id", 0) != 0:
+        return {"error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(body.max_wait), 0) / 1000
     asked = any(t.partitions for t in body.topics)
