@@ -12,7 +12,7 @@ from broker.log.topics import TopicStore
 @dataclass
 class BrokerContext:
     node_id: int
-    host: str
+    host: str  # advertised to clients in Metadata and FindCoordinator
     port: int
     cluster_id: str
     topics: TopicStore

@@ -40,15 +40,19 @@ from reference.group import GroupConfig
 log = logging.getLogger("broker")
 
 
+class BrokerError(Exception):
+    """A reason the broker cannot start, in one line."""
+
+
 @dataclass(frozen=True)
 class Limits:
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     max_connections: int = 1000
     idle_s: float = 600.0  # connections.max.idle.ms
 
-
-class BrokerError(Exception):
-    """A reason the broker cannot start, in one line."""
+    def __post_init__(self) -> None:
+        if self.max_frame_bytes < 8 or self.max_connections < 1 or self.idle_s <= 0:
+            raise BrokerError(f"limits must be positive and frames at least 8 bytes (a request header), got {self}")
 
 
 class Broker:
@@ -113,10 +117,13 @@ class Broker:
 
 def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offsets_partitions: int = 1,
                 group_config: GroupConfig | None = None, limits: Limits | None = None,
-                trace_path: Path | None = None, default_partitions: int = 1) -> Broker:
+                trace_path: Path | None = None, default_partitions: int = 1,
+                advertised_host: str | None = None) -> Broker:
     """A broker over ``data_dir`` (created if missing), not yet listening.
 
-    The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``.
+    The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``. Clients are
+    told to dial ``advertised_host`` (Kafka's advertised.listeners), by default ``host``,
+    or 127.0.0.1 when ``host`` is a wildcard address.
     """
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -140,7 +147,9 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
     except OSError as e:
         lock.close()
         raise BrokerError(f"data directory {data_dir}: {e}") from None
-    ctx = BrokerContext(node_id=node_id, host=host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
+    if advertised_host is None:
+        advertised_host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    ctx = BrokerContext(node_id=node_id, host=advertised_host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
                         producer_ids=ProducerIds(data_dir / "producer_ids.json"), default_partitions=default_partitions)
     return Broker(ctx, limits or Limits(), trace, lock)
 
@@ -155,7 +164,7 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    print(f"broker {broker.ctx.node_id} serving on {host}:{broker.ctx.port}, data in {data_dir}", flush=True)
+    print(f"broker {broker.ctx.node_id} serving on {broker.ctx.host}:{broker.ctx.port}, data in {data_dir}", flush=True)
     if ready is not None:
         ready.set()
     try:
@@ -166,7 +175,8 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m broker.server", description="Serve one coordspec broker.")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--advertised-host", help="address clients are told to dial (default: --host)")
     parser.add_argument("--port", type=int, default=9092)
     parser.add_argument("--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)")
     parser.add_argument("--offsets-partitions", type=int, default=1, help="__consumer_offsets partitions when it is created")
@@ -184,13 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         config = GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                              min_session_timeout_ms=args.min_session_timeout_ms,
                              max_session_timeout_ms=args.max_session_timeout_ms)
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    try:
+        limits = Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)
         asyncio.run(serve(args.host, args.port, args.data, offsets_partitions=args.offsets_partitions,
-                          group_config=config, limits=Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)))
-    except BrokerError as e:
+                          advertised_host=args.advertised_host, group_config=config, limits=limits))
+    except (BrokerError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from broker.testing import BrokerProcess
 
@@ -45,10 +46,21 @@ def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [f"error: {tmp_path / 'topics.json'}: cannot read the topic list (ValidationError)"]
 
 
-def test_a_bad_setting_is_one_line(tmp_path: Path) -> None:
-    result = run_server("--port", "0", "--data", str(tmp_path), "--min-session-timeout-ms", "-1")
+@pytest.mark.parametrize(("setting", "message"), [
+    (("--min-session-timeout-ms", "-1"), "error: GroupConfig.min_session_timeout_ms"),
+    (("--max-frame-bytes", "4"), "error: limits must be positive"),
+], ids=["session", "frame"])
+def test_a_bad_setting_is_one_line(tmp_path: Path, setting: tuple[str, str], message: str) -> None:
+    result = run_server("--port", "0", "--data", str(tmp_path), *setting)
     assert result.returncode == 1
-    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: GroupConfig.min_session_timeout_ms")
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
+
+
+def test_a_wildcard_listener_advertises_a_dialable_address(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data", "--host", "0.0.0.0") as broker:
+        assert broker.host == "127.0.0.1"
+        metadata = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+        assert [(b.host, b.port) for b in metadata.brokers.values()] == [("127.0.0.1", broker.port)]
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
