@@ -14,7 +14,7 @@ import pytest
 
 from conformance.suite import run
 from conformance.suite.loader import SCENARIO_DIR
-from conformance.tracecheck import pipeline
+from conformance.tracecheck import pipeline, simulate
 from conformance.tracecheck.check import check_files
 from conformance.tracecheck.cli import main
 from conformance.tracecheck.planted import PlantedTarget
@@ -100,3 +100,12 @@ def test_missing_input_and_missing_java_are_one_line(tmp_path, monkeypatch, caps
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(pipeline.PipelineError, match="^no Java found"):
         pipeline._java()
+
+
+def test_simulated_runs_fan_out_over_executors_with_the_same_results(spark, tmp_path):
+    options = simulate.Options(bug="stale-commit")
+    on_spark, _ = simulate.simulate(12, 3, options, tmp_path / "spark", spark)
+    here, _ = simulate.simulate(12, 3, options, tmp_path / "here")
+    assert [(r.seed, r.events, [v["rule"] for v in r.violations]) for r in on_spark] == [
+        (r.seed, r.events, [v["rule"] for v in r.violations]) for r in here]
+    assert len(list((tmp_path / "spark").glob("sim-*.jsonl"))) > 1  # one file per partition

@@ -91,7 +91,59 @@ def run_pipeline(args: argparse.Namespace) -> int:
     return findings.exit_code
 
 
-COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline}
+def _faults(text: str) -> tuple[str, ...]:
+    from conformance.tracecheck.simulate import FAULTS
+
+    chosen = tuple(f for f in text.split(",") if f and f != "none")
+    unknown = [f for f in chosen if f not in FAULTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown fault {unknown[0]!r} (faults: {', '.join(FAULTS)}, or none)")
+    return chosen
+
+
+def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
+    from conformance.tracecheck.planted import BUGS
+    from conformance.tracecheck.simulate import FAULTS
+
+    parser.add_argument("--runs", type=int, required=True, help="number of simulated groups")
+    parser.add_argument("--seed", type=int, default=0, help="run i uses seed SEED+i (default 0)")
+    parser.add_argument("--faults", type=_faults, default=FAULTS, metavar="F,F",
+                        help=f"faults to inject: {', '.join(FAULTS)} (default all), or none")
+    parser.add_argument("--bug", choices=sorted(BUGS), default=None, help="plant a bug in what clients hear")
+    parser.add_argument("--clients", type=int, default=3, help="consumers per group (default 3)")
+    parser.add_argument("--steps", type=int, default=60, help="schedule steps per run (default 60)")
+    parser.add_argument("--out", type=Path, default=Path("out/simulate"), help="where the traces go (default out/simulate)")
+    parser.add_argument("--spark", action="store_true", help="spread the runs over Spark executors")
+    parser.add_argument("--master", default=None, help="Spark master URL with --spark (default local[*])")
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from conformance.tracecheck import pipeline, simulate
+
+    options = simulate.Options(clients=args.clients, steps=args.steps, faults=args.faults, bug=args.bug)
+    try:
+        if args.spark:
+            with tempfile.TemporaryDirectory(prefix="coordspec-spark-") as tmp:
+                spark = pipeline.session(args.master, Path(tmp), sys.stderr)
+                try:
+                    results, wall = simulate.simulate(args.runs, args.seed, options, args.out, spark)
+                finally:
+                    spark.stop()
+        else:
+            results, wall = simulate.simulate(args.runs, args.seed, options, args.out)
+    except pipeline.PipelineError as exc:
+        print(f"coordspec simulate: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"coordspec simulate: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(simulate.report(results, options, wall, args.out))
+    return 1 if any(r.violations or r.invariant for r in results) else 0
+
+
+COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline, "simulate": run_simulate}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
     add_pipeline_arguments(commands.add_parser("pipeline", help="the same check as a PySpark job"))
+    add_simulate_arguments(commands.add_parser("simulate", help="seeded simulated groups on the reference, checked"))
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

@@ -36,8 +36,8 @@ from reference.group import GroupConfig, GroupCoordinator, LoadGroups
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 4, 2
 # How far a writer's clock may run ahead of the broker's (see the oracle's latency_ms): the
-# reference target and the broker stamp events on the coordinator's own clock.
-LATENCY_BY_SOURCE = {"conformance:reference": 0, "broker": 0}
+# reference target, the simulator and the broker stamp events on the coordinator's own clock.
+LATENCY_BY_SOURCE = {"conformance:reference": 0, "broker": 0, "simulate": 0}
 DEFAULT_LATENCY_MS = 50
 
 
