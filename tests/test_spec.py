@@ -1,21 +1,36 @@
 """spec/ stays true to the code: the rendered tables match transitions.py, every rule the
-code cites is defined in spec/group-membership.md, and every test the spec cites exists."""
+code, the scenarios and the TLA+ specs cite is defined in its spec page, every invariant TLC
+checks is explained there, and every test and file the spec cites exists."""
 
 from __future__ import annotations
 
 import fnmatch
+import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 from conformance.diagram import dot_source, outcomes_markdown
+from conformance.tla import TLA_DIR, checked_names
 from reference.group.transitions import TRANSITIONS
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = (ROOT / "spec" / "group-membership.md").read_text()
+# rule prefix -> (its spec page, the TLA+ spec whose invariants the page explains)
+PAGES = {
+    "GM": ("group-membership.md", "GroupMembership"),
+    "ISR": ("isr-versioned-writes.md", "IsrVersionedWrites"),
+    "CF": ("coordinator-failover.md", "CoordinatorFailover"),
+}
+CITING = [*(ROOT / "reference").rglob("*.py"), *(ROOT / "tla").glob("*.tla"), *(ROOT / "conformance" / "scenarios").glob("*.yaml")]
 
 
-def rules_defined() -> set[str]:
-    return set(re.findall(r"^\*\*(GM-\d+):", SPEC, flags=re.MULTILINE))
+def page(prefix: str) -> str:
+    return (ROOT / "spec" / PAGES[prefix][0]).read_text()
+
+
+def rules_defined(prefix: str = "GM") -> set[str]:
+    return set(re.findall(rf"^\*\*({prefix}-\d+):", page(prefix), flags=re.MULTILINE))
 
 
 def test_committed_diagram_matches_the_tables():
@@ -23,17 +38,28 @@ def test_committed_diagram_matches_the_tables():
     assert (ROOT / "spec" / "group-states-outcomes.md").read_text() == outcomes_markdown(), "run: coordspec diagram"
 
 
-def test_every_rule_the_code_cites_is_defined():
-    cited = {t.rule for t in TRANSITIONS}
-    for path in (ROOT / "reference").rglob("*.py"):
-        cited |= set(re.findall(r"GM-\d+", path.read_text()))
-    missing = cited - rules_defined()
-    assert not missing, f"rules cited in reference/ but not defined in spec/group-membership.md: {sorted(missing)}"
+@pytest.mark.parametrize("prefix", PAGES)
+def test_every_rule_the_code_scenarios_and_specs_cite_is_defined(prefix):
+    cited = {t.rule for t in TRANSITIONS} if prefix == "GM" else set()
+    for path in CITING:
+        cited |= set(re.findall(rf"\b{prefix}-\d+\b", path.read_text()))
+    missing = cited - rules_defined(prefix)
+    assert not missing, f"rules cited in reference/, tla/ or the scenarios but not defined in spec/{PAGES[prefix][0]}: {sorted(missing)}"
 
 
-def test_rules_are_numbered_once():
-    headings = re.findall(r"^\*\*(GM-\d+):", SPEC, flags=re.MULTILINE)
-    assert len(headings) == len(set(headings))
+@pytest.mark.parametrize("prefix", PAGES)
+def test_rules_are_numbered_once(prefix):
+    headings = re.findall(rf"^\*\*({prefix}-\d+):", page(prefix), flags=re.MULTILINE)
+    assert headings and len(headings) == len(set(headings))
+
+
+@pytest.mark.parametrize("prefix", PAGES)
+def test_every_invariant_tlc_checks_is_explained(prefix):
+    spec = PAGES[prefix][1]
+    checked = [name for name in checked_names(TLA_DIR / f"MC{spec}.cfg") if name != "TypeOK"]
+    text = page(prefix)
+    unexplained = [name for name in checked if f"`{name}`" not in text]
+    assert checked and not unexplained, f"spec/{PAGES[prefix][0]} does not name these invariants of {spec}: {unexplained}"
 
 
 def test_every_test_and_file_the_spec_cites_exists():
@@ -51,3 +77,14 @@ def test_every_test_and_file_the_spec_cites_exists():
         links = re.findall(r"\]\((\.\./[^)#]+)", text)
         broken = [link for link in links if not (page.parent / link).resolve().exists()]
         assert not broken, f"{page.name} links to files that do not exist: {broken}"
+
+
+@pytest.mark.parametrize("prefix", PAGES)
+def test_the_reference_checks_every_invariant_tlc_checks_under_the_same_name(prefix):
+    spec = PAGES[prefix][1]
+    module = {"GM": "reference.group.invariants", "ISR": "reference.replication.invariants", "CF": "reference.failover.invariants"}[prefix]
+    python = set(importlib.import_module(module).INVARIANTS)
+    tla = set(checked_names(TLA_DIR / f"MC{spec}.cfg")) - {"TypeOK"}
+    assert tla <= python, f"{spec} checks {sorted(tla - python)}, which {module} does not"
+    unexplained = [name for name in python if f"`{name}`" not in page(prefix)]
+    assert not unexplained, f"spec/{PAGES[prefix][0]} does not name the reference's invariants {unexplained}"
