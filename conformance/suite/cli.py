@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--versions", default="all", metavar="SEL",
                         help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5")
     parser.add_argument("--seed", type=int, default=0, help="seed for the reference target's open choices (default 0)")
-    parser.add_argument("--concurrency", type=int, default=32, help="runs at a time (default 32)")
+    parser.add_argument("--concurrency", type=int, default=64, help="runs at a time (default 64)")
     parser.add_argument("--loop", type=int, default=1, metavar="N", help="run everything N times, to catch flaky behaviour")
     parser.add_argument("--allow", type=Path, metavar="FILE", help="tolerated divergences: reported as allowed, never hidden")
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
