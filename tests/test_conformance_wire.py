@@ -33,7 +33,7 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_broker_concur
     target = start_embedded()
     try:
         out = io.StringIO()
-        outcome = run(target, tags=["!slow"], version_selection="latest", concurrency=64, out=out)
+        outcome = run(target, tags=["!slow"], version_selection="latest", concurrency=32, out=out)
     finally:
         target.stop()
     assert outcome.exit_code == 0, _summary(outcome)
