@@ -1,9 +1,10 @@
 """The ``kafka`` target: any broker that speaks Kafka's protocol, at ``--bootstrap host:port``.
 
 Real time, real sockets. Each simulated client has its own connections, as a consumer
-has: one to the bootstrap broker (ApiVersions, FindCoordinator) and one per coordinator
-it was sent to (the bootstrap connection when the coordinator is that broker). Group
-requests go to the coordinator FindCoordinator names for their group. A response with
+has: one per broker it talks to, the bootstrap broker for FindCoordinator and the
+coordinator FindCoordinator names for a request's group. The run's own group is found,
+and a connection per client opened to its coordinator, before the session's clock starts
+(see ``KafkaSession.warm_up``). A response with
 NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE is handed to the runner as it is (the oracle
 judges it) and makes the client find the coordinator again before its next request, as a
 client would.
@@ -27,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from conformance.suite import wire_codec
 from conformance.suite.kafka_wire import Connection, WireError
@@ -72,7 +73,6 @@ class KafkaTarget:
     settle_ms = 20
     latency_ms = 200  # generous: a loaded machine delays replies by this much
     timeout_s = 10.0  # connecting, ApiVersions, FindCoordinator, hooks' restarts
-    APIS: ClassVar[tuple[str, ...]] = tuple(VERSIONS)
     OPEN_INTERVAL_S = 0.01
 
     def __init__(self, bootstrap: str, *, name: str = "kafka", faults: FaultCommands | None = None,
@@ -83,7 +83,6 @@ class KafkaTarget:
         self.fault_commands = faults or FaultCommands()
         self.supports_faults = bool(self.fault_commands.kill_coordinator or self.fault_commands.restart)
         self.versions: dict[str, range] = {}
-        self.broker_versions: dict[int, range] = {}
         self._one_at_a_time: asyncio.Lock | None = None
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []
@@ -111,8 +110,7 @@ class KafkaTarget:
         except WireError as exc:
             raise TargetError(str(exc)) from None
         try:
-            self.broker_versions = connection.versions
-            for api in self.APIS:
+            for api in VERSIONS:
                 theirs = connection.versions.get(API_KEYS[api], range(0))
                 self.versions[api] = range(max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop))
             if FIND_COORDINATOR not in connection.versions:
@@ -145,12 +143,6 @@ class KafkaTarget:
 
 
 async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
-    def short(topic: Any) -> str | None:
-        count = len(topic.partitions)
-        if int(topic.error_code) == 0 and count < _PARTITIONS:
-            return f"topic {topic.name} has {count} partitions; the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}"
-        return None
-
     version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
     request = {"topics": [{"name": t} for t in TOPICS], "allow_auto_topic_creation": False}
     metadata = await connection.call(METADATA, version, request, timeout_s)
@@ -171,8 +163,9 @@ async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
         raise TargetError(f"{connection.address}: topics {', '.join(missing)} do not exist and could not be created "
                           f"(the scenarios commit offsets to them)")
     for topic in metadata.topics:
-        if (problem := short(topic)) is not None:
-            raise TargetError(f"{connection.address}: {problem}")
+        if len(topic.partitions) < _PARTITIONS:
+            raise TargetError(f"{connection.address}: topic {topic.name} has {len(topic.partitions)} partitions; "
+                              f"the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}")
 
 
 class _Client:
