@@ -378,18 +378,21 @@ ExpandIsr(l, f) ==
     /\ IsrWrite(l, view[l].isr \cup {f}, FALSE)
 
 (* StepDown: the leader's ISR write would fail (BadVersion): it re-reads the state. If *)
-(* it still leads at its epoch it takes the state it read; if another broker leads or  *)
-(* the leader epoch moved on it stops leading, and waits for LeaderAndIsr. (The seed   *)
-(* design; Kafka 2.6 only skips the write.) Rule: StepDown.                            *)
+(* it is still the published leader at its own leader epoch it adopts the published    *)
+(* ISR and version; otherwise it stops leading, and follows the published leader if   *)
+(* that is another broker (if it is itself at a newer epoch, it waits for that          *)
+(* LeaderAndIsr). The seed design; Kafka 2.6 only skips the write and keeps leading    *)
+(* until the controller's LeaderAndIsr arrives. Rule: StepDown.                        *)
 StepDown(l) ==
     /\ Leads(l)
     /\ view[l].zkVersion /= zkVersion
     /\ ShrinkCandidates(l) \cup ExpandCandidates(l) /= {}
     /\ view' = [view EXCEPT ![l] =
-                  IF partState.leader = l /\ partState.leaderEpoch = view[l].leaderEpoch
-                     THEN Published
-                     ELSE [@ EXCEPT !.leader = None]]
-    /\ UNCHANGED <<store, brokerState, ctrlEpochOf, seenCtrlEpoch, fetched, log, hw, lisr, lastWrite, committed, faults>>
+                  IF partState.leader = l /\ partState.leaderEpoch = view[l].leaderEpoch THEN Published
+                  ELSE IF partState.leader = l THEN [@ EXCEPT !.leader = None]
+                  ELSE Published]
+    /\ fetched' = [fetched EXCEPT ![l] = FALSE]
+    /\ UNCHANGED <<store, brokerState, ctrlEpochOf, seenCtrlEpoch, log, hw, lisr, lastWrite, committed, faults>>
 
 Next ==
     \/ \E b \in Brokers :
