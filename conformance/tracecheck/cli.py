@@ -143,7 +143,30 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 1 if any(r.violations or r.invariant for r in results) else 0
 
 
-COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline, "simulate": run_simulate}
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect (the bootstrap server)")
+    parser.add_argument("--upstream", required=True, metavar="HOST:PORT", help="the broker (cluster) to forward to")
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the trace to append to")
+
+
+def run_record(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from conformance.tracecheck import proxy
+
+    try:
+        proxy.address(args.listen), proxy.address(args.upstream)
+        print(f"recording {args.listen} -> {args.upstream} into {args.out} (Ctrl-C stops)", file=sys.stderr)
+        asyncio.run(proxy.serve(args.listen, args.upstream, args.out))
+    except KeyboardInterrupt:
+        return 0
+    except (ValueError, OSError) as exc:
+        print(f"coordspec record: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline, "simulate": run_simulate, "record": run_record}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
     add_pipeline_arguments(commands.add_parser("pipeline", help="the same check as a PySpark job"))
     add_simulate_arguments(commands.add_parser("simulate", help="seeded simulated groups on the reference, checked"))
+    add_record_arguments(commands.add_parser("record", help="a proxy recording the group protocol as a trace"))
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

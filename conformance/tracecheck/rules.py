@@ -117,6 +117,7 @@ class Coverage:
             if last != now:
                 previous = str(group.previous_state)
                 if previous != last:  # two moves in one step: the first went last -> previous
+                    self.states[previous] += 1
                     self._moved(last, previous, None)
                 self._moved(previous, now, coordinator.cause)
             self.seen[group_id] = now
