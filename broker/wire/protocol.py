@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 from dataclasses import dataclass
@@ -41,10 +42,10 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
     Bytes after the body are ignored, as Kafka's request parsing ignores them.
     """
     try:
-        cls = kio.index.load_request_schema(api_key, api_version)
-        header, offset = entity_reader(cls.__header_schema__)(payload, 0)
+        cls, read_header, read_body = _readers(api_key, api_version)
+        header, offset = read_header(payload, 0)
         check_lengths(cls, payload, offset)  # kio would abort the process on a huge length
-        body, _ = entity_reader(cls)(payload, offset)
+        body, _ = read_body(payload, offset)
     except Exception as e:  # noqa: BLE001 - kio raises many kinds: underflow, bad utf-8, unknown tags, bad enums
         raise BadRequest(f"cannot decode {api_key} v{api_version}: {type(e).__name__}: {e}") from None
     return Header(api_key, api_version, header.correlation_id, header.client_id), body
@@ -52,12 +53,26 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """One framed response: the version's response header, then the body."""
-    cls = kio.index.load_response_schema(api_key, api_version)
+    cls, write_header, write_body = _writers(api_key, api_version)
     buffer = io.BytesIO()
-    entity_writer(cls.__header_schema__)(buffer, cls.__header_schema__(correlation_id=correlation_id))
-    entity_writer(cls)(buffer, body)
+    write_header(buffer, cls.__header_schema__(correlation_id=correlation_id))
+    write_body(buffer, body)
     return frame(buffer.getvalue())
 
 
+@functools.cache
 def response_class(api_key: int, api_version: int) -> type:
     return kio.index.load_response_schema(api_key, api_version)
+
+
+# kio resolves a schema by module path and builds a reader or writer per call: once is enough.
+@functools.cache
+def _readers(api_key: int, api_version: int) -> tuple[type, Any, Any]:
+    cls = kio.index.load_request_schema(api_key, api_version)
+    return cls, entity_reader(cls.__header_schema__), entity_reader(cls)
+
+
+@functools.cache
+def _writers(api_key: int, api_version: int) -> tuple[type, Any, Any]:
+    cls = response_class(api_key, api_version)
+    return cls, entity_writer(cls.__header_schema__), entity_writer(cls)
