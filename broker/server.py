@@ -173,8 +173,8 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
         await broker.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker.server", description="Serve one coordspec broker.")
+def main(argv: list[str] | None = None, prog: str = "python -m broker.server") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Serve one coordspec broker.")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--advertised-host", help="address clients are told to dial (default: --host)")
     parser.add_argument("--port", type=int, default=9092)

@@ -10,6 +10,11 @@ from reference.errors import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["broker"]:  # its options are the broker's own (python -m broker.server)
+        from broker.server import main as serve_broker
+
+        return serve_broker(argv[1:], prog="coordspec broker")
     parser = argparse.ArgumentParser(
         prog="coordspec",
         description="A formally-checked reference of Kafka's coordination protocols, and a conformance kit.",
@@ -49,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
 
     conform = commands.add_parser("conform", help="check a Kafka-protocol broker (default: the reference) against the conformance scenarios")
     add_conform_arguments(conform)
+
+    commands.add_parser("broker", help="serve one broker over Kafka's wire protocol: the reference group coordinator on real "
+                        "time, on-disk logs, a JSONL trace (coordspec broker --help)")
 
     zookeeper_parser = commands.add_parser("zookeeper", help="real ZooKeeper (Debian's package) on 127.0.0.1")
     zookeeper_commands = zookeeper_parser.add_subparsers(dest="zookeeper_command", metavar="SUBCOMMAND", required=True)

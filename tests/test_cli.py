@@ -55,3 +55,12 @@ def test_diagram_renders_every_transition(tmp_path):
     for label in ("CompleteJoin (GM-14)", "ExpirePendingSync (GM-34)", "UnloadGroups (GM-43)"):
         assert label in svg
     assert "| SyncGroup |" in (tmp_path / "group-states-outcomes.md").read_text()
+
+
+def test_broker_command_is_the_brokers_own_command_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = coordspec("broker", "--port", "0", "--data", str(blocker))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and str(blocker) in result.stderr
+    assert coordspec("broker", "--help").stdout.startswith("usage: coordspec broker")
