@@ -1,0 +1,308 @@
+"""The APIs a cluster broker serves, over the same wire code as the single broker.
+
+The group APIs are the single broker's handlers (:mod:`broker.apis.groups`), with the
+node's coordinator host behind ``ctx.groups``. Metadata and FindCoordinator answer from
+what ZooKeeper publishes (:mod:`broker.cluster.published`); Produce, Fetch and ListOffsets
+go to the partition's leader replica, and a Fetch with ``replica_id`` set is a follower's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from broker.apis import api_versions, groups
+from broker.apis.registry import Api
+from broker.cluster.node import ClusterNode
+from broker.cluster.published import PublishedView
+from broker.cluster.replica_logs import index_holding, kafka_offset
+from broker.context import Client
+from broker.log.batches import InvalidBatch, check_single_batch, read_header
+from broker.log.topics import topic_name_error
+from broker.wire.entities import ms
+from reference.failover.placement import OFFSETS_TOPIC, partition_for
+from reference.group.requests import API_KEYS, VERSIONS
+from reference.replication.effects import ProduceFailed
+from reference.replication.znodes import TopicPartition
+
+NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 1, 2, 3, 5
+NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
+TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST = 36, 37, 38, 42
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
+_ERRORS = {"NOT_LEADER_OR_FOLLOWER": 6, "UNKNOWN_TOPIC_OR_PARTITION": 3, "NOT_ENOUGH_REPLICAS": 19, "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20}
+MAX_REPLICATION_FACTOR = 3
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511's client software name and version
+
+
+@dataclass
+class ClusterContext:
+    """What the handlers see; ``groups`` and ``topics`` are what broker.apis.groups uses."""
+
+    node_id: int
+    host: str
+    port: int
+    node: ClusterNode
+    view: PublishedView
+    default_partitions: int = 1  # num.partitions
+    cluster_id: str = "coordspec"
+
+    @property
+    def groups(self) -> ClusterNode:
+        return self.node
+
+    @property
+    def topics(self) -> PublishedView:
+        return self.view
+
+
+def _address(ctx: ClusterContext, broker_id: int) -> tuple[str, int]:
+    return ctx.node.config.peers[broker_id]
+
+
+def _live(ctx: ClusterContext) -> list[int]:
+    return sorted(b for b in ctx.view.live_brokers if b in ctx.node.config.peers)
+
+
+# -- ApiVersions, Metadata, FindCoordinator, CreateTopics ----------------------------------
+
+
+async def api_versions_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    if version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name) and _SOFTWARE.fullmatch(body.client_software_version)):
+        return {"error_code": INVALID_REQUEST, "api_keys": []}
+    return {"error_code": 0, "api_keys": api_versions.version_table(APIS), "supported_features": [], "finalized_features": [],
+            "finalized_features_epoch": -1, "zk_migration_ready": False}
+
+
+def _topic_metadata(ctx: ClusterContext, name: str) -> dict[str, Any]:
+    partitions = []
+    for number, replicas in sorted(ctx.view.assignments[name].items()):
+        state = ctx.view.states.get(TopicPartition(name, number))
+        if state is None or state.leader < 0:
+            partitions.append({"error_code": LEADER_NOT_AVAILABLE, "partition_index": number, "leader_id": -1, "leader_epoch": -1,
+                               "replica_nodes": list(replicas), "isr_nodes": [], "offline_replicas": []})
+            continue
+        offline = [r for r in replicas if r not in ctx.view.live_brokers]
+        partitions.append({"error_code": NONE, "partition_index": number, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
+                           "replica_nodes": list(replicas), "isr_nodes": list(state.isr), "offline_replicas": offline})
+    return {"error_code": NONE, "name": name, "is_internal": name == OFFSETS_TOPIC, "partitions": partitions,
+            "topic_authorized_operations": -2147483648}
+
+
+def _assignment(ctx: ClusterContext, partitions: int, factor: int) -> dict[int, tuple[int, ...]] | None:
+    """Kafka's spread: replicas round-robin over the live brokers, from each partition on."""
+    live = _live(ctx)
+    if factor > len(live):
+        return None
+    return {p: tuple(live[(p + i) % len(live)] for i in range(factor)) for p in range(partitions)}
+
+
+async def metadata_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    requested = body.topics
+    if requested is None or (version == 0 and not requested):  # v0: an empty list means all
+        names = sorted(ctx.view.assignments)
+    else:
+        names = [t.name for t in requested]
+    allow_create = getattr(body, "allow_auto_topic_creation", True)
+    topics = []
+    for name in names:
+        if name is None or topic_name_error(name):
+            topics.append({"error_code": INVALID_TOPIC_EXCEPTION, "name": name, "is_internal": False, "partitions": []})
+        elif name in ctx.view.assignments:
+            topics.append(_topic_metadata(ctx, name))
+        else:
+            assignment = _assignment(ctx, ctx.default_partitions, min(MAX_REPLICATION_FACTOR, len(_live(ctx))))
+            if allow_create and assignment:
+                await asyncio.to_thread(ctx.node.create_topic, name, assignment)
+            topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION if not allow_create else LEADER_NOT_AVAILABLE,
+                           "name": name, "is_internal": False, "partitions": []})
+    brokers = [{"node_id": b, "host": _address(ctx, b)[0], "port": _address(ctx, b)[1], "rack": None} for b in _live(ctx)]
+    return {"brokers": brokers, "cluster_id": ctx.cluster_id, "controller_id": ctx.view.controller, "topics": topics,
+            "cluster_authorized_operations": -2147483648}
+
+
+def _coordinator(ctx: ClusterContext, key: str, key_type: int) -> dict[str, Any]:
+    unavailable = {"key": key, "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1, "host": "", "port": -1}
+    if key_type != 0:
+        return unavailable if key_type in (1, 2) else {**unavailable, "error_code": INVALID_REQUEST}
+    leader = ctx.view.leader(TopicPartition(OFFSETS_TOPIC, partition_for(key, ctx.node.config.offsets_partitions)))
+    if leader < 0 or leader not in ctx.node.config.peers:
+        return unavailable
+    host, port = _address(ctx, leader)
+    return {"key": key, "error_code": NONE, "error_message": None, "node_id": leader, "host": host, "port": port}
+
+
+async def find_coordinator_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    key_type = getattr(body, "key_type", 0)
+    if version >= 4:
+        return {"coordinators": [_coordinator(ctx, key, key_type) for key in body.coordinator_keys]}
+    return _coordinator(ctx, body.key, key_type)
+
+
+async def create_topics_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    counts = Counter(t.name for t in body.topics)
+    results = []
+    for topic in body.topics:
+        answer = {"name": topic.name, "error_message": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
+        partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+        factor = min(MAX_REPLICATION_FACTOR, len(_live(ctx))) if topic.replication_factor == -1 else topic.replication_factor
+        assignment = _assignment(ctx, partitions, factor) if partitions >= 1 and factor >= 1 else None
+        if counts[topic.name] > 1 or topic.assignments or topic.configs:
+            error, message = INVALID_REQUEST, "duplicate names, manual assignments and topic configs are not supported"
+        elif (why := topic_name_error(topic.name)) is not None:
+            error, message = INVALID_TOPIC_EXCEPTION, why
+        elif topic.name in ctx.view.assignments:
+            error, message = TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists."
+        elif partitions < 1:
+            error, message = INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        elif assignment is None:
+            error, message = INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: {len(_live(ctx))}."
+        elif body.validate_only or await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment):
+            error, message = NONE, None
+        else:
+            error, message = TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists."
+        if error == NONE:
+            answer.update(num_partitions=partitions, replication_factor=factor, configs=[])
+        results.append({**answer, "error_code": error, "error_message": message})
+    return {"topics": results}
+
+
+# -- Produce, Fetch, ListOffsets ----------------------------------------------------------------
+
+
+async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: int) -> dict[str, Any]:
+    answer = {"index": data.index, "base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": [], "error_message": None}
+    if acks not in (-1, 0, 1):
+        return {**answer, "error_code": INVALID_REQUIRED_ACKS}
+    if topic == OFFSETS_TOPIC:  # internal topics take no client writes
+        return {**answer, "error_code": INVALID_TOPIC_EXCEPTION}
+    records = bytes(data.records or b"")
+    try:
+        check_single_batch(records)
+    except InvalidBatch as e:
+        return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
+    outcome = await ctx.node.produce(TopicPartition(topic, data.index), records, acks)
+    if isinstance(outcome, ProduceFailed):
+        return {**answer, "error_code": _ERRORS.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
+    return {**answer, "error_code": NONE, "base_offset": outcome.payload_id, "log_start_offset": 0}
+
+
+async def produce_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any] | None:
+    if body.transactional_id is not None:  # no transaction coordinator here
+        responses = [{"name": t.name, "partition_responses": [
+            {"index": p.index, "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "base_offset": -1} for p in t.partition_data]}
+            for t in body.topic_data]
+    else:
+        responses = []
+        for t in body.topic_data:
+            answers = await asyncio.gather(*(_produce_partition(ctx, t.name, p, body.acks) for p in t.partition_data))
+            responses.append({"name": t.name, "partition_responses": list(answers)})
+    return None if body.acks == 0 else {"responses": responses}
+
+
+def _consumer_read(ctx: ClusterContext, topic: str, p: Any, budget: int) -> tuple[dict[str, Any], int]:
+    """One partition of a consumer's fetch: whole batches below the high watermark."""
+    answer = {"partition_index": p.partition, "aborted_transactions": None, "preferred_read_replica": -1, "records": b"", "high_watermark": -1}
+    replica_log = ctx.node.leader_log(TopicPartition(topic, p.partition))
+    if replica_log is None:
+        return {**answer, "error_code": NOT_LEADER_OR_FOLLOWER}, -1
+    hw = kafka_offset(replica_log, replica_log.high_watermark)
+    answer.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=0)
+    if not 0 <= p.fetch_offset <= kafka_offset(replica_log, replica_log.log_end_offset):
+        return {**answer, "error_code": OFFSET_OUT_OF_RANGE}, -1
+    out, size = [], 0
+    for record in replica_log.records[index_holding(replica_log, p.fetch_offset):replica_log.high_watermark]:
+        if out and size + len(record.value) > min(budget, p.partition_max_bytes):
+            break
+        out.append(record.value)
+        size += len(record.value)
+    return {**answer, "error_code": NONE, "records": b"".join(out)}, size
+
+
+async def fetch_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    if getattr(body, "session_id", 0) != 0:
+        return {"error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+    if body.replica_id >= 0:
+        return await _replica_fetch(ctx, body)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(ms(body.max_wait), 0) / 1000
+    if getattr(body, "isolation_level", 0) == 1:
+        aborted: list | None = []  # no transactions, so none aborted (Kafka's shape for read_committed)
+    else:
+        aborted = None
+    while True:
+        progress = ctx.node.progress
+        responses, total, failed = [], 0, False
+        for topic in body.topics:
+            partitions = []
+            for p in topic.partitions:
+                answer, size = _consumer_read(ctx, topic.topic, p, body.max_bytes - total)
+                partitions.append({**answer, "aborted_transactions": aborted})
+                failed |= size < 0
+                total += max(size, 0)
+            responses.append({"topic": topic.topic, "partitions": partitions})
+        remaining = deadline - loop.time()
+        if total >= body.min_bytes or remaining <= 0 or failed or not any(t.partitions for t in body.topics):
+            return {"error_code": NONE, "session_id": 0, "responses": responses}
+        try:
+            await asyncio.wait_for(progress.wait(), remaining)
+        except TimeoutError:
+            pass
+
+
+async def _replica_fetch(ctx: ClusterContext, body: Any) -> dict[str, Any]:
+    responses = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            partitions.append(await ctx.node.serve_replica_fetch(body.replica_id, topic.topic, p.partition, p.current_leader_epoch,
+                                                                  p.fetch_offset, getattr(p, "last_fetched_epoch", -1),
+                                                                  ms(body.max_wait), min(body.max_bytes, p.partition_max_bytes)))
+        responses.append({"topic": topic.topic, "partitions": partitions})
+    return {"error_code": NONE, "session_id": 0, "responses": responses}
+
+
+def _list_offset(ctx: ClusterContext, topic: str, p: Any) -> dict[str, Any]:
+    answer = {"partition_index": p.partition_index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    replica_log = ctx.node.leader_log(TopicPartition(topic, p.partition_index))
+    if replica_log is None:
+        return {**answer, "error_code": NOT_LEADER_OR_FOLLOWER}
+    if p.timestamp == -1:  # latest: what a consumer can read
+        return {**answer, "offset": kafka_offset(replica_log, replica_log.high_watermark)}
+    if p.timestamp == -2:  # earliest
+        return {**answer, "offset": 0}
+    for record in replica_log.records[:replica_log.high_watermark]:  # the first batch reaching the timestamp
+        header = read_header(record.value)
+        if header is not None and header.max_timestamp >= p.timestamp:
+            return {**answer, "offset": record.payload_id, "timestamp": header.max_timestamp, "leader_epoch": record.leader_epoch}
+    return answer
+
+
+async def list_offsets_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    return {"topics": [{"name": t.name, "partitions": [_list_offset(ctx, t.name, p) for p in t.partitions]} for t in body.topics]}
+
+
+def _group_api(name: str, handler) -> tuple[int, Api]:
+    return API_KEYS[name], Api(name, VERSIONS[name], handler)
+
+
+APIS: dict[int, Api] = dict([
+    (0, Api("Produce", range(3, 10), produce_handle)),
+    (1, Api("Fetch", range(4, 13), fetch_handle)),
+    (2, Api("ListOffsets", range(1, 7), list_offsets_handle)),
+    (3, Api("Metadata", range(13), metadata_handle)),
+    _group_api("OffsetCommit", groups.offset_commit),
+    _group_api("OffsetFetch", groups.offset_fetch),
+    (10, Api("FindCoordinator", range(7), find_coordinator_handle)),
+    _group_api("JoinGroup", groups.join_group),
+    _group_api("Heartbeat", groups.heartbeat),
+    _group_api("LeaveGroup", groups.leave_group),
+    _group_api("SyncGroup", groups.sync_group),
+    _group_api("DescribeGroups", groups.describe_groups),
+    _group_api("ListGroups", groups.list_groups),
+    (18, Api("ApiVersions", range(5), api_versions_handle)),
+    (19, Api("CreateTopics", range(2, 8), create_topics_handle)),
+    _group_api("DeleteGroups", groups.delete_groups),
+])

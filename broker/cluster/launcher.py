@@ -1,0 +1,207 @@
+"""A cluster on one machine: ZooKeeper and N broker processes on 127.0.0.1.
+
+    with Cluster(data_dir, brokers=3) as cluster:     # ZooKeeper too, unless zookeeper= is given
+        cluster.bootstrap                             # "127.0.0.1:P1,127.0.0.1:P2,..."
+        cluster.kill(cluster.coordinator("my-group")) # SIGKILL: a real crash
+        cluster.wait(lambda view: ..., "a new coordinator")
+
+Each broker is ``python -m broker.cluster.server`` in its own process, with its data in
+``<data_dir>/broker-<id>`` and its stderr in ``<data_dir>/broker-<id>.stderr``. The
+ports are chosen before any broker starts, so every broker knows every address.
+:meth:`Cluster.view` watches what ZooKeeper publishes (controller, leaders, ISRs).
+
+:func:`up` is ``coordspec cluster up``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Self
+
+from broker.cluster.published import PublishedView
+from broker.zookeeper.process import ZooKeeperUnavailable, free_ports, zookeeper
+from reference.failover.placement import OFFSETS_TOPIC, partition_for
+from reference.replication.znodes import TopicPartition
+
+HOST = "127.0.0.1"
+_REPO = Path(__file__).resolve().parent.parent.parent
+
+
+class ClusterError(Exception):
+    """The cluster did not come up (or a wait ran out); one line for the user."""
+
+
+class Cluster:
+    def __init__(self, data_dir: Path, brokers: int = 3, *, zookeeper_connect: str | None = None, offsets_partitions: int = 3,
+                 broker_args: tuple[str, ...] = (), start_timeout_s: float = 30.0) -> None:
+        if brokers < 1:
+            raise ClusterError(f"--brokers must be at least 1, got {brokers}")
+        self.data_dir = data_dir
+        self.broker_ids = list(range(1, brokers + 1))
+        self.zookeeper_connect = zookeeper_connect
+        self.offsets_partitions = offsets_partitions
+        self.broker_args = broker_args
+        self.start_timeout_s = start_timeout_s
+        self.peers: dict[int, tuple[str, int]] = {}
+        self.processes: dict[int, subprocess.Popen] = {}
+        self.view: PublishedView | None = None
+        self._stack = ExitStack()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{host}:{port}" for host, port in self.peers.values())
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.zookeeper_connect is None:
+            try:
+                self.zookeeper_connect = self._stack.enter_context(zookeeper(1)).connect_string
+            except ZooKeeperUnavailable as e:
+                raise ClusterError(str(e)) from None
+        self.peers = {b: (HOST, port) for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)}
+        for broker_id in self.broker_ids:
+            self.start_broker(broker_id)
+        try:
+            self.view = PublishedView.open(self.zookeeper_connect)
+        except Exception as e:  # noqa: BLE001 - kazoo's timeouts
+            raise ClusterError(f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}") from None
+        self.wait(lambda view: view.live_brokers == set(self.broker_ids) and view.controller in self.broker_ids
+                  and all(self.coordinator_of(p) in self.broker_ids for p in range(self.offsets_partitions)),
+                  "registration of every broker and a leader for every offsets partition", self.start_timeout_s)
+
+    def start_broker(self, broker_id: int) -> None:
+        peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
+        command = [sys.executable, "-m", "broker.cluster.server", "--id", str(broker_id), "--peers", peers,
+                   "--zookeeper", self.zookeeper_connect, "--data", str(self.data_dir / f"broker-{broker_id}"),
+                   "--offsets-partitions", str(self.offsets_partitions), *self.broker_args]
+        with open(self.data_dir / f"broker-{broker_id}.stderr", "ab") as stderr:
+            self.processes[broker_id] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO,
+                                                         start_new_session=True)
+
+    def running(self) -> set[int]:
+        return {b for b, p in self.processes.items() if p.poll() is None}
+
+    def stderr(self, broker_id: int) -> str:
+        path = self.data_dir / f"broker-{broker_id}.stderr"
+        return path.read_text() if path.exists() else ""
+
+    # -- what ZooKeeper publishes -----------------------------------------------------------
+
+    def coordinator_of(self, partition: int) -> int:
+        assert self.view is not None
+        return self.view.leader(TopicPartition(OFFSETS_TOPIC, partition))
+
+    def coordinator(self, group_id: str) -> int:
+        return self.coordinator_of(partition_for(group_id, self.offsets_partitions))
+
+    def controller(self) -> int:
+        assert self.view is not None
+        return self.view.controller
+
+    def wait(self, condition: Callable[[PublishedView], bool], what: str, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition(self.view):
+            for broker_id, process in self.processes.items():
+                if process.poll() is not None and process.returncode not in (-signal.SIGKILL, 0):
+                    raise ClusterError(f"broker {broker_id} exited with {process.returncode}: {self.stderr(broker_id).strip()[-500:]}")
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no {what} within {timeout_s} s")
+            time.sleep(0.05)
+
+    # -- faults and stopping ------------------------------------------------------------------
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL: the broker's ZooKeeper session expires after its timeout."""
+        process = self.processes[broker_id]
+        process.kill()
+        process.wait()
+
+    def stop_broker(self, broker_id: int, timeout_s: float = 10.0) -> None:
+        process = self.processes[broker_id]
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def stop(self) -> None:
+        for broker_id in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                if self.processes[broker_id].poll() is None:
+                    self.processes[broker_id].send_signal(signal.SIGTERM)
+        for broker_id in self.processes:
+            self.stop_broker(broker_id)
+        if self.view is not None:
+            self.view.close()
+            self.view = None
+        self._stack.close()
+
+    def describe(self) -> list[str]:
+        """One line per broker: its address, whether it runs, is controller, leads which offsets partitions."""
+        lines = []
+        for broker_id, (host, port) in self.peers.items():
+            if broker_id not in self.running():
+                lines.append(f"  broker {broker_id}  {host}:{port}  stopped")
+                continue
+            led = [p for p in range(self.offsets_partitions) if self.coordinator_of(p) == broker_id]
+            role = "controller, " if self.controller() == broker_id else ""
+            lines.append(f"  broker {broker_id}  {host}:{port}  {role}leads {OFFSETS_TOPIC} partitions {led}")
+        return lines
+
+
+def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | None = None, offsets_partitions: int = 3,
+       poll_s: float = 1.0, say=print) -> int:
+    """``coordspec cluster up``: serve until Ctrl-C or SIGTERM, printing the bootstrap
+    address and each broker's state, and the state again whenever it changes. Exit status:
+    0 when stopped by the user, 1 when a broker exited on its own, 2 when it did not start."""
+    data_dir = data_dir or Path(f"coordspec-cluster-{os.getpid()}")
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        with Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
+            say(f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}")
+            say(f"bootstrap: {cluster.bootstrap}")
+            shown = cluster.describe()
+            for line in shown:
+                say(line)
+            say("Ctrl-C stops every broker" + (" and ZooKeeper." if zookeeper_connect is None else "."))
+            while True:
+                time.sleep(poll_s)
+                for broker_id, process in cluster.processes.items():
+                    if process.poll() is not None:
+                        print(f"cluster: broker {broker_id} exited with {process.returncode}; see {data_dir / f'broker-{broker_id}.stderr'}",
+                              file=sys.stderr)
+                        return 1
+                if (now := cluster.describe()) != shown:
+                    say("state:")
+                    for line in now:
+                        say(line)
+                    shown = now
+    except ClusterError as e:
+        print(f"cluster up: {e}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, SystemExit):
+        say("cluster: stopped every broker")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,466 @@
+"""One broker of the cluster: the replication model and the coordinator host, driven by
+real ZooKeeper, real connections and real time.
+
+Every decision is the reference's. :class:`ClusterNode` owns
+
+- ``replica``, a :class:`reference.replication.broker.Broker` (ZooKeeper registration,
+  controller candidacy, LeaderAndIsr, partitions with logs, HW and ISR changes), whose
+  ZooKeeper calls run on the broker's kazoo session (:mod:`broker.cluster.zk_session`),
+  whose ``SendRequest`` effects go to the other brokers over the wire, and whose followers
+  fetch from their leaders over the wire (:mod:`broker.cluster.peer_wire`);
+- ``host``, a :class:`reference.failover.host.CoordinatorHost`: the group coordinator of
+  every ``__consumer_offsets`` partition this broker leads. The model's notices become host
+  events as in :class:`reference.failover.cluster.FailoverCluster` (BecameLeader is
+  BecomeCoordinator, LeadershipLost / BecameFollower / ReplicaStopped ResignCoordinator,
+  HighWatermarkMoved HighWatermarkUpdated), and the host's appends are produces to the
+  model's leader replica, answered once the high watermark passes them.
+
+All of it runs on one asyncio loop; a step (one model or host event) runs to completion,
+its logs are written (:mod:`broker.cluster.replica_logs`), and one timer is armed for the
+earliest deadline of either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.cluster.group_batches import ERROR_CODES, ERROR_NAMES, decode_group_batch, encode_group_batch
+from broker.cluster.peer_wire import PeerConnection, PeerError
+from broker.cluster.published import PublishedView
+from broker.cluster.replica_logs import ReplicaFiles, index_of, kafka_offset, split_batches, stamped
+from broker.cluster.zk_session import ZkSession, now_ms
+from reference.choices import SeededChoices
+from reference.errors import ErrorCode
+from reference.failover.effects import AppendToPartition, LoadPartition
+from reference.failover.events import AppendFailed, BecomeCoordinator, HighWatermarkUpdated, LoadGroup, ResignCoordinator
+from reference.failover.host import CoordinatorHost
+from reference.failover.placement import OFFSETS_TOPIC
+from reference.group import GroupConfig, Tick
+from reference.group.effects import Reply
+from reference.replication.broker import Broker
+from reference.replication.config import ReplicationConfig
+from reference.replication.effects import (
+    BecameFollower,
+    BecameLeader,
+    HighWatermarkMoved,
+    LeadershipLost,
+    ProduceAccepted,
+    ProduceAcked,
+    ProduceFailed,
+    ReplicaStopped,
+    SendRequest,
+    ZkCall,
+)
+from reference.replication.events import BrokerTick, DeliverRequest, Fetch, FetchResponse, Produce
+from reference.replication.messages import ControllerRequest
+from reference.replication.partition import Role
+from reference.replication.znodes import TopicAssignment, TopicPartition, topic_path
+
+log = logging.getLogger("broker.cluster")
+
+FETCH_MAX_WAIT_MS = 500
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+RETRY_S = 0.2
+_MIN_TIMER_S = 0.05  # a deadline already due (an ISR write in flight) is retried, not spun on
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    broker_id: int
+    peers: dict[int, tuple[str, int]]  # every broker of the cluster: id -> advertised address
+    zookeeper: str
+    data_dir: Path
+    offsets_partitions: int = 3
+    replication: ReplicationConfig = field(default_factory=ReplicationConfig)
+    group: GroupConfig = field(default_factory=GroupConfig)
+
+
+class ClusterNode:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.files = ReplicaFiles(config.data_dir)
+        self.replica = Broker(config.broker_id, config.replication, logs=self.files.logs)
+        self.host = CoordinatorHost(config.broker_id, config.offsets_partitions, config.group, SeededChoices(secrets.randbits(64)), now_ms=now_ms())
+        self.zk: ZkSession | None = None
+        self.view: PublishedView | None = None
+        self.progress = asyncio.Event()  # set (and replaced) when a log grows or a high watermark moves
+        self._now = now_ms()
+        self._notices: deque = deque()
+        self._draining = False
+        self._produces: dict[tuple[str, int, int], tuple[asyncio.Future, bool]] = {}  # (topic, p, payload id) -> future, acks=all
+        self._replies: dict[int, asyncio.Future] = {}
+        self._request_ids = 0
+        self._fetchers: dict[TopicPartition, asyncio.Task] = {}
+        self._channels: dict[int, asyncio.Queue] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._stopping = False
+
+    # -- life ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.view = await asyncio.to_thread(PublishedView.open, self.config.zookeeper)
+        await asyncio.to_thread(self._create_offsets_topic)
+        self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self._zk_event, loop)
+        await asyncio.to_thread(self.zk.start)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in [*self._fetchers.values(), *self._tasks]:
+            task.cancel()
+        await asyncio.gather(*self._fetchers.values(), *self._tasks, return_exceptions=True)
+        if self.zk is not None:
+            await asyncio.to_thread(self.zk.stop)  # its ephemerals go at once: a clean stop
+        if self.view is not None:
+            await asyncio.to_thread(self.view.close)
+
+    def _create_offsets_topic(self) -> None:
+        """``__consumer_offsets`` with replicas spread round-robin (Kafka's assignment), at
+        most 3 per partition, written once by whichever broker comes first."""
+        ids = sorted(self.config.peers)
+        factor = min(3, len(ids))
+        assignment = {p: tuple(ids[(p + i) % len(ids)] for i in range(factor)) for p in range(self.config.offsets_partitions)}
+        self.create_topic(OFFSETS_TOPIC, assignment)
+
+    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool:
+        """Write the topic's assignment (the controller's child watch does the rest); False if it exists."""
+        from kazoo.exceptions import NodeExistsError
+
+        assert self.view is not None
+        try:
+            self.view.client.create(topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def now(self) -> int:
+        self._now = max(self._now, now_ms())
+        return self._now
+
+    # -- the replication model ------------------------------------------------------------
+
+    def _zk_event(self, event) -> None:
+        self.replicate(event)
+
+    def replicate(self, event) -> list:
+        """One step of the replication model; its effects, after they were carried out."""
+        if self._stopping:
+            return []
+        effects = self.replica.handle(event)
+        self.files.sync()
+        self._carry_out(effects)
+        return effects
+
+    def _carry_out(self, effects: list) -> None:
+        for effect in effects:
+            if isinstance(effect, ZkCall):
+                assert self.zk is not None
+                self.zk.run(effect)
+            elif isinstance(effect, SendRequest):
+                self._send_controller_request(effect.broker_id, effect.request)
+        self._notices.extend(e for e in effects if not isinstance(e, (ZkCall, SendRequest, FetchResponse)))
+        if not self._draining:
+            self._draining = True
+            try:
+                while self._notices:
+                    self._notice(self._notices.popleft())
+            finally:
+                self._draining = False
+        self._arm_timer()
+
+    def _notice(self, effect) -> None:
+        if isinstance(effect, (ProduceAccepted, HighWatermarkMoved, LeadershipLost)):
+            self.progress.set()
+            self.progress = asyncio.Event()
+        if isinstance(effect, BecameFollower):
+            self._follow(TopicPartition(effect.topic, effect.partition))
+        if isinstance(effect, (ProduceAccepted, ProduceAcked, ProduceFailed)):
+            waiting = self._produces.get((effect.topic, effect.partition, effect.payload_id))
+            if waiting is not None and (isinstance(effect, ProduceFailed) or isinstance(effect, ProduceAcked) == waiting[1]):
+                del self._produces[(effect.topic, effect.partition, effect.payload_id)]
+                if not waiting[0].done():
+                    waiting[0].set_result(effect)
+        if getattr(effect, "topic", None) == OFFSETS_TOPIC:
+            self._coordinator_notice(effect)
+
+    def _coordinator_notice(self, effect) -> None:
+        """The notices about offsets partitions, as host events (FailoverCluster's mapping)."""
+        partition, now = effect.partition, self.now()
+        if isinstance(effect, BecameLeader):
+            self._host(BecomeCoordinator(partition, effect.leader_epoch, now))
+        elif isinstance(effect, LeadershipLost):
+            if not self._reelected(partition):
+                self._host(ResignCoordinator(partition, None, now))
+        elif isinstance(effect, BecameFollower):
+            self._host(ResignCoordinator(partition, effect.leader_epoch, now))
+        elif isinstance(effect, ReplicaStopped):
+            self._host(ResignCoordinator(partition, None, now))
+        elif isinstance(effect, HighWatermarkMoved):
+            self._host(HighWatermarkUpdated(partition, effect.high_watermark, now))
+
+    def _reelected(self, partition: int) -> bool:
+        """A leader re-elected at a newer epoch sees LeadershipLost, then BecameLeader, at once."""
+        for effect in self._notices:
+            if getattr(effect, "topic", None) == OFFSETS_TOPIC and effect.partition == partition \
+                    and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower)):
+                return isinstance(effect, BecameLeader)
+        return False
+
+    def _arm_timer(self) -> None:
+        if self._stopping:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadlines = [d for d in (self.replica.next_deadline_ms(), self.host.next_deadline_ms()) if d is not None]
+        if deadlines:
+            delay = max(_MIN_TIMER_S, (min(deadlines) - self.now()) / 1000)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        try:
+            now = self.now()
+            self.replicate(BrokerTick(now))
+            self._host(Tick(now))
+        except Exception:  # a bug in a timer's step: log it and keep serving
+            log.exception("broker %d failed on a timer", self.broker_id)
+        self._arm_timer()
+
+    # -- the controller's requests -------------------------------------------------------
+
+    def _send_controller_request(self, target: int, request: ControllerRequest) -> None:
+        if target == self.broker_id:
+            asyncio.get_running_loop().call_soon(lambda: self.replicate(DeliverRequest(self.now(), request)))
+            return
+        queue = self._channels.get(target)
+        if queue is None:
+            queue = self._channels[target] = asyncio.Queue()
+            self._spawn(self._channel(target, queue))
+        queue.put_nowait(request)
+
+    def _still_sending(self, target: int, request: ControllerRequest) -> bool:
+        """Kafka's controller keeps a request for a broker until it answers or is removed."""
+        controller = self.replica.controller
+        return controller.active and controller.controller_epoch == request.controller_epoch and target in controller.live_brokers
+
+    async def _channel(self, target: int, queue: asyncio.Queue) -> None:
+        """Requests to one broker, in order, each retried while it still matters."""
+        host, port = self.config.peers[target]
+        connection = PeerConnection(host, port, f"controller-{self.broker_id}")
+        try:
+            while True:
+                request = await queue.get()
+                while self._still_sending(target, request):
+                    try:
+                        await connection.controller_request(request)
+                        break
+                    except PeerError as e:
+                        log.info("controller %d: %s", self.broker_id, e)
+                        await asyncio.sleep(RETRY_S)
+        finally:
+            connection.close()
+
+    def deliver(self, request: ControllerRequest) -> None:
+        """A controller's request arrived over the wire."""
+        self.replicate(DeliverRequest(self.now(), request))
+
+    # -- followers: fetching from leaders ------------------------------------------------
+
+    def _follow(self, tp: TopicPartition) -> None:
+        task = self._fetchers.get(tp)
+        if task is None or task.done():
+            self._fetchers[tp] = asyncio.get_running_loop().create_task(self._fetcher(tp))
+
+    async def _fetcher(self, tp: TopicPartition) -> None:
+        """Kafka's replica fetcher for one partition: fetch from the leader this broker follows,
+        hand each answer to the model, until it no longer follows anyone."""
+        connections: dict[int, PeerConnection] = {}
+        try:
+            while not self._stopping:
+                partition = self.replica.partitions.get(tp)
+                fetch = self.replica.fetch_request(self.now(), tp)
+                if fetch is None or partition is None:
+                    return
+                leader = partition.leader
+                connection = connections.get(leader)
+                if connection is None:
+                    host, port = self.config.peers[leader]
+                    connection = connections[leader] = PeerConnection(host, port, f"replica-{self.broker_id}")
+                try:
+                    response = await self._fetch_from(connection, leader, fetch)
+                except PeerError:
+                    await asyncio.sleep(RETRY_S)
+                    continue
+                self.replicate(response)
+                if response.error:
+                    await asyncio.sleep(RETRY_S)  # the leader has not applied its LeaderAndIsr yet, or moved on
+        finally:
+            for connection in connections.values():
+                connection.close()
+            if self._fetchers.get(tp) is asyncio.current_task():
+                del self._fetchers[tp]
+
+    async def _fetch_from(self, connection: PeerConnection, leader: int, fetch: Fetch) -> FetchResponse:
+        replica_log = self.files.logs[TopicPartition(fetch.topic, fetch.partition)]
+        partition = {"partition": fetch.partition, "current_leader_epoch": fetch.leader_epoch,
+                     "fetch_offset": kafka_offset(replica_log, fetch.fetch_offset), "last_fetched_epoch": fetch.last_fetched_epoch,
+                     "log_start_offset": 0, "partition_max_bytes": FETCH_MAX_BYTES}
+        body = await connection.request(1, 12, {
+            "replica_id": self.broker_id, "max_wait": FETCH_MAX_WAIT_MS, "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": fetch.topic, "partitions": [partition]}],
+        }, timeout_s=FETCH_MAX_WAIT_MS / 1000 + 5)
+        answer = body.responses[0].partitions[0]
+        error = ERROR_NAMES.get(int(answer.error_code), f"ERROR_{int(answer.error_code)}") if int(answer.error_code) else None
+        diverging = None
+        if not (answer.diverging_epoch.epoch == -1 and answer.diverging_epoch.end_offset == -1):
+            diverging = (answer.diverging_epoch.epoch, index_of(replica_log, answer.diverging_epoch.end_offset))
+        records = tuple(split_batches(answer.records or b""))
+        # The HW in model indices: batches before it, counting the ones this answer brings.
+        hw = answer.high_watermark
+        hw_index = index_of(replica_log, hw) + sum(1 for r in records if r.payload_id < hw)
+        return FetchResponse(self.now(), leader, fetch.topic, fetch.partition, fetch.leader_epoch, error, diverging,
+                             fetch.fetch_offset, records, hw_index)
+
+    # -- leaders: serving replica fetches --------------------------------------------------
+
+    async def serve_replica_fetch(self, replica_id: int, topic: str, number: int, leader_epoch: int, fetch_offset: int,
+                                  last_fetched_epoch: int, max_wait_ms: int, max_bytes: int) -> dict[str, Any]:
+        """A follower's Fetch: served by the model at once (it learns the follower's LEO),
+        and once more after waiting for the log to grow when there was nothing new."""
+        tp = TopicPartition(topic, number)
+        deadline = asyncio.get_running_loop().time() + max_wait_ms / 1000
+        while True:
+            replica_log = self.files.logs.get(tp)
+            index = index_of(replica_log, fetch_offset) if replica_log is not None else 0
+            progress = self.progress
+            effects = self.replicate(Fetch(self.now(), replica_id, topic, number, leader_epoch, index, last_fetched_epoch))
+            response = next(e for e in effects if isinstance(e, FetchResponse))
+            remaining = deadline - asyncio.get_running_loop().time()
+            if response.error or response.diverging or response.records or remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(progress.wait(), remaining)
+            except TimeoutError:
+                pass
+        answer: dict[str, Any] = {"partition_index": number, "error_code": ERROR_CODES.get(response.error, 0) if response.error else 0,
+                                  "high_watermark": -1, "records": b""}
+        if replica_log is None or response.error:
+            return answer
+        answer["high_watermark"] = kafka_offset(replica_log, response.high_watermark)
+        answer["log_start_offset"] = 0
+        if response.diverging is not None:
+            epoch, end = response.diverging
+            answer["diverging_epoch"] = {"epoch": epoch, "end_offset": kafka_offset(replica_log, end)}
+            return answer
+        answer["records"] = _take(response.records, max_bytes)
+        return answer
+
+    # -- clients: produce and fetch on leaders -------------------------------------------
+
+    def leader_log(self, tp: TopicPartition):
+        """The log of a partition this broker leads, else None."""
+        return self.files.logs.get(tp) if self.replica.leads(tp) else None
+
+    async def produce(self, tp: TopicPartition, batch: bytes, acks: int) -> ProduceAccepted | ProduceAcked | ProduceFailed:
+        """Append a producer's batch on this leader; with acks=-1 wait until it is committed."""
+        replica_log = self.files.logs.get(tp)
+        partition = self.replica.partitions.get(tp)
+        if replica_log is None or partition is None or partition.role != Role.LEADER:
+            return ProduceFailed(tp.topic, tp.partition, -1, "NOT_LEADER_OR_FOLLOWER")
+        record = stamped(batch, kafka_offset(replica_log, replica_log.log_end_offset), partition.leader_epoch)
+        future = asyncio.get_running_loop().create_future()
+        self._produces[(tp.topic, tp.partition, record.payload_id)] = (future, acks == -1)
+        try:
+            self.replicate(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+            return await future
+        finally:
+            self._produces.pop((tp.topic, tp.partition, record.payload_id), None)
+
+    # -- the coordinator host ------------------------------------------------------------
+
+    async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
+        """A group request built by ``make(request_id, now_ms)``; its response (broker.apis.groups)."""
+        self._request_ids += 1
+        request = make(self._request_ids, self.now())
+        future = asyncio.get_running_loop().create_future()
+        self._replies[request.request_id] = future
+        try:
+            self._host(request)
+            return await future
+        finally:
+            self._replies.pop(request.request_id, None)
+
+    def _host(self, event) -> None:
+        refused: set[int] = set()  # partitions whose earlier append of this step the log refused
+        for effect in self.host.handle(event):
+            if isinstance(effect, Reply):
+                future = self._replies.get(effect.request_id)
+                if future is not None and not future.done():
+                    future.set_result(effect.response)
+            elif isinstance(effect, LoadPartition):
+                asyncio.get_running_loop().call_soon(self._load, effect.partition)
+            elif effect.partition not in refused and not self._append(effect):
+                refused.add(effect.partition)
+        self._arm_timer()
+
+    def _append(self, append: AppendToPartition) -> bool:
+        """The host's batch as a produce to the leader replica; False if the log refused it."""
+        tp = TopicPartition(OFFSETS_TOPIC, append.partition)
+        replica_log = self.files.logs.get(tp)
+        base = kafka_offset(replica_log, replica_log.log_end_offset) if replica_log is not None else 0
+        record = stamped(encode_group_batch(append.records, self.now()), base, append.leader_epoch)
+        effects = self.replica.handle(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+        self.files.sync()
+        outcome = next(e for e in effects if isinstance(e, (ProduceAccepted, ProduceFailed)))
+        if isinstance(outcome, ProduceAccepted) and outcome.offset != append.offset:
+            raise AssertionError(f"broker {self.broker_id}: the host expected offset {append.offset} of {tp}, the log appended at {outcome.offset}")
+        if isinstance(outcome, ProduceFailed):
+            error = ErrorCode.__members__.get(outcome.error, ErrorCode.NOT_COORDINATOR)
+            self._host(AppendFailed(append.partition, append.offset, error, self.now()))
+        # The other notices wait their turn behind the ones being handed out now.
+        self._carry_out([e for e in effects if e is not outcome])
+        return isinstance(outcome, ProduceAccepted)
+
+    def _load(self, number: int) -> None:
+        """CF-4: read the partition's log back and hand it to the host (LOAD_IN_PROGRESS until then)."""
+        tp = TopicPartition(OFFSETS_TOPIC, number)
+        partition = self.replica.partitions.get(tp)
+        if self._stopping or partition is None or partition.role != Role.LEADER:
+            return  # leadership went meanwhile; the host heard ResignCoordinator
+        replica_log = self.files.logs[tp]
+        batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
+        self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, self.now()))
+
+    # -- state, for ``cluster up`` and tests -----------------------------------------------
+
+    def led_offsets_partitions(self) -> list[int]:
+        return sorted(p for p in range(self.config.offsets_partitions) if self.replica.leads(TopicPartition(OFFSETS_TOPIC, p)))
+
+
+def _take(records, max_bytes: int) -> bytes:
+    """Whole batches up to ``max_bytes``, at least one (KIP-74)."""
+    out, total = [], 0
+    for record in records:
+        if out and total + len(record.value) > max_bytes:
+            break
+        out.append(record.value)
+        total += len(record.value)
+    return b"".join(out)
