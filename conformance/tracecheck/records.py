@@ -80,8 +80,6 @@ def parse(line: Line):
         if error["type"] == "json_invalid":
             where = ""
         raise TraceError(f"{line.path}:{line.number}: {where + ': ' if where else ''}{error['msg']}") from None
-    if isinstance(record, (RequestRecord, ResponseRecord)):
-        _check_fields(line, record)
     try:
         if isinstance(record, RequestRecord):
             message = codec.decode_request(record.api, record.api_version, record.correlation_id, record.t_ms, record.fields)
@@ -89,7 +87,8 @@ def parse(line: Line):
             message = codec.decode_response(record.api, record.fields)
         else:
             message = None
-    except (TypeError, ValueError, UsageError) as exc:  # the message as a whole (its version, its shape)
+    except (TypeError, ValueError, KeyError, UsageError) as exc:
+        _check_fields(line, record)  # names the field, if one field is the trouble
         raise TraceError(f"{line.path}:{line.number}: fields: {_first_line(exc)}") from None
     return record, message
 

@@ -10,6 +10,7 @@ rest of the key's events are counted as unchecked.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections import Counter
@@ -84,13 +85,22 @@ class KeyReport:
     coverage: Counter = field(default_factory=Counter)  # (kind, name) -> count; kind: rule, state, transition, api
 
 
+class _SharingHypothesis(Hypothesis):
+    """A hypothesis whose copies share the records of its log: they are frozen, and copying
+    a log that grows with the trace at every event made long runs quadratic."""
+
+    def __deepcopy__(self, memo: dict) -> _SharingHypothesis:
+        memo.update((id(record), record) for record in self.log)
+        return _SharingHypothesis(*(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self)))
+
+
 class _CoverageOracle(Oracle):
     """The oracle with a Coverage observer on its reference, kept across restarts."""
 
     def __init__(self, config: GroupConfig, latency_ms: int) -> None:
         super().__init__(config, latency_ms)
         self.coverage = rules.Coverage()
-        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=self.coverage))]
+        self.hypotheses = [_SharingHypothesis(GroupCoordinator(config, ExploringChoices(), observer=self.coverage))]
 
     def fault(self, now_ms: int) -> None:
         # As Oracle.fault, with the observer on each new coordinator.
