@@ -58,7 +58,7 @@ def consumer(bootstrap: str, group: str) -> Consumer:
 
 
 def test_consumer_group_on_three_brokers(tmp_path: Path, zookeeper_connect: str) -> None:
-    with Cluster(tmp_path, 3, zookeeper_connect=zookeeper_connect, broker_args=BROKER_ARGS) as cluster:
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         values = [f"value-{i}" for i in range(30)]
         produce(cluster.bootstrap, TOPIC, values)

@@ -26,6 +26,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
 
+from kazoo.client import KazooClient
+
 from broker.cluster.published import PublishedView
 from broker.zookeeper.process import ZooKeeperUnavailable, free_ports, zookeeper
 from reference.failover.placement import OFFSETS_TOPIC, partition_for
@@ -77,6 +79,7 @@ class Cluster:
                 self.zookeeper_connect = self._stack.enter_context(zookeeper(1)).connect_string
             except ZooKeeperUnavailable as e:
                 raise ClusterError(str(e)) from None
+        _ensure_chroot(self.zookeeper_connect)
         self.peers = {b: (HOST, port) for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)}
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
@@ -168,6 +171,22 @@ class Cluster:
             role = "controller, " if self.controller() == broker_id else ""
             lines.append(f"  broker {broker_id}  {host}:{port}  {role}leads {OFFSETS_TOPIC} partitions {led}")
         return lines
+
+
+def _ensure_chroot(connect: str) -> None:
+    """Create the chroot of ``HOST:PORT[,...]/chroot`` (ZooKeeper does not), so clusters can share one ensemble."""
+    hosts, slash, chroot = connect.partition("/")
+    if not slash or not chroot:
+        return
+    client = KazooClient(hosts)
+    try:
+        client.start(timeout=10)
+        client.ensure_path("/" + chroot)
+    except Exception as e:  # noqa: BLE001 - kazoo's timeouts
+        raise ClusterError(f"cannot reach ZooKeeper at {hosts}: {e or type(e).__name__}") from None
+    finally:
+        client.stop()
+        client.close()
 
 
 def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | None = None, offsets_partitions: int = 3,

@@ -1,0 +1,111 @@
+"""Faults on a 3-broker cluster on a real ZooKeeper, with librdkafka clients.
+
+- kill -9 the group's coordinator while the group consumes and commits: the group is
+  Stable again on a new coordinator (the new leader of its offsets partition), and every
+  commit that was acknowledged is still what OffsetFetch returns (or a later one).
+- kill -9 the controller: another broker becomes controller and elects new leaders for
+  the partitions the dead broker led.
+
+Each test starts and stops the brokers itself (ZooKeeper is shared by the module); every
+wait is bounded.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from broker.cluster.launcher import Cluster
+from reference.failover.placement import OFFSETS_TOPIC
+from reference.replication.znodes import TopicPartition as Partition
+from tests.test_cluster_confluent import (
+    BROKER_ARGS,
+    PARTITIONS,
+    consumer,
+    create_topic,
+    produce,
+    wait_for,
+    zookeeper_connect,  # noqa: F401 - the module's ZooKeeper fixture
+)
+
+TOPIC = "payments"
+GROUP = "failover-group"
+
+
+def group_state(bootstrap: str) -> tuple[ConsumerGroupState | None, int | None]:
+    """The group's state and coordinator as DescribeGroups on its coordinator reports them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        description = admin.describe_consumer_groups([GROUP], request_timeout=3)[GROUP].result(5)
+    except KafkaException:
+        return None, None
+    return description.state, description.coordinator.id
+
+
+def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(60)])
+        client = consumer(cluster.bootstrap, GROUP)
+        client.subscribe([TOPIC])
+        acknowledged: dict[int, int] = {}  # partition -> the highest offset whose commit was acknowledged
+        consumed = 0
+
+        def consume_and_commit() -> None:
+            nonlocal consumed
+            message = client.poll(0.1)
+            if message is None or message.error() is not None:
+                return
+            consumed += 1
+            position = TopicPartition(TOPIC, message.partition(), message.offset() + 1)
+            try:
+                result = client.commit(offsets=[position], asynchronous=False)
+            except KafkaException:
+                return  # not acknowledged: nothing is promised about it
+            for tp in result:
+                if tp.error is None:
+                    acknowledged[tp.partition] = max(acknowledged.get(tp.partition, 0), tp.offset)
+
+        try:
+            wait_for(lambda: consumed >= 20, consume_and_commit, 30, "the group consuming and committing")
+            victim = cluster.coordinator(GROUP)
+            before = dict(acknowledged)
+            killed_at = time.monotonic()
+            cluster.kill(victim)
+            wait_for(lambda: cluster.coordinator(GROUP) not in (victim, -1), consume_and_commit, 30, "a new coordinator")
+            new_coordinator = cluster.coordinator(GROUP)
+            # Stable again, on the new coordinator, and committing again.
+            wait_for(lambda: group_state(cluster.bootstrap) == (ConsumerGroupState.STABLE, new_coordinator), consume_and_commit, 30,
+                     "the group Stable on the new coordinator")
+            committed_before = sum(acknowledged.values())
+            wait_for(lambda: sum(acknowledged.values()) > committed_before, consume_and_commit, 30, "a commit on the new coordinator")
+            recovered_s = time.monotonic() - killed_at
+            fetched = client.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+        finally:
+            client.close()
+        assert before, "commits were acknowledged before the kill"
+        lost = {tp.partition: (acknowledged[tp.partition], tp.offset) for tp in fetched
+                if tp.partition in acknowledged and tp.offset < acknowledged[tp.partition]}
+        assert lost == {}, f"acknowledged commits lost (partition: acknowledged, fetched): {lost}"
+        assert recovered_s < 30
+        survivors = [b for b in cluster.broker_ids if b != victim]
+        assert all(cluster.stderr(b) == "" for b in survivors), [cluster.stderr(b) for b in survivors]
+
+
+def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        old = cluster.controller()
+        cluster.kill(old)
+        cluster.wait(lambda view: view.controller not in (old, -1), "a new controller", 20)
+        # The new controller finishes the elections the dead broker's partitions need.
+        partitions = [Partition(OFFSETS_TOPIC, p) for p in range(cluster.offsets_partitions)] + [Partition(TOPIC, p) for p in range(PARTITIONS)]
+        cluster.wait(lambda view: all(view.leader(tp) not in (old, -1) and old not in view.states[tp].isr for tp in partitions),
+                     "leaders and ISRs without the dead broker", 20)
+        # And the cluster still takes writes with acks=all (min.insync.replicas 2 of the 2 left).
+        produce(cluster.bootstrap, TOPIC, [f"after-{i}" for i in range(6)])
+        survivors = [b for b in cluster.broker_ids if b != old]
+        assert all(cluster.stderr(b) == "" for b in survivors), [cluster.stderr(b) for b in survivors]
