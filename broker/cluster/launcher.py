@@ -16,6 +16,7 @@ ports are chosen before any broker starts, so every broker knows every address.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -80,13 +81,13 @@ class Cluster:
             except ZooKeeperUnavailable as e:
                 raise ClusterError(str(e)) from None
         _ensure_chroot(self.zookeeper_connect)
+        try:
+            self.view = PublishedView.open(self.zookeeper_connect, timeout_s=5.0)
+        except Exception as e:  # noqa: BLE001 - kazoo's timeouts
+            raise ClusterError(f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}") from None
         self.peers = {b: (HOST, port) for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)}
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
-        try:
-            self.view = PublishedView.open(self.zookeeper_connect)
-        except Exception as e:  # noqa: BLE001 - kazoo's timeouts
-            raise ClusterError(f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}") from None
         self.wait(lambda view: view.live_brokers == set(self.broker_ids) and view.controller in self.broker_ids
                   and all(self.coordinator_of(p) in self.broker_ids for p in range(self.offsets_partitions)),
                   "registration of every broker and a leader for every offsets partition", self.start_timeout_s)
@@ -180,7 +181,7 @@ def _ensure_chroot(connect: str) -> None:
         return
     client = KazooClient(hosts)
     try:
-        client.start(timeout=10)
+        client.start(timeout=5)
         client.ensure_path("/" + chroot)
     except Exception as e:  # noqa: BLE001 - kazoo's timeouts
         raise ClusterError(f"cannot reach ZooKeeper at {hosts}: {e or type(e).__name__}") from None
@@ -195,6 +196,7 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
     address and each broker's state, and the state again whenever it changes. Exit status:
     0 when stopped by the user, 1 when a broker exited on its own, 2 when it did not start."""
     data_dir = data_dir or Path(f"coordspec-cluster-{os.getpid()}")
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnection attempts; failures are reported here, once
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         with Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:

@@ -68,6 +68,7 @@ log = logging.getLogger("broker.cluster")
 FETCH_MAX_WAIT_MS = 500
 FETCH_MAX_BYTES = 8 * 1024 * 1024
 RETRY_S = 0.2
+OFFSETS_TOPIC_WAIT_S = 10.0
 _MIN_TIMER_S = 0.05  # a deadline already due (an ISR write in flight) is retried, not spun on
 
 
@@ -109,9 +110,9 @@ class ClusterNode:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.view = await asyncio.to_thread(PublishedView.open, self.config.zookeeper)
-        await asyncio.to_thread(self._create_offsets_topic)
         self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self._zk_event, loop)
         await asyncio.to_thread(self.zk.start)
+        self._spawn(self._create_offsets_topic())
 
     async def stop(self) -> None:
         self._stopping = True
@@ -125,13 +126,19 @@ class ClusterNode:
         if self.view is not None:
             await asyncio.to_thread(self.view.close)
 
-    def _create_offsets_topic(self) -> None:
+    async def _create_offsets_topic(self) -> None:
         """``__consumer_offsets`` with replicas spread round-robin (Kafka's assignment), at
-        most 3 per partition, written once by whichever broker comes first."""
+        most 3 per partition, written once by whichever broker comes first. It waits (a
+        while) for every broker to register: the controller elects the first live replica
+        of each partition, so the leaders, and the groups, spread over the brokers."""
+        assert self.view is not None
         ids = sorted(self.config.peers)
+        deadline = asyncio.get_running_loop().time() + OFFSETS_TOPIC_WAIT_S
+        while not self.view.live_brokers >= set(ids) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
         factor = min(3, len(ids))
         assignment = {p: tuple(ids[(p + i) % len(ids)] for i in range(factor)) for p in range(self.config.offsets_partitions)}
-        self.create_topic(OFFSETS_TOPIC, assignment)
+        await asyncio.to_thread(self.create_topic, OFFSETS_TOPIC, assignment)
 
     def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool:
         """Write the topic's assignment (the controller's child watch does the rest); False if it exists."""

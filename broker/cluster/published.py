@@ -42,9 +42,14 @@ class PublishedView:
     @classmethod
     def open(cls, hosts: str, timeout_s: float = 10.0) -> PublishedView:
         client = KazooClient(hosts, timeout=10.0)
-        client.start(timeout=timeout_s)
-        client.ensure_path(BROKER_IDS)
-        client.ensure_path(TOPICS)
+        try:
+            client.start(timeout=timeout_s)
+            client.ensure_path(BROKER_IDS)
+            client.ensure_path(TOPICS)
+        except BaseException:
+            client.stop()  # or it keeps trying to connect
+            client.close()
+            raise
         view = cls(client)
         ChildrenWatch(client, BROKER_IDS, view._brokers)
         ChildrenWatch(client, TOPICS, view._topics)
