@@ -109,3 +109,25 @@ def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:  # noq
         produce(cluster.bootstrap, TOPIC, [f"after-{i}" for i in range(6)])
         survivors = [b for b in cluster.broker_ids if b != old]
         assert all(cluster.stderr(b) == "" for b in survivors), [cluster.stderr(b) for b in survivors]
+
+
+def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+    """A broker killed and started again over its data directory rejoins: it follows the
+    leaders, fetches what it missed, and the leaders add it back to their ISRs."""
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        produce(cluster.bootstrap, TOPIC, [f"before-{i}" for i in range(30)])
+        victim = next(b for b in cluster.broker_ids if b != cluster.controller())
+        partitions = [Partition(TOPIC, p) for p in range(PARTITIONS)]
+        cluster.kill(victim)
+        cluster.wait(lambda view: all(victim not in view.states[tp].isr for tp in partitions), "ISRs without the dead broker", 20)
+        produce(cluster.bootstrap, TOPIC, [f"while-down-{i}" for i in range(30)])
+        cluster.start_broker(victim)
+        cluster.wait(lambda view: all(victim in view.states[tp].isr for tp in partitions), "the restarted broker back in every ISR", 30)
+
+        def segment(broker: int, tp: Partition) -> bytes:
+            return (tmp_path / f"broker-{broker}" / f"{tp.topic}-{tp.partition}" / "replica.log").read_bytes()
+
+        cluster.wait(lambda view: all(segment(victim, tp) == segment(view.leader(tp), tp) for tp in partitions),
+                     "the restarted broker's logs equal to the leaders'", 10)
+        assert all(cluster.stderr(b) == "" for b in cluster.broker_ids), [cluster.stderr(b) for b in cluster.broker_ids]

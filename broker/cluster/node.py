@@ -61,7 +61,7 @@ from reference.replication.effects import (
 from reference.replication.events import BrokerTick, DeliverRequest, Fetch, FetchResponse, Produce
 from reference.replication.messages import ControllerRequest
 from reference.replication.partition import Role
-from reference.replication.znodes import TopicAssignment, TopicPartition, topic_path
+from reference.replication.znodes import TopicAssignment, TopicPartition, broker_path, topic_path
 
 log = logging.getLogger("broker.cluster")
 
@@ -70,6 +70,10 @@ FETCH_MAX_BYTES = 8 * 1024 * 1024
 RETRY_S = 0.2
 OFFSETS_TOPIC_WAIT_S = 10.0
 _MIN_TIMER_S = 0.05  # a deadline already due (an ISR write in flight) is retried, not spun on
+
+
+class NodeStartError(Exception):
+    """The broker cannot join the cluster; one line."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class ClusterNode:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.view = await asyncio.to_thread(PublishedView.open, self.config.zookeeper)
+        await self._wait_for_old_registration()
         self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self._zk_event, loop)
         await asyncio.to_thread(self.zk.start)
         self._spawn(self._create_offsets_topic())
@@ -125,6 +130,19 @@ class ClusterNode:
             await asyncio.to_thread(self.zk.stop)  # its ephemerals go at once: a clean stop
         if self.view is not None:
             await asyncio.to_thread(self.view.close)
+
+    async def _wait_for_old_registration(self) -> None:
+        """A broker restarted after a crash finds its old registration until ZooKeeper expires
+        the old session; registering over it is refused (Kafka's broker then fails to start).
+        Waiting out one session timeout is the restart a supervisor would do."""
+        assert self.view is not None
+        path = broker_path(self.broker_id)
+        patience_s = 2 * self.config.replication.zookeeper_session_timeout_ms / 1000
+        deadline = asyncio.get_running_loop().time() + patience_s
+        while await asyncio.to_thread(self.view.client.exists, path) is not None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise NodeStartError(f"{path} is still registered by another session after {patience_s:.0f} s")
+            await asyncio.sleep(0.2)
 
     async def _create_offsets_topic(self) -> None:
         """``__consumer_offsets`` with replicas spread round-robin (Kafka's assignment), at

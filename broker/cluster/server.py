@@ -23,7 +23,7 @@ from pathlib import Path
 
 from broker.apis import api_versions
 from broker.cluster.apis import APIS, ClusterContext
-from broker.cluster.node import ClusterNode, NodeConfig
+from broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
 from broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
 from broker.context import Client
 from broker.wire.entities import build
@@ -121,6 +121,10 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
         raise ClusterBrokerError(f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}") from None
     try:
         await node.start()
+    except NodeStartError as e:
+        server.close()
+        lock.close()
+        raise ClusterBrokerError(f"broker {config.broker_id}: {e}") from None
     except Exception as e:  # noqa: BLE001 - kazoo's timeouts and connection errors
         server.close()
         lock.close()
