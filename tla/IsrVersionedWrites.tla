@@ -12,7 +12,8 @@
 (*                                                                           *)
 (* Action and invariant names are those of spec/isr-versioned-writes.md and *)
 (* reference/replication. Each action's comment names the Kafka behaviour   *)
-(* it models and the rule (by its action or invariant name) it stands for.  *)
+(* it models and the rule of spec/isr-versioned-writes.md (ISR-n) it stands *)
+(* for.                                                                     *)
 (*                                                                           *)
 (* Abstractions, each a choice for reviewers to weigh:                       *)
 (*  - One partition, replicated on every broker. Partitions are independent *)
@@ -40,6 +41,15 @@
 (*    paused. InitLeaders (topic creation) is folded into Init: the topic   *)
 (*    exists with every replica in the ISR and no leader yet. DeleteTopic   *)
 (*    and Reassign are left out.                                            *)
+(*  - Where Kafka makes a fixed choice the spec allows every choice, so its *)
+(*    behaviours include Kafka's: the new leader is any live ISR member     *)
+(*    (Kafka: the first in assignment order), an offline partition keeps   *)
+(*    any one member of its ISR (Kafka: the last one removed).              *)
+(*  - A follower's own high watermark only serves consumers and is left    *)
+(*    out; hw[b] is the high watermark b had as leader. ISR writes are one  *)
+(*    step, so the "maximal ISR" of a write in flight does not arise.       *)
+(*  - Crashes and pauses are bounded together by MaxFaults; the healing     *)
+(*    steps (resume, expiry, restart) are not bounded.                      *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -124,7 +134,7 @@ Init ==
     /\ faults = 0
 
 -----------------------------------------------------------------------------
-(* Broker processes and their ZooKeeper sessions. *)
+(* Broker processes and their ZooKeeper sessions (ISR-18). *)
 
 (* StartBroker: a broker whose session is gone registers with a new session.         *)
 (* A broker that was down starts: it reads the published partition state (standing  *)
@@ -190,10 +200,10 @@ ExpireSession(b) ==
 
 (* ElectController: /controller is free; a registered broker wins the race with one   *)
 (* multi: create /controller (ephemeral) + set /controller_epoch to epoch + 1 on the    *)
-(* version it read. Kafka's new controller also re-sends the current state to every    *)
-(* broker (onControllerFailover); that request changes no broker's role (the original  *)
-(* one stays deliverable), so it is left out: brokers learn the new controller epoch   *)
-(* from its first write.                                                               *)
+(* version it read (ISR-1, ISR-2). Kafka's new controller also re-sends the current     *)
+(* state to every broker (onControllerFailover); that request changes no broker's role *)
+(* (the original one stays deliverable), so it is left out: brokers learn the new      *)
+(* controller epoch from its first write.                                               *)
 ElectController(b) ==
     /\ controller = None
     /\ brokerState[b] = "up"
@@ -232,8 +242,8 @@ Decisions ==
 (* Multi(Check(/controller_epoch, its epoch's version), SetData(state, zk_version)),     *)
 (* with the next leader epoch, and sends LeaderAndIsr. If another controller has been   *)
 (* elected the check fails, ZooKeeper applies nothing, and the controller resigns       *)
-(* (ControllerMovedException). Rules: ElectLeader, LeaderInIsr, NoWriteWithStaleVersion,*)
-(* ControllerEpochMonotonic.                                                            *)
+(* (ControllerMovedException). Rules ISR-3, ISR-4, ISR-6, ISR-7; invariants LeaderInIsr,*)
+(* NoWriteWithStaleVersion, ControllerEpochMonotonic.                                   *)
 ElectLeader(c) ==
     /\ brokerState[c] = "up"
     /\ ctrlEpochOf[c] > 0
@@ -259,7 +269,7 @@ ElectLeader(c) ==
 (* (2.6) refuses a request from an older controller epoch (STALE_CONTROLLER_EPOCH) and  *)
 (* otherwise records the controller epoch; it applies a partition's state only if the   *)
 (* leader epoch is newer than the one it holds: it becomes leader (makeLeader) or the   *)
-(* follower of the new leader (makeFollower), to fetch again at the new epoch.         *)
+(* follower of the new leader (makeFollower), to fetch again at the new epoch. ISR-11. *)
 LeaderAndIsr(b) == \E r \in lisr :
     /\ brokerState[b] = "up"
     /\ r.controllerEpoch >= seenCtrlEpoch[b]
@@ -281,7 +291,8 @@ Leads(b) == brokerState[b] = "up" /\ view[b].leader = b
 FollowsAtEpoch(f, l) == view[f].leader = l /\ view[f].leaderEpoch = view[l].leaderEpoch
 
 (* Produce (acks=all): the leader appends a record at its leader epoch; it answers    *)
-(* NOT_ENOUGH_REPLICAS (and appends nothing) when its ISR is below min.insync.replicas.*)
+(* NOT_ENOUGH_REPLICAS (and appends nothing) when its ISR is below min.insync.replicas *)
+(* (ISR-12).                                                                           *)
 Produce(l) ==
     /\ Leads(l)
     /\ Len(log[l]) < MaxRecords
@@ -293,9 +304,9 @@ Produce(l) ==
 (* epoch; the leader answers only a fetch at its own epoch (FENCED_LEADER_EPOCH /       *)
 (* UNKNOWN_LEADER_EPOCH otherwise) and only while it runs. The follower first truncates *)
 (* to where its log stops matching the leader's (leader-epoch truncation, KIP-101/279), *)
-(* then appends the leader's next record. A follower's own high watermark only serves  *)
-(* consumers and is not modelled; hw[b] is the high watermark b had as leader, cut     *)
-(* back if truncation shortened its log below it.                                      *)
+(* then appends the leader's next record (ISR-14). A follower's own high watermark is  *)
+(* not modelled; hw[b] is the one b had as leader, cut back if truncation shortened    *)
+(* its log below it.                                                                   *)
 Replicate(f) ==
     LET l == view[f].leader IN
     /\ brokerState[f] = "up"
@@ -315,7 +326,7 @@ Replicate(f) ==
 (* fetched at its epoch, HW = the least log end offset over that ISR. Produce requests *)
 (* below the new HW that this leader appended are answered: acknowledged ("committed") *)
 (* if the ISR still has min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_    *)
-(* APPEND (Partition.checkEnoughReplicasReachOffset). Rule: AdvanceHighWatermark.       *)
+(* APPEND (Partition.checkEnoughReplicasReachOffset). ISR-13.                           *)
 AdvanceHighWatermark(l) ==
     LET isr == view[l].isr \cup {l}
         e == view[l].leaderEpoch
@@ -364,13 +375,13 @@ IsrWrite(l, newIsr, shrinking) ==
                    log, hw, lisr, committed, faults>>
 
 (* ShrinkIsr: the leader drops a follower that lags (replica.lag.time.max.ms).         *)
-(* Rules: ShrinkIsr, NoWriteWithStaleVersion, AtMostOneLeaderCanCommit.                *)
+(* ISR-15; invariants NoWriteWithStaleVersion, AtMostOneLeaderCanCommit.                *)
 ShrinkIsr(l, f) ==
     /\ Leads(l)
     /\ f \in ShrinkCandidates(l)
     /\ IsrWrite(l, view[l].isr \ {f}, TRUE)
 
-(* ExpandIsr: the leader adds a follower that caught up. Rules: ExpandIsr,             *)
+(* ExpandIsr: the leader adds a follower that caught up. ISR-16; invariants             *)
 (* NoWriteWithStaleVersion, NoCommittedRecordLost.                                      *)
 ExpandIsr(l, f) ==
     /\ Leads(l)
@@ -382,7 +393,7 @@ ExpandIsr(l, f) ==
 (* ISR and version; otherwise it stops leading, and follows the published leader if   *)
 (* that is another broker (if it is itself at a newer epoch, it waits for that          *)
 (* LeaderAndIsr). The seed design; Kafka 2.6 only skips the write and keeps leading    *)
-(* until the controller's LeaderAndIsr arrives. Rule: StepDown.                        *)
+(* until the controller's LeaderAndIsr arrives. ISR-17.                                *)
 StepDown(l) ==
     /\ Leads(l)
     /\ view[l].zkVersion /= zkVersion
