@@ -139,9 +139,17 @@ class Cluster:
         process.kill()
         process.wait()
 
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP: a broker that does nothing (a long GC pause); its session may expire meanwhile."""
+        self.processes[broker_id].send_signal(signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> None:
+        self.processes[broker_id].send_signal(signal.SIGCONT)
+
     def stop_broker(self, broker_id: int, timeout_s: float = 10.0) -> None:
         process = self.processes[broker_id]
         if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # a paused broker cannot stop
             process.send_signal(signal.SIGTERM)
             try:
                 process.wait(timeout_s)

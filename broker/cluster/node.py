@@ -34,7 +34,7 @@ from typing import Any
 from broker.cluster.group_batches import ERROR_CODES, ERROR_NAMES, decode_group_batch, encode_group_batch
 from broker.cluster.peer_wire import PeerConnection, PeerError
 from broker.cluster.published import PublishedView
-from broker.cluster.replica_logs import ReplicaFiles, index_of, kafka_offset, split_batches, stamped
+from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
 from broker.cluster.zk_session import ZkSession, now_ms
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode
@@ -123,9 +123,10 @@ class ClusterNode:
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
-        for task in [*self._fetchers.values(), *self._tasks]:
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._fetchers.values(), *self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self.zk is not None:
             await asyncio.to_thread(self.zk.stop)  # its ephemerals go at once: a clean stop
         if self.view is not None:
@@ -169,10 +170,16 @@ class ClusterNode:
             return False
         return True
 
-    def _spawn(self, coroutine) -> None:
+    def _spawn(self, coroutine) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # a bug: say so now, not at exit
+            log.error("broker %d: %s failed", self.broker_id, task.get_coro().__name__, exc_info=task.exception())
 
     def now(self) -> int:
         self._now = max(self._now, now_ms())
@@ -311,7 +318,7 @@ class ClusterNode:
     def _follow(self, tp: TopicPartition) -> None:
         task = self._fetchers.get(tp)
         if task is None or task.done():
-            self._fetchers[tp] = asyncio.get_running_loop().create_task(self._fetcher(tp))
+            self._fetchers[tp] = self._spawn(self._fetcher(tp))
 
     async def _fetcher(self, tp: TopicPartition) -> None:
         """Kafka's replica fetcher for one partition: fetch from the leader this broker follows,
@@ -374,7 +381,7 @@ class ClusterNode:
         deadline = asyncio.get_running_loop().time() + max_wait_ms / 1000
         while True:
             replica_log = self.files.logs.get(tp)
-            index = index_of(replica_log, fetch_offset) if replica_log is not None else 0
+            index = fetch_index(replica_log, fetch_offset) if replica_log is not None else 0
             progress = self.progress
             effects = self.replicate(Fetch(self.now(), replica_id, topic, number, leader_epoch, index, last_fetched_epoch))
             response = next(e for e in effects if isinstance(e, FetchResponse))

@@ -74,6 +74,14 @@ def index_of(log: ReplicaLog, offset: int) -> int:
     return bisect.bisect_left(log.records, offset, key=lambda r: r.payload_id)
 
 
+def fetch_index(log: ReplicaLog, offset: int) -> int:
+    """A follower's fetch offset as a model index on the leader. Past the leader's log end
+    it stays past it (the log end plus one): the follower holds records the leader does
+    not, which the model's leader-epoch check must see to make it truncate."""
+    end = kafka_offset(log, log.log_end_offset)
+    return index_of(log, offset) if offset <= end else log.log_end_offset + 1
+
+
 def index_holding(log: ReplicaLog, offset: int) -> int:
     """The model index of the batch holding Kafka offset ``offset`` (a consumer may ask
     from the middle of a batch; it gets the whole batch, as from Kafka)."""

@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
     parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms, help="group.min.session.timeout.ms")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         peers = parse_peers(args.peers)
         if args.id not in peers:
