@@ -168,8 +168,8 @@ Newer(b) ==
 (* moves the coordinator from INITIAL/FAILED to LOADING with a fresh, empty state        *)
 (* machine; every request is answered COORDINATOR_LOAD_IN_PROGRESS until the load        *)
 (* completes. A coordinator already ACTIVE (re-elected before it learned it had lost     *)
-(* leadership) keeps its state and stays active: its log has not changed meanwhile; 2.x  *)
-(* likewise refuses to reload an owned partition (addLoadingPartition).                   *)
+(* leadership) keeps its state and stays active, as 4.0 does ("already active"; the     *)
+(* reference too): its log has not changed meanwhile, and TLC checks that this is safe.  *)
 (* A leader keeps its log and high watermark; pending writes stay deferred.              *)
 BecomeCoordinator(b) ==
     /\ leader = b
