@@ -17,6 +17,7 @@ from typing import Any
 from broker.apis import api_versions, groups
 from broker.apis.registry import Api
 from broker.cluster.node import ClusterNode
+from broker.cluster.peer_wire import ERROR_CODES
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import index_holding, kafka_offset
 from broker.context import Client
@@ -33,7 +34,6 @@ NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_N
 NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST = 36, 37, 38, 42
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
-_ERRORS = {"NOT_LEADER_OR_FOLLOWER": 6, "UNKNOWN_TOPIC_OR_PARTITION": 3, "NOT_ENOUGH_REPLICAS": 19, "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20}
 MAX_REPLICATION_FACTOR = 3
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511's client software name and version
 
@@ -186,7 +186,7 @@ async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: i
         return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
     outcome = await ctx.node.produce(TopicPartition(topic, data.index), records, acks)
     if isinstance(outcome, ProduceFailed):
-        return {**answer, "error_code": _ERRORS.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
+        return {**answer, "error_code": ERROR_CODES.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
     return {**answer, "error_code": NONE, "base_offset": outcome.payload_id, "log_start_offset": 0}
 
 

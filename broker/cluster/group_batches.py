@@ -10,22 +10,28 @@ from __future__ import annotations
 import datetime
 import io
 
+from crc32c import crc32c
 from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
 from kio.records.schema import Record as KioRecord
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
+from broker.log.batches import HEADER, read_header
 from broker.log.group_records import decode_record, encode_key, encode_value
 from reference.group.records import Record
 
-# Kafka's error codes by name, for the replication model's error names on the wire.
-ERROR_CODES = {"NOT_LEADER_OR_FOLLOWER": 6, "UNKNOWN_TOPIC_OR_PARTITION": 3, "NOT_ENOUGH_REPLICAS": 19,
-               "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20, "FENCED_LEADER_EPOCH": 74, "UNKNOWN_LEADER_EPOCH": 75}
-ERROR_NAMES = {code: name for name, code in ERROR_CODES.items()}
+
+def _empty_batch(now_ms: int) -> bytes:
+    """A batch of no records that still takes one offset (last offset delta 0), as
+    Kafka's control batches do: the host counts every append as one batch."""
+    after_crc = HEADER.pack(0, 0, 0, 2, 0, 0, 0, now_ms, now_ms, -1, -1, -1, 0)[21:]
+    return HEADER.pack(0, HEADER.size - 12, 0, 2, crc32c(after_crc), 0, 0, now_ms, now_ms, -1, -1, -1, 0)
 
 
 def encode_group_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
+    if not records:  # a write of nothing (kio builds no empty batch)
+        return _empty_batch(now_ms)
     timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     kio_records = tuple(KioRecord(attributes=0, timestamp=timestamp, offset=i, key=encode_key(r.key), value=encode_value(r.value), headers=())
                         for i, r in enumerate(records))
@@ -36,5 +42,8 @@ def encode_group_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
 
 def decode_group_batch(batch: bytes) -> tuple[Record, ...]:
     """Raises CorruptRecord or kio's errors on a batch that is not a coordinator's."""
+    header = read_header(batch)
+    if header is not None and header.record_count == 0:
+        return ()
     decoded, _ = read_batch(batch, 0)
     return tuple(decode_record(r.key or b"", r.value) for r in decoded.records)

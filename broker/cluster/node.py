@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.cluster.group_batches import ERROR_CODES, ERROR_NAMES, decode_group_batch, encode_group_batch
-from broker.cluster.peer_wire import PeerConnection, PeerError
+from broker.cluster.group_batches import decode_group_batch, encode_group_batch
+from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
 from broker.cluster.zk_session import ZkSession, now_ms
@@ -480,11 +480,6 @@ class ClusterNode:
         replica_log = self.files.logs[tp]
         batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
         self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, self.now()))
-
-    # -- state, for ``cluster up`` and tests -----------------------------------------------
-
-    def led_offsets_partitions(self) -> list[int]:
-        return sorted(p for p in range(self.config.offsets_partitions) if self.replica.leads(TopicPartition(OFFSETS_TOPIC, p)))
 
 
 def _take(records, max_bytes: int) -> bytes:

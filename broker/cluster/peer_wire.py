@@ -30,6 +30,10 @@ LEADER_AND_ISR, STOP_REPLICA = 4, 5
 INTERNAL_KEYS = (LEADER_AND_ISR, STOP_REPLICA)
 _HEADER_V1 = struct.Struct(">hhih")  # key, version, correlation id, client id length
 _MAX_FRAME = 100 * 1024 * 1024
+# The replication model's error names (Kafka's) and their codes on the wire.
+ERROR_CODES = {"NOT_LEADER_OR_FOLLOWER": 6, "UNKNOWN_TOPIC_OR_PARTITION": 3, "NOT_ENOUGH_REPLICAS": 19,
+               "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20, "FENCED_LEADER_EPOCH": 74, "UNKNOWN_LEADER_EPOCH": 75}
+ERROR_NAMES = {code: name for name, code in ERROR_CODES.items()}
 
 
 class PeerError(Exception):

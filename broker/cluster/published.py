@@ -10,6 +10,7 @@ own published state, which the controller's writes and the leaders' ISR writes d
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -38,6 +39,7 @@ class PublishedView:
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     _watched_topics: set[str] = field(default_factory=set)
     _watched_states: set[TopicPartition] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, hosts: str, timeout_s: float = 10.0) -> PublishedView:
@@ -70,7 +72,9 @@ class PublishedView:
         state = self.states.get(tp)
         return state.leader if state is not None else -1
 
-    # -- watch callbacks (kazoo's thread; each replaces a whole value) ----------------------
+    # -- watch callbacks ----------------------------------------------------------------------
+    # They run on kazoo's threads while the broker's loop reads: each update replaces a whole
+    # dict (readers iterate a snapshot), under a lock (two watch threads may update at once).
 
     def _watch(self, path: str, callback) -> None:
         # A new watch reads its node at once: not on the callback thread, which would wait on itself.
@@ -86,12 +90,12 @@ class PublishedView:
             self.controller = -1
 
     def _topics(self, children: list[str]) -> None:
-        for topic in children:
-            if topic not in self._watched_topics:
-                self._watched_topics.add(topic)
-                self._watch(topic_path(topic), self._on_assignment(topic))
-        for topic in set(self.assignments) - set(children):
-            del self.assignments[topic]
+        with self._lock:
+            new = [t for t in children if t not in self._watched_topics]
+            self._watched_topics |= set(new)
+            self.assignments = {t: p for t, p in self.assignments.items() if t in children}
+        for topic in new:
+            self._watch(topic_path(topic), self._on_assignment(topic))
 
     # kazoo passes a third argument (the event) to a callback that takes one: no defaults here.
     def _on_assignment(self, topic: str):
@@ -102,26 +106,29 @@ class PublishedView:
 
     def _assignment(self, topic: str, data: bytes | None) -> bool | None:
         if data is None:
-            self.assignments.pop(topic, None)
-            self._watched_topics.discard(topic)
+            with self._lock:
+                self.assignments = {t: p for t, p in self.assignments.items() if t != topic}
+                self._watched_topics.discard(topic)
             return False  # stop watching a deleted topic
         try:
             partitions = TopicAssignment.decode(topic_path(topic), data).partitions
         except UsageError:
             return None
-        self.assignments[topic] = partitions
-        for number in partitions:
-            tp = TopicPartition(topic, number)
-            if tp not in self._watched_states:
-                self._watched_states.add(tp)
-                self._watch(state_path(tp), self._on_state(tp))
+        with self._lock:
+            self.assignments = {**self.assignments, topic: partitions}
+            new = [TopicPartition(topic, n) for n in partitions if TopicPartition(topic, n) not in self._watched_states]
+            self._watched_states |= set(new)
+        for tp in new:
+            self._watch(state_path(tp), self._on_state(tp))
         return None
 
     def _state(self, tp: TopicPartition, data: bytes | None) -> None:
-        if data is None:
-            self.states.pop(tp, None)
-            return
         try:
-            self.states[tp] = PartitionState.decode(state_path(tp), data)
+            state = PartitionState.decode(state_path(tp), data) if data is not None else None
         except UsageError:
-            self.states.pop(tp, None)
+            state = None
+        with self._lock:
+            states = {k: v for k, v in self.states.items() if k != tp}
+            if state is not None:
+                states[tp] = state
+            self.states = states
