@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from conformance.tracecheck import simulate
+from conformance.tracecheck import names, planted, simulate
 from conformance.tracecheck.check import check_files
 from conformance.tracecheck.cli import main
 from conformance.tracecheck.replay import Settings
@@ -51,3 +51,8 @@ def test_without_faults_or_with_a_bad_fault(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--runs", "5", "--faults", "crash,meteor"])
     assert "unknown fault 'meteor'" in capsys.readouterr().err
+
+
+def test_the_command_lines_offer_every_bug_and_fault():
+    assert set(names.BUG_NAMES) == set(planted.BUGS)
+    assert simulate.FAULTS == names.FAULTS

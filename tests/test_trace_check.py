@@ -151,3 +151,9 @@ def test_a_progress_bar_on_a_terminal_only(catalog_trace):
     bar = Progress(terminal, "x", 4)
     bar.add(4)
     assert "[##############################] 4/4 x" in terminal.getvalue()
+
+
+def test_an_unknown_setting_is_one_line(catalog_trace, capsys):
+    assert main(["check", str(catalog_trace), "--config", "initial_delay=0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coordspec trace check: --config initial_delay: no such setting (settings: ") and err.count("\n") == 1

@@ -12,15 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from reference.group import GroupConfig
-
-_CONFIG_NAMES = [f for f in GroupConfig.__dataclass_fields__]
+from conformance.tracecheck.names import BUG_NAMES, FAULTS
 
 
 def _setting(text: str) -> tuple[str, int]:
     name, _, value = text.partition("=")
-    if name not in _CONFIG_NAMES or not value.lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"expected NAME=INT with NAME one of {', '.join(_CONFIG_NAMES)}, got {text!r}")
+    if not name or not value.lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME=INT (a GroupConfig field, e.g. initial_rebalance_delay_ms=0), got {text!r}")
     return name, int(value)
 
 
@@ -33,10 +31,21 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
                              "reference target and of the broker, 50 otherwise)")
 
 
+class BadSetting(ValueError):
+    """A --config name that is no broker setting."""
+
+
 def settings_from(args: argparse.Namespace):
+    import dataclasses
+
     from conformance.tracecheck.replay import Settings
     from conformance.tracecheck.scenarios import scenario_settings
+    from reference.group import GroupConfig
 
+    known = [f.name for f in dataclasses.fields(GroupConfig)]
+    for name, _ in args.config:
+        if name not in known:
+            raise BadSetting(f"--config {name}: no such setting (settings: {', '.join(known)})")
     return Settings(config=dict(args.config), scenarios=scenario_settings(), latency_ms=args.latency_ms)
 
 
@@ -53,7 +62,7 @@ def run_trace_check(args: argparse.Namespace) -> int:
 
     try:
         findings = check_files(args.files, settings_from(args))
-    except TraceError as exc:
+    except (TraceError, BadSetting) as exc:
         print(f"coordspec trace check: {exc}", file=sys.stderr)
         return 2
     print(summary.console(findings))
@@ -83,7 +92,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
     try:
         findings = pipeline.run_pipeline(args.input, args.output, args.master, settings_from(args), args.partitions)
-    except pipeline.PipelineError as exc:
+    except (pipeline.PipelineError, BadSetting) as exc:
         print(f"coordspec pipeline: {exc}", file=sys.stderr)
         return 2
     print(summary.console(findings))
@@ -92,8 +101,6 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
 
 def _faults(text: str) -> tuple[str, ...]:
-    from conformance.tracecheck.simulate import FAULTS
-
     chosen = tuple(f for f in text.split(",") if f and f != "none")
     unknown = [f for f in chosen if f not in FAULTS]
     if unknown:
@@ -102,14 +109,11 @@ def _faults(text: str) -> tuple[str, ...]:
 
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
-    from conformance.tracecheck.planted import BUGS
-    from conformance.tracecheck.simulate import FAULTS
-
     parser.add_argument("--runs", type=int, required=True, help="number of simulated groups")
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed SEED+i (default 0)")
     parser.add_argument("--faults", type=_faults, default=FAULTS, metavar="F,F",
                         help=f"faults to inject: {', '.join(FAULTS)} (default all), or none")
-    parser.add_argument("--bug", choices=sorted(BUGS), default=None, help="plant a bug in what clients hear")
+    parser.add_argument("--bug", choices=BUG_NAMES, default=None, help="plant a bug in what clients hear")
     parser.add_argument("--clients", type=int, default=3, help="consumers per group (default 3)")
     parser.add_argument("--steps", type=int, default=60, help="schedule steps per run (default 60)")
     parser.add_argument("--out", type=Path, default=Path("out/simulate"), help="where the traces go (default out/simulate)")

@@ -27,6 +27,7 @@ from conformance.suite import codec
 from conformance.suite.reference_target import ReferenceSession
 from conformance.suite.trace import TraceWriter
 from conformance.tracecheck import planted
+from conformance.tracecheck.names import FAULTS
 from conformance.tracecheck.records import Line
 from conformance.tracecheck.replay import Settings, check_key
 from reference.choices import SeededChoices
@@ -48,7 +49,6 @@ from reference.group.requests import (
     SyncGroup,
 )
 
-FAULTS = ("crash", "pause", "restart")
 TOPIC, PARTITIONS = "foo", 6
 SOURCE = "simulate"
 _SUBSCRIPTION = encode_subscription(Subscription((TOPIC,)))
