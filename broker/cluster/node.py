@@ -467,8 +467,9 @@ class ClusterNode:
         if isinstance(outcome, ProduceFailed):
             error = ErrorCode.__members__.get(outcome.error, ErrorCode.NOT_COORDINATOR)
             self._host(AppendFailed(append.partition, append.offset, error, self.now()))
-        # The other notices wait their turn behind the ones being handed out now.
-        self._carry_out([e for e in effects if e is not outcome])
+        # The notices wait their turn behind the ones being handed out now (the outcome too:
+        # it wakes the followers' fetches waiting for the log to grow).
+        self._carry_out(effects)
         return isinstance(outcome, ProduceAccepted)
 
     def _load(self, number: int) -> None:
