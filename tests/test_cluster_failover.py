@@ -3,6 +3,8 @@
 - kill -9 the group's coordinator while the group consumes and commits: the group is
   Stable again on a new coordinator (the new leader of its offsets partition), and every
   commit that was acknowledged is still what OffsetFetch returns (or a later one).
+- kill -9 the coordinator in the middle of a rebalance: Stable again, with both members,
+  on the new coordinator; the acknowledged commit is still there.
 - kill -9 the controller: another broker becomes controller and elects new leaders for
   the partitions the dead broker led.
 
@@ -92,6 +94,45 @@ def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str
                 if tp.partition in acknowledged and tp.offset < acknowledged[tp.partition]}
         assert lost == {}, f"acknowledged commits lost (partition: acknowledged, fetched): {lost}"
         assert recovered_s < 30
+        assert_no_errors(cluster)
+
+
+def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+    """A second member joins while the first is not polled (librdkafka rejoins only from
+    poll), so the group waits in PreparingRebalance; the coordinator dies there. The new
+    coordinator loads the last Stable generation, both members join it, and the commit
+    acknowledged before the rebalance is still there."""
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(30)])
+        first, second = consumer(cluster.bootstrap, GROUP), consumer(cluster.bootstrap, GROUP)
+        first.subscribe([TOPIC])
+        try:
+            messages = []
+            wait_for(lambda: bool(messages), lambda: messages.extend(m for m in [first.poll(0.1)] if m is not None and m.error() is None), 30,
+                     "the first member consuming")
+            acknowledged = first.commit(offsets=[TopicPartition(TOPIC, messages[0].partition(), messages[0].offset() + 1)], asynchronous=False)
+            assert all(tp.error is None for tp in acknowledged)
+            second.subscribe([TOPIC])
+            wait_for(lambda: group_state(cluster.bootstrap)[0] == ConsumerGroupState.PREPARING_REBALANCING, lambda: second.poll(0.1), 30,
+                     "the group in PreparingRebalance")
+            victim = cluster.coordinator(GROUP)
+            cluster.kill(victim)
+
+            def poll_both() -> None:
+                first.poll(0.05)
+                second.poll(0.05)
+
+            wait_for(lambda: cluster.coordinator(GROUP) not in (victim, -1), poll_both, 30, "a new coordinator")
+            new_coordinator = cluster.coordinator(GROUP)
+            wait_for(lambda: group_state(cluster.bootstrap) == (ConsumerGroupState.STABLE, new_coordinator)
+                     and len(first.assignment()) + len(second.assignment()) == PARTITIONS and first.assignment() and second.assignment(),
+                     poll_both, 30, "both members Stable on the new coordinator")
+            fetched = first.committed([TopicPartition(TOPIC, tp.partition) for tp in acknowledged], timeout=10)
+        finally:
+            first.close()
+            second.close()
+        assert [(tp.partition, tp.offset) for tp in fetched] == [(tp.partition, tp.offset) for tp in acknowledged]
         assert_no_errors(cluster)
 
 
