@@ -55,6 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     conform = commands.add_parser("conform", help="check a Kafka-protocol broker (default: the reference) against the conformance scenarios")
     add_conform_arguments(conform)
 
+    from conformance.tracecheck import cli as tracecheck
+
+    trace = commands.add_parser("trace", help="recorded traces: check them against the reference")
+    trace_commands = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    tracecheck.add_trace_check_arguments(trace_commands.add_parser("check", help="replay trace files through the oracle on one machine"))
+    tracecheck.add_pipeline_arguments(commands.add_parser("pipeline", help="the trace check as a PySpark job (local[*], --master, or spark-submit)"))
+    tracecheck.add_simulate_arguments(commands.add_parser(
+        "simulate", help="seeded simulated groups on the reference, with faults and planted bugs, written as traces and checked"))
+    tracecheck.add_record_arguments(commands.add_parser("record", help="a Kafka-protocol proxy that records the group protocol as a trace"))
+
     commands.add_parser("broker", help="serve one broker over Kafka's wire protocol: the reference group coordinator on real "
                         "time, on-disk logs, a JSONL trace (coordspec broker --help)")
 
@@ -91,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
             from conformance.suite import run_command
 
             return run_command(args)
+        if args.command in ("trace", "pipeline", "simulate", "record"):
+            run = {"trace": tracecheck.run_trace_check, "pipeline": tracecheck.run_pipeline,
+                   "simulate": tracecheck.run_simulate, "record": tracecheck.run_record}[args.command]
+            return run(args)
         if args.command == "zookeeper":
             from broker.zookeeper.process import serve
 

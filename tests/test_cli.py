@@ -64,3 +64,14 @@ def test_broker_command_is_the_brokers_own_command_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and str(blocker) in result.stderr
     assert coordspec("broker", "--help").stdout.startswith("usage: coordspec broker")
+
+
+def test_trace_check_command_validates_a_conformance_runs_trace(tmp_path):
+    trace = tmp_path / "run" / "trace.jsonl"
+    assert coordspec("conform", "--tags", "GM-50", "--versions", "latest", "--trace", str(trace)).returncode == 0
+    result = coordspec("trace", "check", str(trace))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no violations" in result.stdout
+    trace.write_text(trace.read_text() + "{not json\n")
+    bad = coordspec("trace", "check", str(trace))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and f"{trace}:" in bad.stderr
