@@ -1,6 +1,6 @@
 """The trace check on one machine and on Spark (local[1], local[2]), side by side.
 
-    .venv/bin/python benchmarks/trace_pipeline.py [--events 10000000] [--files 8] [--base-runs 200]
+    .venv/bin/python benchmarks/pipeline_scale.py [--events 10000000] [--files 8] [--base-runs 200]
 
 Traces come from the simulator (``coordspec simulate``: three consumers per group, crashes,
 pauses, coordinator restarts): ``--base-runs`` runs are simulated once, then copied under new
