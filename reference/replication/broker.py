@@ -217,6 +217,11 @@ class Broker:
         if partition is None:
             return [FetchResponse(fetch.now_ms, self.broker_id, fetch.topic, fetch.partition, fetch.leader_epoch, "NOT_LEADER_OR_FOLLOWER", None, fetch.fetch_offset, (), 0)]
         response, effects = partition.serve_fetch(fetch, self.config.min_insync_replicas)
+        if response.error is not None or response.diverging is not None:
+            # Kafka 2.6 updates a follower's fetch state, and maybe expands the ISR, only on a
+            # fetch it served: never on one fenced at another leader epoch, where the LEO the
+            # follower reported at an older epoch would count (found by trace validation).
+            return [response, *effects]
         expanded = partition.isr_to_expand(fetch.replica_id)
         if expanded is not None:
             effects += self._write_isr(partition, expanded)
