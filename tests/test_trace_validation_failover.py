@@ -1,0 +1,54 @@
+"""Trace validation between tla/CoordinatorFailover.tla and the reference failover model
+(conformance/traces_failover.py): random runs of the reference FailoverCluster are behaviours
+of the spec (TLC checks them), and a corrupted trace is rejected at the record corrupted."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import traces_failover as tf
+
+
+@pytest.fixture(scope="module")
+def random_traces():
+    return tf.validate_random_traces(count=50, steps=30, seed=1, max_draws=400)
+
+
+def test_random_reference_traces_are_behaviours_of_the_spec(random_traces):
+    summary = random_traces
+    check = summary.check
+    assert check.accepted, f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    assert summary.traces == 50 and all(len(t) >= 31 for t in summary.trace_list)
+    assert check.distinct == check.states == sum(len(t) for t in summary.trace_list)
+    for action in ("ElectLeader", "BecomeCoordinator", "LoadGroup", "ResignCoordinator", "SyncGroup", "OffsetCommit",
+                   "AckCommit", "Replicate", "AdvanceHighWatermark", "ExpandIsr"):
+        assert summary.actions.get(action, 0) > 0, f"no {action} in the random traces"
+    states = [s.state for t in summary.trace_list for s in t]
+    assert max(s["leaderEpoch"] for s in states) == tf.MAX_EPOCH
+    assert any(s["acked"]["p1"] == tf.MAX_COMMITS for s in states)
+    # zombies: a broker acting on an older epoch while a newer one is published
+    assert any(s["status"][b] == "Active" and s["view"][b]["leader"] == b and s["view"][b]["epoch"] < s["leaderEpoch"]
+               for s in states for b in tf.BROKERS)
+
+
+def test_an_offset_commit_acknowledged_at_its_append_is_rejected(random_traces):
+    good = random_traces.trace_list
+    bad, index = tf.corrupt_ack_at_append(good[2])
+    check = tf.check_traces([*good[:2], bad, *good[3:5]])
+    assert not check.accepted and check.violated == "Deadlock"
+    assert (check.failed_trace, check.failed_index) == (3, index)
+
+
+def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
+    trace = [tf.Step(s.action, s.a1, s.a2, tf._copy(s.state)) for s in random_traces.trace_list[0]]
+    trace[0].state["leaderEpoch"] = 1
+    check = tf.check_traces([trace])
+    assert not check.accepted
+
+
+def test_tla_values_round_trip_through_the_parser():
+    from conformance.traces import parse_value
+
+    state = tf.Harness().abstract()
+    assert parse_value(tf.tla(state["hw"])) == state["hw"]
+    assert parse_value(tf.tla(state["isr"])) == state["isr"]
