@@ -570,7 +570,7 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
         emit("ElectLeader", after["leader"])
     for b in BROKERS:
         new_view, old_view = after["view"][b], cur["view"][b]
-        stepped_down = old_view["leader"] == b and new_view["leader"] == b and not new_view["isr"]
+        stepped_down = old_view["leader"] == b == new_view["leader"] and old_view["isr"] and not new_view["isr"]
         if (new_view["epoch"], new_view["leader"]) != (old_view["epoch"], old_view["leader"]) or stepped_down:
             # a newer epoch applied, or (the reference's ISR-17 StepDown) a leader that lost an
             # ISR write stopped leading without learning of another leader

@@ -52,3 +52,30 @@ def test_tla_values_round_trip_through_the_parser():
     state = tf.Harness().abstract()
     assert parse_value(tf.tla(state["hw"])) == state["hw"]
     assert parse_value(tf.tla(state["isr"])) == state["isr"]
+
+
+def test_finding_a_reelected_leader_stepping_down_on_a_failed_isr_write_is_not_a_spec_step():
+    """Finding 1 (conformance/traces_failover.py): b1, re-elected at a newer epoch it has not
+    applied, tries to add b3 back to the ISR at its old epoch; the conditional write fails and
+    the reference's leader steps down (ISR-17) although the published leader is b1 itself.
+    The spec has no such step: TLC rejects the trace at that record."""
+    h = tf.Harness()
+    h.start()
+
+    def deliver_all():
+        while h.fc.cluster.deliverable():
+            h.deliver(h.fc.cluster.deliverable()[0])
+
+    deliver_all()
+    h.load("b1")
+    h.expire("b3")  # ISR {b1, b2}, epoch 2
+    deliver_all()
+    h.rebalance("b1")
+    h.replicate("b2")
+    h.expire("b2")  # b1 re-elected alone at epoch 3; its LeaderAndIsr stays in flight
+    assert h.would_step_down("b3")
+    h.replicate("b3")
+    index = next(k for k, s in enumerate(h.steps, 1) if s.action == "ResignCoordinator" and s.a1 == "b1")
+    assert h.steps[index - 1].state["leader"] == "b1" and h.steps[index - 1].state["status"]["b1"] == "NotCoordinator"
+    check = tf.check_traces([h.steps])
+    assert not check.accepted and check.violated == "Deadlock" and check.failed_index == index
