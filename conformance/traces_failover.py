@@ -9,7 +9,23 @@ MaxCommits 2).
     plus the spec action(s) the step is, writes the traces as a TLA+ module (``TraceData``)
     and has TLC check, in one run, that every trace is a behaviour of the spec
     (tla/TraceCoordinatorFailover.tla; deadlock checking is the acceptance test, as in
-    conformance/traces.py).
+    conformance/traces.py). Runs that end before ``steps`` spec steps (the driver has
+    nothing left to do within the bounds: three elections, one generation, two commits; the
+    CI bounds' diameter is 30) are drawn again; about 6 in 10 reach 30.
+
+``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
+    TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
+    runs ``SIM_MODULE``, a wrapper that constrains the spec to the reference's choices and
+    granularity (its header lists the constraints), ``count`` behaviours back to back in one
+    run (a behaviour restarts after ``depth`` steps, or earlier when the wrapper has nothing
+    left to do). Each behaviour is replayed on a fresh :class:`Harness`: every "free" step is
+    one reference step (ElectLeader: ``expire``; BecomeCoordinator / ResignCoordinator:
+    ``deliver_to``; LoadGroup: ``load``; SyncGroup: ``rebalance``; OffsetCommit: ``commit``;
+    the ghost Fetch(f): one ``fetch``), and the spec steps that reference step is recorded as
+    (the decomposition below) must be, one for one, the behaviour's next steps, action,
+    parameter and all thirteen variables. The wrapper's ghost ``known`` is the leader's
+    knowledge of each follower's log end (Kafka's remote Replica state), which decides when
+    the reference moves the high watermark and adds to the ISR.
 
 The cluster
 -----------
@@ -151,12 +167,13 @@ Not fixed, reported (each a reference step the spec has no step for):
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-from conformance.tla import TLA_DIR
+from conformance.tla import TLA_DIR, TlcError
 from conformance.traces import TraceMismatch, _run_tlc
 from reference.errors import ErrorCode
 from reference.failover.cluster import FailoverCluster
@@ -373,6 +390,17 @@ class Harness:
                 self.fc.deliver(nxt[0])
         return self._record(run)
 
+    def deliver_to(self, b: str) -> list[Step]:
+        """Deliver the requests in flight to b until one changes the spec's state."""
+        cluster = self.fc.cluster
+        while True:
+            ready = [i for i in cluster.deliverable() if cluster.in_flight[i].destination == IDS[b]]
+            if not ready:
+                return []
+            steps = self.deliver(ready[0])
+            if steps:
+                return steps
+
     def load(self, b: str) -> list[Step]:
         return self._record(lambda: self.fc.load(IDS[b], 0))
 
@@ -542,9 +570,9 @@ class Harness:
         return (lead is not None and lead.role == Role.LEADER and published.leader == replica.leader
                 and lead.leader_epoch < published.leader_epoch and replica.broker_id not in lead.isr)
 
-    def start(self) -> None:
+    def start(self) -> list[Step]:
         """The controller's InitLeaders for the new offsets topic (an ElectLeader)."""
-        self._record(lambda: self.fc.deliver_watches(CONTROLLER))
+        return self._record(lambda: self.fc.deliver_watches(CONTROLLER))
 
 
 def decompose(before: dict, after: dict, follower_first: str | None = None) -> list[Step]:
@@ -815,3 +843,266 @@ def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
                 x.state["acked"] = {"p1": offset}
             return out, k + 1
     raise ValueError("no OffsetCommit in the trace")
+
+
+# -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
+
+SIM_MODULE = r"""------------------------ MODULE SimCoordinatorFailover ------------------------
+(* Random behaviours of CoordinatorFailover for replay on the reference                        *)
+(* (conformance/traces_failover.py). As SimGroupMembership: one simulation run yields Count    *)
+(* behaviours of at most Depth steps, Restart puts the base variables back to Init after Depth  *)
+(* steps or when nothing is enabled, and the invariant Done fails once Count are complete.      *)
+(*                                                                                               *)
+(* The reference takes several spec steps in one step, in a fixed order, and decides some      *)
+(* choices itself; this wrapper constrains the spec to what it would do (none of this is a     *)
+(* safety rule):                                                                                 *)
+(*  - A "free" step starts what the reference does in one step: ElectLeader (the controller's  *)
+(*    choice after replica x's session expiry: the first ISR member in assignment order when  *)
+(*    x led, else the leader keeps leading with x out of the ISR; the first election names b1  *)
+(*    and keeps the ISR), BecomeCoordinator, ResignCoordinator, LoadGroup, SyncGroup,           *)
+(*    OffsetCommit, or Fetch(f), a ghost step (a stutter of the spec's variables) in which     *)
+(*    f's leader learns f's log end (known, the leader's Replica state).                        *)
+(*  - Forced steps follow, in the reference's order: after a Fetch, ExpandIsr when the         *)
+(*    reference's leader would add f (its log end reached the high watermark and the epoch    *)
+(*    start); then AdvanceHighWatermark when the smallest log end the leader *knows* over its  *)
+(*    ISR passes its high watermark (also after an append and after BecomeCoordinator); then   *)
+(*    every AckCommit the high watermark allows; then, after a Fetch, the Replicate that is    *)
+(*    the fetch's answer (the whole leader log, as the reference takes it).                     *)
+(*  - Steps the reference would take but the spec cannot follow are not started (see the     *)
+(*    module docstring's findings): no Fetch from a leader that would try an ISR write it       *)
+(*    cannot make (it steps down), none by a follower whose log diverges or whose high          *)
+(*    watermark is above its leader's, and no step after which the reference's high watermark  *)
+(*    would move to other than the smallest log end over an ISR all following at the epoch.   *)
+(*    No election before the leader applied the current epoch; the client rebalances only      *)
+(*    while no group record is in any log and none was acknowledged.                           *)
+EXTENDS CoordinatorFailover
+CONSTANTS Depth, Count, b1, b2, b3, p1
+VARIABLES k, bn, act, phase, fF, fL, known
+
+Order == <<b1, b2, b3>>
+FirstOf(S) == Order[CHOOSE j \in 1..3 : Order[j] \in S /\ \A m \in 1..(j - 1) : Order[m] \notin S]
+NoKnown == [b \in Brokers |-> [f \in Brokers |-> -1]]
+Act(name, a1, a2) == act' = [action |-> name, a1 |-> a1, a2 |-> a2]
+IsrWritable(l) == leader = l /\ LeadsInView(l) /\ view[l].epoch = leaderEpoch
+
+\* the reference leader's high watermark candidate: the smallest log end it knows over its ISR
+PyCand(l) == SetMin({Len(log[l])} \cup {known[l][f] : f \in view[l].isr \ {l}})
+HW1(l) == Max(hw[l], PyCand(l))
+WouldExpand(l, f) == f \notin view[l].isr /\ known[l][f] >= Max(HW1(l), EpochStartOffset(l))
+NeedHW(l) == l /= None /\ LeadsInView(l) /\ PyCand(l) > hw[l]
+NeedAck == \E w \in pending : status[w.broker] = "Active" /\ w.index <= hw[w.broker]
+Answer(f, l) == <<log[l], Min(hw[l], Len(log[l]))>>
+NeedReplicate(f, l) == f /= None /\ Answer(f, l) /= <<log[f], hw[f]>>
+\* the spec can follow the reference's high watermark: AdvanceHighWatermark moves it there exactly
+Feasible ==
+    phase = "free" \/ ~NeedHW(fL)
+      \/ (/\ \A f \in view[fL].isr \ {fL} : CaughtUpFollower(f, fL)
+          /\ SetMin({Len(log[f]) : f \in view[fL].isr}) = PyCand(fL))
+
+\* the stage after a step: the first one still needed
+Stage(s) ==
+    IF s = "expand" /\ fF /= None /\ WouldExpand(fL, fF) THEN "expand"
+    ELSE IF s \in {"expand", "hw"} /\ NeedHW(fL) THEN "hw"
+    ELSE IF s \in {"expand", "hw", "ack"} /\ NeedAck THEN "ack"
+    ELSE IF s \in {"expand", "hw", "ack", "replicate"} /\ fF /= None /\ NeedReplicate(fF, fL) THEN "replicate"
+    ELSE "free"
+
+Then(s) == phase' = Stage(s)'
+
+Elect ==
+    \/ /\ leader = None
+       /\ ElectLeader(b1) /\ isr' = isr
+       /\ Act("ElectLeader", b1, None)
+    \/ /\ leader /= None /\ view[leader].epoch = leaderEpoch
+       /\ \E x \in isr :
+             /\ isr \ {x} /= {}
+             /\ LET l == IF x = leader THEN FirstOf(isr \ {x}) ELSE leader
+                IN ElectLeader(l) /\ leader' = l /\ isr' = isr \ {x}
+             /\ Act("ElectLeader", leader', x)
+
+FetchGhost(f) ==
+    LET l == view[f].leader
+    IN /\ l /= None /\ l /= f /\ view[l].leader = l /\ view[l].epoch = view[f].epoch
+       /\ IsPrefix(log[f], log[l]) /\ hw[f] <= hw[l]
+       /\ known' = [known EXCEPT ![l][f] = Len(log[f])]
+       /\ fF' = f /\ fL' = l
+       /\ UNCHANGED vars
+       /\ Act("Fetch", f, None)
+       \* a reference leader that is not current would try an ISR write and step down
+       /\ ~(WouldExpand(l, f)' /\ ~IsrWritable(l))
+       /\ phase' = Stage("expand")'
+       \* a fetch that changes nothing is not worth a step
+       /\ known' /= known \/ phase' /= "free"
+
+Free ==
+    /\ phase = "free"
+    /\ \/ Elect /\ UNCHANGED known /\ phase' = "free" /\ UNCHANGED <<fF, fL>>
+       \/ \E b \in Brokers :
+            \/ /\ BecomeCoordinator(b)
+               /\ known' = IF LeadsInView(b) THEN known ELSE [known EXCEPT ![b] = [f \in Brokers |-> -1]]
+               /\ Act("BecomeCoordinator", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
+            \/ /\ ResignCoordinator(b) /\ UNCHANGED known
+               /\ Act("ResignCoordinator", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
+            \/ /\ LoadGroup(b) /\ UNCHANGED known
+               /\ Act("LoadGroup", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
+            \/ /\ ackedGen = 0 /\ \A x \in Brokers : \A j \in 1..Len(log[x]) : log[x][j].kind /= "group"
+               /\ SyncGroup(b) /\ UNCHANGED known
+               /\ Act("SyncGroup", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
+            \/ \E p \in TopicPartitions :
+                 /\ OffsetCommit(b, p) /\ UNCHANGED known
+                 /\ Act("OffsetCommit", b, p) /\ fF' = None /\ fL' = b /\ Then("hw")
+            \/ FetchGhost(b)
+
+Forced ==
+    /\ phase /= "free"
+    /\ UNCHANGED <<known, fF, fL>>
+    /\ \/ phase = "expand" /\ ExpandIsr(fL, fF) /\ Act("ExpandIsr", fL, fF) /\ Then("hw")
+       \/ phase = "hw" /\ AdvanceHighWatermark(fL) /\ Act("AdvanceHighWatermark", fL, None) /\ Then("ack")
+       \/ phase = "ack" /\ \E b \in Brokers : AckCommit(b) /\ Act("AckCommit", b, None) /\ Then("ack")
+       \/ phase = "replicate" /\ Replicate(fF) /\ log'[fF] = log[fL] /\ Act("Replicate", fF, None)
+          /\ Then("replicate")
+
+Step ==
+    /\ k < Depth
+    /\ Free \/ Forced
+    /\ Feasible'
+    /\ k' = k + 1
+    /\ bn' = bn
+
+SimInit ==
+    /\ Init
+    /\ k = 0 /\ bn = 0 /\ phase = "free" /\ fF = None /\ fL = None /\ known = NoKnown
+    /\ act = [action |-> "Init", a1 |-> None, a2 |-> None]
+
+Restart ==
+    /\ k = Depth \/ ~ENABLED Step
+    /\ leader' = None /\ leaderEpoch' = 0 /\ isr' = Brokers /\ view' = [b \in Brokers |-> NoView]
+    /\ log' = [b \in Brokers |-> <<>>] /\ hw' = [b \in Brokers |-> 0]
+    /\ status' = [b \in Brokers |-> "NotCoordinator"] /\ cache' = [b \in Brokers |-> EmptyGroup]
+    /\ pending' = {} /\ ackedGen' = 0 /\ acked' = [p \in TopicPartitions |-> 0] /\ commits' = 0
+    /\ answeredLoaded' = TRUE
+    /\ k' = 0 /\ bn' = bn + 1 /\ phase' = "free" /\ fF' = None /\ fL' = None /\ known' = NoKnown
+    /\ act' = [action |-> "Init", a1 |-> None, a2 |-> None]
+
+SimNext == Step \/ Restart
+
+Done == bn < Count
+=============================================================================
+"""
+
+
+def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
+    """A state TLC printed -> (act, spec state) in the shape Harness.abstract gives."""
+    from conformance.traces import parse_value
+
+    state = {}
+    for name in VARIABLES:
+        text = values[name]
+        if name == "pending":
+            state[name] = frozenset((b, int(i)) for b, i in re.findall(r"broker \|-> (\w+),\s*index \|-> (\d+)", text))
+            continue
+        value = parse_value(text)
+        if name == "log":
+            value = {b: [value[b][j] for j in sorted(value[b])] if value[b] else [] for b in BROKERS}
+        state[name] = value
+    return parse_value(values["act"]), state
+
+
+def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
+    """``count`` behaviours of the spec (at most ``depth`` steps each, fewer when the wrapper has
+    nothing left to do), from one TLC simulation run: lists of (act, spec state), Init first."""
+    with tempfile.TemporaryDirectory(prefix="coordspec-sim-cf-") as scratch:
+        shutil.copy(TLA_DIR / "CoordinatorFailover.tla", f"{scratch}/CoordinatorFailover.tla")
+        with open(f"{scratch}/SimCoordinatorFailover.tla", "w") as f:
+            f.write(SIM_MODULE)
+        with open(f"{scratch}/SimCoordinatorFailover.cfg", "w") as f:
+            f.write(CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
+        result = _run_tlc(scratch, "SimCoordinatorFailover", "SimCoordinatorFailover.cfg",
+                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
+    if result.violated != "Done":
+        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
+    behaviours: list[list[tuple[dict, dict]]] = []
+    for trace_state in result.trace:
+        act, state = _parse_state(trace_state.values)
+        if act["action"] == "Init":
+            behaviours.append([])
+        behaviours[-1].append((act, state))
+    return behaviours[:count]
+
+
+def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
+    """Replay a spec behaviour on the reference; raise TraceMismatch on the first disagreement."""
+    h = Harness(seed)
+    if h.steps[0].state != behaviour[0][1]:
+        raise TraceMismatch(f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}")
+    k = 1
+    while k < len(behaviour):
+        act, target = behaviour[k]
+        action, a1 = act["action"], act["a1"]
+        if action == "ElectLeader":
+            steps = h.start() if behaviour[k - 1][1]["leader"] == NONE else h.expire(act["a2"])
+        elif action in ("BecomeCoordinator", "ResignCoordinator"):
+            steps = h.deliver_to(a1)
+        elif action == "LoadGroup":
+            steps = h.load(a1)
+        elif action == "SyncGroup":
+            steps = h.rebalance(a1)
+        elif action == "OffsetCommit":
+            steps = h.commit(a1)
+        elif action == "Fetch":
+            if target != behaviour[k - 1][1]:
+                raise TraceMismatch(f"step {k} Fetch({a1}) changes the spec's variables")
+            k += 1  # the ghost step: the fetch's spec steps follow it
+            steps = h.fetch(a1)
+        else:
+            raise TraceMismatch(f"step {k}: {action}({a1}) is not a step the reference starts")
+        for s in steps:
+            if k >= len(behaviour):
+                break  # the behaviour was cut at its depth inside this reference step
+            want_act, want = behaviour[k]
+            name = "OffsetCommit" if s.action == "OffsetCommitFenced" else s.action
+            if (name, s.a1) != (want_act["action"], want_act["a1"]):
+                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.a1})")
+            if s.state != want:
+                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): {_diff(s.state, want)}")
+            k += 1
+        if k < len(behaviour) and behaviour[k][0]["action"] not in _STARTERS:
+            want_act = behaviour[k][0]
+            raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): the reference's step ended before it")
+    return k - 1
+
+
+_STARTERS = ("ElectLeader", "BecomeCoordinator", "ResignCoordinator", "LoadGroup", "SyncGroup", "OffsetCommit", "Fetch")
+
+
+def _diff(reference: dict, spec: dict) -> str:
+    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+
+
+@dataclass
+class ReplaySummary:
+    behaviours: int
+    steps: int
+    actions: dict[str, int]
+    mismatches: list[str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
+    """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the reference."""
+    started = time.monotonic()
+    behaviours = simulate(count, depth, seed)
+    actions: dict[str, int] = {}
+    mismatches, steps = [], 0
+    for number, behaviour in enumerate(behaviours):
+        for act, _ in behaviour[1:]:
+            actions[act["action"]] = actions.get(act["action"], 0) + 1
+        try:
+            steps += replay(behaviour, seed + number)
+        except TraceMismatch as mismatch:
+            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
+    return ReplaySummary(len(behaviours), steps, actions, mismatches, time.monotonic() - started)

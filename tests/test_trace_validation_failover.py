@@ -79,3 +79,33 @@ def test_finding_a_reelected_leader_stepping_down_on_a_failed_isr_write_is_not_a
     assert h.steps[index - 1].state["leader"] == "b1" and h.steps[index - 1].state["status"]["b1"] == "NotCoordinator"
     check = tf.check_traces([h.steps])
     assert not check.accepted and check.violated == "Deadlock" and check.failed_index == index
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    return tf.simulate(count=60, depth=30, seed=7)
+
+
+def test_simulated_spec_behaviours_replay_on_the_reference(simulated):
+    summary = tf.ReplaySummary(0, 0, {}, [], 0.0)
+    for number, behaviour in enumerate(simulated):
+        for act, _ in behaviour[1:]:
+            summary.actions[act["action"]] = summary.actions.get(act["action"], 0) + 1
+        try:
+            summary.steps += tf.replay(behaviour, number)
+        except tf.TraceMismatch as mismatch:
+            summary.mismatches.append(f"behaviour {number + 1}: {mismatch}")
+    assert summary.ok, "\n".join(summary.mismatches)
+    assert len(simulated) == 60
+    assert summary.steps == sum(len(b) - 1 for b in simulated) >= 60 * 20
+    for action in ("ElectLeader", "BecomeCoordinator", "ResignCoordinator", "LoadGroup", "SyncGroup", "OffsetCommit",
+                   "AckCommit", "Replicate", "AdvanceHighWatermark", "ExpandIsr", "Fetch"):
+        assert summary.actions.get(action, 0) > 0, f"no {action} in the simulated behaviours"
+
+
+def test_replay_notices_a_spec_state_the_reference_does_not_reach(simulated):
+    behaviour = next(b for b in simulated if len(b) > 15)
+    changed = [(act, tf._copy(state)) for act, state in behaviour]
+    changed[12][1]["commits"] += 1
+    with pytest.raises(tf.TraceMismatch, match="step 12"):
+        tf.replay(changed)
