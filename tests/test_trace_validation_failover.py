@@ -109,3 +109,23 @@ def test_replay_notices_a_spec_state_the_reference_does_not_reach(simulated):
     changed[12][1]["commits"] += 1
     with pytest.raises(tf.TraceMismatch, match="step 12"):
         tf.replay(changed)
+
+
+def test_finding_a_reelected_leader_counts_a_follower_that_has_not_applied_its_epoch():
+    """Finding 2 (conformance/traces_failover.py): b3's session expires, the controller
+    re-elects b1 with ISR {b1, b2}; b1 applies the new epoch before b2 does and moves its high
+    watermark from the log end b2 fetched at the old epoch (as Kafka 2.6 does). The spec's
+    AdvanceHighWatermark needs b2 to follow b1 at the new epoch: TLC rejects that record."""
+    h = tf.Harness()
+    h.start()
+    while h.fc.cluster.deliverable():
+        h.deliver(h.fc.cluster.deliverable()[0])
+    h.load("b1")
+    h.rebalance("b1")
+    h.replicate("b2")
+    h.expire("b3")
+    h.deliver_to("b1")
+    index = next(k for k, s in enumerate(h.steps, 1) if s.action == "AdvanceHighWatermark")
+    assert h.steps[index - 1].state["view"]["b2"]["epoch"] < h.steps[index - 1].state["view"]["b1"]["epoch"]
+    check = tf.check_traces([h.steps])
+    assert not check.accepted and check.violated == "Deadlock" and check.failed_index == index
