@@ -46,12 +46,12 @@ def one_record_batch(value: bytes) -> bytes:
     return buffer.getvalue()
 
 
-async def produce_to(address: tuple[str, int], partition: int, value: bytes) -> int:
+async def produce_to(address: tuple[str, int], topic: str, partition: int, value: bytes) -> int:
     """Produce one record with acks=all straight to one broker; the error code it answers."""
     connection = PeerConnection(*address, "zombie-test", timeout_s=15)
     try:
         body = await connection.request(0, 9, {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
-            {"name": TOPIC, "partition_data": [{"index": partition, "records": one_record_batch(value)}]}]})
+            {"name": topic, "partition_data": [{"index": partition, "records": one_record_batch(value)}]}]})
     finally:
         connection.close()
     return int(body.responses[0].partition_responses[0].error_code)
@@ -70,7 +70,7 @@ def test_paused_leader_whose_session_expired_writes_nothing(tmp_path: Path, zook
         finally:
             cluster.resume(zombie)
         elected = cluster.view.states[tp]
-        error = asyncio.run(produce_to(cluster.peers[zombie], tp.partition, MARK))
+        error = asyncio.run(produce_to(cluster.peers[zombie], TOPIC, tp.partition, MARK))
         assert error != 0, "the zombie acknowledged a write"
         cluster.wait(lambda view: zombie in view.states[tp].isr, "the old leader following the new one, back in the ISR", 20)
         published = cluster.view.states[tp]

@@ -1,0 +1,37 @@
+"""Produce with acks=all respects min.insync.replicas (2 here) on a 3-broker cluster: with
+two brokers killed the leader's ISR is itself alone and the produce is refused with
+NOT_ENOUGH_REPLICAS; once one broker is back in the ISR the same produce is acknowledged."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from broker.cluster.launcher import Cluster
+from reference.replication.znodes import TopicPartition
+from tests.test_cluster_confluent import (
+    BROKER_ARGS,
+    assert_no_errors,
+    create_topic,
+    zookeeper_connect,  # noqa: F401 - the module's ZooKeeper fixture
+)
+from tests.test_cluster_zombie import produce_to
+
+TOPIC = "ledger"
+NONE, NOT_ENOUGH_REPLICAS = 0, 19
+
+
+def test_acks_all_needs_min_insync_replicas(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+    with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, 1)
+        tp = TopicPartition(TOPIC, 0)
+        survivor = cluster.controller()
+        others = [b for b in cluster.broker_ids if b != survivor]
+        for broker in others:
+            cluster.kill(broker)
+        cluster.wait(lambda view: view.leader(tp) == survivor and view.states[tp].isr == (survivor,), "the survivor alone in the ISR", 20)
+        assert asyncio.run(produce_to(cluster.peers[survivor], TOPIC, 0, b"too-few")) == NOT_ENOUGH_REPLICAS
+        cluster.start_broker(others[0])
+        cluster.wait(lambda view: len(view.states[tp].isr) == 2, "a second broker back in the ISR", 30)
+        assert asyncio.run(produce_to(cluster.peers[survivor], TOPIC, 0, b"enough")) == NONE
+        assert_no_errors(cluster)
