@@ -1,0 +1,823 @@
+"""Trace validation between tla/IsrVersionedWrites.tla and the replication model (reference/replication).
+
+``validate_random_traces(count, steps, seed)`` (reference -> spec)
+    A seeded random driver plays one partition on a three-broker :class:`Cluster`, records
+    after every spec step the Python state mapped onto the spec's sixteen variables plus
+    the spec action the step is, writes the traces as a TLA+ module (``TraceData``) and has
+    TLC check, in one run, that every trace is a behaviour of the spec at the CI constants
+    (tla/TraceIsrVersionedWrites.tla; the acceptance test is TLC's deadlock check, as in
+    conformance/traces.py).
+
+How a trace is accepted: as for GroupMembership (see conformance/traces.py): TLC runs
+TraceInit/TraceNext with deadlock checking on; a deadlock is a record no step of the named
+base action reaches (its trace number and index are in the counterexample).
+
+The mapping, reference -> spec
+------------------------------
+Brokers 1, 2, 3 are b1, b2, b3; the topic "t" has one partition replicated on all three.
+The partition state is seeded by the admin before any controller exists, as the spec's Init
+folds InitLeaders: ``{leader: -1, leader_epoch: 0, isr: [1, 2, 3], controller_epoch: 0}`` at
+zk_version 0. Each broker's controller candidacy (ControllerStartup, sent by the broker on
+registration) is held back until the driver lets the broker stand, so the cluster starts
+with every broker registered and no controller, as Init does.
+
+================  ===========================================================================
+spec variable     reference
+================  ===========================================================================
+controller        the broker id in /controller, or "none"
+controllerEpoch   /controller_epoch (0 before the first election)
+session           /brokers/ids/<id> exists
+partState         the partition-state znode (leader -1 is "none")
+zkVersion         its zk_version
+brokerState       crashed: "down"; paused: "paused"; else "up"
+ctrlEpochOf       the broker's controller epoch while its Controller is active, else 0
+seenCtrlEpoch     ``Broker.controller_epoch`` (-1, never heard from a controller, is 0)
+view              the broker's ``Partition``: leader (None unless its role is leader or
+                  follower), leader epoch, ISR, controller epoch, zk_version; no Partition
+                  (never told, or crashed): NoView
+fetched           ghost kept by the driver: TRUE after a fetch of the broker served by its
+                  leader at its leader epoch, FALSE again when its role or epoch changes
+log               the leader epochs of the records on the broker's disk
+hw                ghost kept by the driver: the high watermark the broker last advanced as
+                  leader (the spec leaves a follower's HW out), cut by truncation
+lisr              ghost: every LeaderAndIsr decision a controller sent right after writing
+                  it, as [controllerEpoch, partition]
+lastWrite         the last accepted partition-state write (``Cluster.state_writes``)
+committed         ``Cluster.committed`` as <<offset + 1, leader epoch>>
+faults            crashes and pauses so far
+================  ===========================================================================
+
+Granularity. Every ZooKeeper call runs at once in the Cluster, so a controller job is one
+driver move. Where one move is several spec steps, the driver observes the model between
+them: at the start of each ChangeLeaders round of the controller (so ElectController and the
+ElectLeader of the failover that follows are two steps, and a BrokerChange that writes twice
+is two ElectLeader steps), and around every high-watermark advance (an
+AdvanceHighWatermark step split off the step it happens in). A fetch is a move of its own:
+the leader serves it (its ISR expansion, or the step-down after a failed write, are steps of
+their own), then the follower applies the answer (Replicate); the driver then sends the same
+follower's next fetch at once and drops its answer, so that the leader knows the follower's
+log end as the spec's leader does (the spec's leader reads its followers' logs). A fetch
+answer carries at most one record (a fetch size limit) since Replicate appends one record,
+and a fetch answered with a diverging epoch (truncation) is followed at once by the fetch
+that appends, as Replicate truncates and appends in one step.
+
+Differences between the spec and the model, and how the driver stays within both:
+ - the new leader: the spec elects any live ISR member, the model the first in assignment
+   order; the spec keeps any one ISR member of an offline partition, the model its last
+   leader. The model's choice is one of the spec's, nothing to constrain.
+ - re-sends: a new controller re-sends every published state (onControllerFailover), and
+   on a broker's start-up the published states of its replicas; the spec leaves both out.
+   The driver drops such requests (lost on the network, which the spec allows): a request
+   is kept only if its decision is one a controller wrote under the request's epoch.
+ - restarts are not driven: the spec's StartBroker of a crashed broker reads the published
+   state at once, the model waits for the controller's BrokerChange and its LeaderAndIsr.
+   A zombie (resumed after its session expired) re-registers: ResumeBroker then StartBroker.
+ - ISR shrinks are timed in the model (replica.lag.time.max.ms) and drop every lagging
+   follower at once: the driver lets time pass only when exactly one follower of exactly
+   one leader is dropped and that follower is not in sync in the spec's sense.
+ - bounds: a move whose result leaves the CI bounds (leader epoch 2, controller epoch 2,
+   zk_version 4, two records, one fault) is not taken (the driver tries it on a copy).
+ - the model's controller acts on watch notifications only; the spec's at any time.
+ - a fetch's two sides: the model's leader serves (may advance its HW, may expand the ISR)
+   before the follower appends the answer; the spec's leader acts only on followers that
+   have fetched (Replicate first). Where the serve changed the spec's state, the recorded
+   steps put Replicate first, the follower's log, hw and fetched carried into the leader's
+   states: the two sides touch different variables (``Harness._replicate_first``); TLC
+   checks the reordered steps like any other.
+ - moves the model takes and the spec forbids (``_known_difference``; the driver does not
+   take them, tries another move):
+   (a) a leader that stays leader at a newer leader epoch (the controller dropped a dead ISR
+       member) keeps what its followers' fetches at the older epoch told it, so its HW may
+       advance on the LeaderAndIsr itself or before the other ISR members fetched at the
+       new epoch, and it acknowledges its records of the older epoch (Kafka 2.6 makeLeader
+       -> maybeIncrementLeaderHW; the spec's AdvanceHighWatermark waits for fetches at the
+       new epoch and commits records of the current epoch only);
+   (b) the model's HW is the least log end the leader's fetches reported, the spec's the
+       least log end of the ISR's logs: on the first fetch of a follower at a new
+       leadership, the model's HW can move to less than the spec's value (the spec's HW
+       moves only to the exact minimum);
+   (c) a zombie that re-registers (a bounce) before the controller handled its expiry is
+       dropped from the ISR by the model's BrokerChange (bounced brokers count as failed,
+       KIP-380); the spec's Decisions read registrations only and forbid it: the driver
+       resumes an expired broker only when no controller has a notification pending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from conformance.tla import TLA_DIR, TlcError
+from conformance.traces import _run_tlc
+from reference.replication import partition as partition_module
+from reference.replication.broker import Broker
+from reference.replication.cluster import Cluster
+from reference.replication.config import ReplicationConfig
+from reference.replication.controller import Controller
+from reference.replication.effects import ProduceAcked
+from reference.replication.events import BrokerTick, ControllerStartup, FetchResponse
+from reference.replication.messages import LeaderAndIsr
+from reference.replication.partition import Role
+from reference.replication.znodes import (
+    NO_LEADER,
+    PartitionState,
+    TopicAssignment,
+    TopicPartition,
+    broker_path,
+    partition_path,
+    partitions_path,
+    state_path,
+    topic_path,
+)
+from reference.zookeeper import Create, ZooKeeperConfig
+
+BROKERS = (1, 2, 3)
+NAME = {1: "b1", 2: "b2", 3: "b3"}
+NONE = "none"
+TOPIC = "t"
+TP = TopicPartition(TOPIC, 0)
+MIN_ISR = 2
+BOUNDS = {"MaxRecords": 2, "MaxLeaderEpoch": 2, "MaxControllerEpoch": 2, "MaxVersion": 4, "MaxFaults": 1}
+LAG_MS = 1_000
+CONFIG = ReplicationConfig(min_insync_replicas=MIN_ISR, replica_lag_time_max_ms=LAG_MS, zookeeper_session_timeout_ms=10**9)
+ZK = ZooKeeperConfig(tick_time_ms=500, max_session_timeout_ms=10**9)
+VARIABLES = ("controller", "controllerEpoch", "session", "partState", "zkVersion", "brokerState", "ctrlEpochOf",
+             "seenCtrlEpoch", "view", "fetched", "log", "hw", "lisr", "lastWrite", "committed", "faults")
+NO_VIEW = {"leader": NONE, "leaderEpoch": -1, "isr": frozenset(), "controllerEpoch": 0, "zkVersion": -1}
+
+
+class TraceMismatch(AssertionError):
+    """The reference and the spec disagree."""
+
+
+# -- the reference, with controller candidacies held back --------------------------------------------------
+
+
+class HeldController(Controller):
+    """A controller whose candidacy waits for the driver, and which reports the start of
+    every ChangeLeaders round (where the driver observes the model)."""
+
+    def __init__(self, broker_id, config=None):
+        super().__init__(broker_id, config)
+        self.held: ControllerStartup | None = None
+        self.on_round = None
+
+    def handle(self, event):
+        if isinstance(event, ControllerStartup) and not getattr(self, "_releasing", False):
+            self.held = event
+            return []
+        return super().handle(event)
+
+    def release(self, now_ms: int):
+        self.held, self._releasing = None, True
+        try:
+            return super().handle(ControllerStartup(now_ms))
+        finally:
+            self._releasing = False
+
+    def _change_leaders(self, tps, reason, decide=None):
+        if self.on_round is not None:
+            self.on_round(self.broker_id)
+        return (yield from super()._change_leaders(tps, reason, decide))
+
+
+class HeldBroker(Broker):
+    def __init__(self, broker_id, config=None, *, logs=None):
+        super().__init__(broker_id, config, logs=logs)
+        self.controller = HeldController(broker_id, self.config)
+
+
+@dataclass
+class Step:
+    action: str
+    actor: str
+    other: str  # the follower of ShrinkIsr / ExpandIsr, else "none"
+    state: dict
+
+
+@contextlib.contextmanager
+def _hw_observed(harness):
+    original = partition_module.Partition.advance_high_watermark
+
+    def wrapped(self, min_insync):
+        if harness.observing:
+            harness.cut(None)
+        effects = original(self, min_insync)
+        if harness.observing and effects:
+            harness.hw[self.broker_id] = self.log.high_watermark
+            for effect in effects:  # the Cluster records acks as it carries the effects out: here, at once
+                if isinstance(effect, ProduceAcked):
+                    harness.cluster.committed.setdefault(self.tp, {})[effect.offset] = self.log.records[effect.offset]
+            harness.cut(("AdvanceHighWatermark", NAME[self.broker_id], NONE))
+        return effects
+
+    partition_module.Partition.advance_high_watermark = wrapped
+    try:
+        yield
+    finally:
+        partition_module.Partition.advance_high_watermark = original
+
+
+class Harness:
+    """One partition on three brokers, driven at the spec's granularity."""
+
+    def __init__(self) -> None:
+        self.cluster = Cluster(list(BROKERS), CONFIG, zookeeper=ZK, broker_factory=HeldBroker)
+        for op in (Create(topic_path(TOPIC), TopicAssignment.of({0: BROKERS}).encode()), Create(partitions_path(TOPIC)),
+                   Create(partition_path(TP)), Create(state_path(TP), PartitionState(NO_LEADER, 0, BROKERS, 0).encode())):
+            self.cluster._admin(op, "seed")
+        self.fetched: dict = dict.fromkeys(BROKERS)  # the role at which it last fetched
+        self.hw = dict.fromkeys(BROKERS, 0)
+        self.faults = 0
+        self.lisr: set = set()
+        self.written: set = set()  # (controller epoch, leader epoch, zk_version) of controller writes
+        self.observing = False
+        self._cuts: list = []
+        self._hook_controllers()
+        self.steps: list[Step] = [Step("Init", NONE, NONE, self.abstract())]
+
+    def _hook_controllers(self) -> None:
+        for slot in self.cluster.slots.values():
+            if slot.broker is not None:
+                slot.broker.controller.on_round = lambda b: self.observing and self.cut(None)
+
+    # -- the abstraction ----------------------------------------------------------------------------------
+
+    def _view(self, b: int) -> dict:
+        slot = self.cluster.slots[b]
+        part = slot.broker.partitions.get(TP) if slot.broker is not None else None
+        if part is None:
+            return dict(NO_VIEW)
+        leader = NAME[part.leader] if part.role != Role.NONE and part.leader != NO_LEADER else NONE
+        return {"leader": leader, "leaderEpoch": part.leader_epoch, "isr": frozenset(NAME[r] for r in part.isr),
+                "controllerEpoch": max(part.controller_epoch, 0), "zkVersion": part.zk_version}
+
+    def _request_record(self, request: LeaderAndIsr, d) -> tuple:
+        return (request.controller_epoch, NAME[d.leader] if d.leader != NO_LEADER else NONE, d.leader_epoch,
+                frozenset(NAME[r] for r in d.isr), d.controller_epoch, d.zk_version)
+
+    def _genuine(self, record: tuple) -> bool:
+        return record[0] == record[4] and (record[4], record[2], record[5]) in self.written
+
+    def abstract(self) -> dict:
+        c = self.cluster
+        state, version = c.published()[TP]
+        controller = c.controller_id()
+        lisr = set(self.lisr)
+        for message in c.in_flight:
+            if isinstance(message.request, LeaderAndIsr):
+                for d in message.request.partitions:
+                    record = self._request_record(message.request, d)
+                    if self._genuine(record):
+                        lisr.add(record)
+        writes = c.state_writes
+        brokers = {}
+        for b in BROKERS:
+            slot = c.slots[b]
+            broker = slot.broker
+            log = slot.logs.get(TP)
+            brokers[b] = {
+                "session": c.zk.tree.node(broker_path(b)) is not None,
+                "brokerState": "down" if broker is None else ("paused" if slot.paused else "up"),
+                "ctrlEpochOf": broker.controller.controller_epoch if broker is not None and broker.controller.active else 0,
+                "seenCtrlEpoch": max(broker.controller_epoch, 0) if broker is not None else 0,
+                "view": self._view(b),
+                "log": tuple(r.leader_epoch for r in log.records) if log else (),
+            }
+        return {
+            "controller": NAME[controller] if controller is not None else NONE,
+            "controllerEpoch": c.controller_epoch() or 0,
+            "session": {NAME[b]: brokers[b]["session"] for b in BROKERS},
+            "partState": {"leader": NAME[state.leader] if state.leader != NO_LEADER else NONE, "leaderEpoch": state.leader_epoch,
+                          "isr": frozenset(NAME[r] for r in state.isr), "controllerEpoch": state.controller_epoch},
+            "zkVersion": version,
+            "brokerState": {NAME[b]: brokers[b]["brokerState"] for b in BROKERS},
+            "ctrlEpochOf": {NAME[b]: brokers[b]["ctrlEpochOf"] for b in BROKERS},
+            "seenCtrlEpoch": {NAME[b]: brokers[b]["seenCtrlEpoch"] for b in BROKERS},
+            "view": {NAME[b]: brokers[b]["view"] for b in BROKERS},
+            "fetched": {NAME[b]: self.fetched[b] is not None and self.fetched[b] == self._role(b) for b in BROKERS},
+            "log": {NAME[b]: brokers[b]["log"] for b in BROKERS},
+            "hw": {NAME[b]: self.hw[b] for b in BROKERS},
+            "lisr": frozenset(lisr),
+            "lastWrite": {"expected": writes[-1].expected_version, "before": writes[-1].version_before} if writes
+            else {"expected": 0, "before": 0},
+            "committed": frozenset((o + 1, r.leader_epoch) for o, r in c.committed.get(TP, {}).items()),
+            "faults": self.faults,
+        }
+
+    # -- recording ----------------------------------------------------------------------------------------
+
+    def cut(self, label) -> None:
+        """Observe the model now; ``label`` names the spec step that ends here (None: the move's own)."""
+        self._sync_ghosts()
+        self._cuts.append((label, self.abstract()))
+
+    def _sync_ghosts(self) -> None:
+        c = self.cluster
+        state, version = c.published()[TP]
+        if state.controller_epoch > 0 and all(w[1] != state.leader_epoch for w in self.written):
+            self.written.add((state.controller_epoch, state.leader_epoch, version))
+        for message in c.in_flight:
+            if isinstance(message.request, LeaderAndIsr):
+                for d in message.request.partitions:
+                    record = self._request_record(message.request, d)
+                    if self._genuine(record):
+                        self.lisr.add(record)
+        for b in BROKERS:
+            log = c.slots[b].logs.get(TP)
+            self.hw[b] = min(self.hw[b], len(log.records) if log else 0)
+
+    def _drop_resends(self) -> None:
+        c = self.cluster
+        kept = []
+        for message in c.in_flight:
+            request = message.request
+            if isinstance(request, LeaderAndIsr) and all(self._genuine(self._request_record(request, d)) for d in request.partitions):
+                kept.append(message)
+        c.in_flight = kept
+
+    def move(self, label: tuple, run, stutter: bool = False) -> list[Step]:
+        """Run one driver move; record the spec steps it is."""
+        before = self.steps[-1].state
+        self._cuts = []
+        self.observing = True
+        try:
+            with _hw_observed(self):
+                run()
+            self._sync_ghosts()
+            self._drop_resends()
+            self.cut(None)
+        finally:
+            self.observing = False
+        steps: list[Step] = []
+        prev = before
+        for cut_label, state in self._cuts:
+            if state == prev:
+                continue
+            action, actor, other = cut_label or classify(prev, state, label)
+            steps.append(Step(action, actor, other, state))
+            prev = state
+        if not steps and stutter:
+            steps.append(Step(*label, before))
+        self.steps.extend(steps)
+        return steps
+
+    def _role(self, b: int):
+        slot = self.cluster.slots[b]
+        part = slot.broker.partitions.get(TP) if slot.broker is not None else None
+        return None if part is None else (part.role, part.leader, part.leader_epoch)
+
+    # -- the driver's moves ---------------------------------------------------------------------------------
+
+    def stand(self, b: int) -> list[Step]:
+        """Broker b stands for controller (its held candidacy, or the /controller watch)."""
+        c = self.cluster
+        slot = c.slots[b]
+
+        def run():
+            ctrl = slot.broker.controller
+            if ctrl.held is not None:
+                c._run(b, slot.broker._from_controller(ctrl.release(c.now_ms)))
+            else:
+                c.deliver_watches(b)
+
+        return self.move(("ElectController", NAME[b], NONE), run)
+
+    def controller_job(self, b: int) -> list[Step]:
+        return self.move(("ElectLeader", NAME[b], NONE), lambda: self.cluster.deliver_watches(b))
+
+    def deliver(self, index: int) -> list[Step]:
+        b = self.cluster.in_flight[index].destination
+        return self.move(("LeaderAndIsr", NAME[b], NONE), lambda: self.cluster.deliver(index))
+
+    def produce(self, b: int) -> list[Step]:
+        return self.move(("Produce", NAME[b], NONE), lambda: self.cluster.produce(b, TP))
+
+    def replicate(self, f: int) -> list[Step]:
+        c = self.cluster
+        follower = c.slots[f].broker
+        part = follower.partitions[TP]
+        leader_id = part.leader
+
+        def fetch(apply_answer: bool, one_record: bool = True) -> bool:
+            request = follower.fetch_request(c.now_ms, TP)
+            leader = c.slots.get(leader_id)
+            if request is None or leader is None or not leader.running:
+                return False
+            responses = []
+            others = []
+            for effect in leader.broker.handle(request):
+                (responses if isinstance(effect, FetchResponse) else others).append(effect)
+            c._run(leader_id, others)
+            served = bool(responses) and responses[0].error is None
+            if apply_answer and served:
+                self.cut(None)  # the leader's side (its HW, an ISR write) before the follower's
+                response = responses[0]
+                if one_record and len(response.records) > 1:
+                    response = dataclasses.replace(response, records=response.records[:1])
+                diverging = response.diverging is not None
+                follower.handle(response)
+                self.fetched[f] = self._role(f)
+                if diverging:
+                    fetch(True, True)
+            return served
+
+        served: list[bool] = []
+
+        def run():
+            start = len(self._cuts)
+            if fetch(True):
+                served.append(True)
+                self.cut(("Replicate", NAME[f], NONE))
+                self._replicate_first(f, start)
+                fetch(False)  # the next fetch tells the leader the follower's log end; its answer is lost
+
+        steps = self.move(("Replicate", NAME[f], NONE), run, stutter=True)
+        if not served and steps and steps[-1].state == self.steps[-2].state:
+            self.steps.pop()
+            return []
+        return steps
+
+    def _replicate_first(self, f: int, start: int) -> None:
+        """The leader's side of a fetch (its HW advance, an ISR expansion) comes before the
+        follower's (Replicate) in the model, after it in the spec, whose leader acts only on
+        followers that have fetched. The two touch different variables: reorder them, the
+        follower's log, hw and fetched taken into every leader-side state."""
+        before = self.steps[-1].state
+        serve = [(label, state) for label, state in self._cuts[start:-1]]
+        replicated = self._cuts[-1][1]
+        if all(state == before for _, state in serve):
+            return
+        name = NAME[f]
+
+        def with_follower(state: dict) -> dict:
+            out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in state.items()}
+            for var in ("log", "hw", "fetched"):
+                out[var][name] = replicated[var][name]
+            return out
+
+        self._cuts[start:] = [(("Replicate", name, NONE), with_follower(before))] + [(label, with_follower(state)) for label, state in serve] + [(None, replicated)]
+
+    def shrink(self, leader: int, f: int, at_ms: int) -> list[Step]:
+        c = self.cluster
+
+        def run():  # the leader's lag check, as of ``at_ms`` (the cluster's clock stays: nothing else times out)
+            broker = c.slots[leader].broker
+            c._run(leader, broker.handle(BrokerTick(at_ms)))
+
+        return self.move(("ShrinkIsr", NAME[leader], NAME[f]), run)
+
+    def crash(self, b: int) -> list[Step]:
+        def run():
+            self.faults += 1
+            self.cluster.crash(b)
+
+        return self.move(("CrashBroker", NAME[b], NONE), run)
+
+    def pause(self, b: int) -> list[Step]:
+        def run():
+            self.faults += 1
+            self.cluster.pause(b)
+
+        return self.move(("PauseBroker", NAME[b], NONE), run)
+
+    def resume(self, b: int) -> list[Step]:
+        c = self.cluster
+        slot = c.slots[b]
+
+        def run():
+            expired = slot.expired
+            slot.paused = False
+            slot.expired = False
+            if expired:
+                self.cut(("ResumeBroker", NAME[b], NONE))
+                c._renew_session(b)
+                self._hook_controllers()
+                self.cut(("StartBroker", NAME[b], NONE))
+
+        return self.move(("ResumeBroker", NAME[b], NONE), run)
+
+    def expire(self, b: int) -> list[Step]:
+        return self.move(("ExpireSession", NAME[b], NONE), lambda: self.cluster.expire_session(b))
+
+
+def classify(prev: dict, state: dict, default: tuple) -> tuple:
+    """The spec step from ``prev`` to ``state`` where no hook named it."""
+    if prev["controller"] != state["controller"] and state["controller"] != NONE:
+        return ("ElectController", state["controller"], NONE)
+    if prev["zkVersion"] != state["zkVersion"]:
+        old, new = prev["partState"], state["partState"]
+        if new["leaderEpoch"] != old["leaderEpoch"]:
+            actor = default[1] if default[0] in ("ElectController", "ElectLeader") else next(
+                (b for b, e in state["ctrlEpochOf"].items() if e > 0), default[1])
+            return ("ElectLeader", actor, NONE)
+        leader = new["leader"]
+        if new["isr"] < old["isr"]:
+            return ("ShrinkIsr", leader, min(old["isr"] - new["isr"]))
+        return ("ExpandIsr", leader, min(new["isr"] - old["isr"]) if new["isr"] - old["isr"] else NONE)
+    if default[0] != "LeaderAndIsr":
+        for b, v in prev["view"].items():
+            if v["leader"] == b and state["view"][b] != v and state["brokerState"][b] == prev["brokerState"][b]:
+                return ("StepDown", b, NONE)
+    return default
+
+
+# -- reference -> spec: the random driver --------------------------------------------------------------------
+
+
+def _within_bounds(state: dict) -> bool:
+    return (state["partState"]["leaderEpoch"] <= BOUNDS["MaxLeaderEpoch"] and state["zkVersion"] <= BOUNDS["MaxVersion"]
+            and state["controllerEpoch"] <= BOUNDS["MaxControllerEpoch"] and state["faults"] <= BOUNDS["MaxFaults"]
+            and all(len(x) <= BOUNDS["MaxRecords"] for x in state["log"].values()))
+
+
+def _known_difference(move: str, before: dict, steps: list[Step]) -> bool:
+    """A move the model takes and the spec forbids, for a documented reason (module docstring)."""
+    # A leader that stays leader at a newer leader epoch (the controller dropped a dead ISR member)
+    # advances its HW at once with what its followers' fetches at the older epoch told it, and
+    # acknowledges its records of the older epoch (Kafka 2.6 makeLeader -> maybeIncrementLeaderHW).
+    # The spec's AdvanceHighWatermark waits for fetches at the new epoch and commits records of
+    # the current epoch only.
+    # The same leader keeps what its followers' fetches at the older epoch told it: a fetch at the
+    # new epoch may then advance the HW before the other ISR members fetched at the new epoch.
+    if move == "deliver" and any(s.action == "AdvanceHighWatermark" for s in steps):
+        return True
+    prev = before
+    for s in steps:
+        if s.action == "AdvanceHighWatermark":
+            leader = s.actor
+            epoch = prev["view"][leader]["leaderEpoch"]
+            others = prev["view"][leader]["isr"] - {leader}
+            if not all(prev["view"][m]["leader"] == leader and prev["view"][m]["leaderEpoch"] == epoch and prev["fetched"][m]
+                       for m in others):
+                return True
+            if any(e != epoch for _, e in s.state["committed"] - prev["committed"]):
+                return True
+            # The model's leader counts the log end a fetch reported, before the fetch's answer
+            # was appended; the spec's reads the follower's log: the first fetch of a follower at a
+            # new leadership can move the model's HW to less than the spec's.
+            if s.state["hw"][leader] != min(len(prev["log"][m]) for m in others | {leader}):
+                return True
+        prev = s.state
+    return False
+
+
+def _in_sync(state: dict, f: str, leader: str) -> bool:
+    vf, vl = state["view"][f], state["view"][leader]
+    return (vf["leader"] == leader and vf["leaderEpoch"] == vl["leaderEpoch"] and state["fetched"][f]
+            and len(state["log"][f]) == len(state["log"][leader]))
+
+
+def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
+    c = h.cluster
+    state = h.steps[-1].state
+    moves: list[tuple[int, str, tuple]] = []
+    for b in BROKERS:
+        slot = c.slots[b]
+        if slot.broker is None:
+            continue
+        if slot.paused:
+            # a zombie re-registers only once the controller has handled its expiry: the model's
+            # controller then sees a bounce (KIP-380) and drops it from the ISR, which the spec's
+            # Decisions (registrations only) forbid
+            busy = any(s.broker is not None and s.broker.controller.active and s.inbox for s in c.slots.values())
+            if not (slot.expired and busy):
+                moves.append((2, "resume", (b,)))
+            if state["session"][NAME[b]]:
+                moves.append((2, "expire", (b,)))
+            continue
+        ctrl = slot.broker.controller
+        if ctrl.held is not None or (slot.inbox and not ctrl.active):
+            moves.append((6, "stand", (b,)))
+        if ctrl.active and slot.inbox:
+            moves.append((6, "controller_job", (b,)))
+        part = slot.broker.partitions.get(TP)
+        if part is not None and part.role == Role.LEADER:
+            moves.append((3, "produce", (b,)))
+            for f in part.isr:
+                if f != b and not _in_sync(state, NAME[f], NAME[b]):
+                    at = part.followers[f].last_caught_up_ms + LAG_MS + 1
+                    if part.isr_to_shrink(at, LAG_MS) == tuple(r for r in part.isr if r != f):
+                        moves.append((2, "shrink", (b, f, at)))
+        if part is not None and part.role == Role.FOLLOWER:
+            leader = c.slots.get(part.leader)
+            lpart = leader.broker.partitions.get(TP) if leader is not None and leader.running else None
+            behind = lpart is None or len(lpart.log.records) != len(part.log.records) or not h.fetched[b]
+            moves.append((6 if behind else 1, "replicate", (b,)))
+        moves.append((1, "crash", (b,)))
+        moves.append((1, "pause", (b,)))
+    for b in BROKERS:
+        if c.slots[b].broker is None and state["session"][NAME[b]]:
+            moves.append((2, "expire", (b,)))
+    for index in c.deliverable():
+        moves.append((5, "deliver", (index,)))
+    return moves
+
+
+def random_trace(seed: int, steps: int, tries: int = 400) -> list[Step]:
+    """A random run of the model, recorded as at least ``steps`` spec steps after Init (or
+    fewer if no move is left within the bounds)."""
+    rng = random.Random(seed)
+    h = Harness()
+    for _ in range(tries):
+        if len(h.steps) > steps:
+            break
+        moves = _moves(h, rng)
+        while moves:
+            k = rng.choices(range(len(moves)), [w for w, _, _ in moves])[0]
+            _, name, args = moves.pop(k)
+            trial = copy.deepcopy(h)
+            trial._hook_controllers()
+            new = getattr(trial, name)(*args)
+            if all(_within_bounds(s.state) for s in new) and not _known_difference(name, h.steps[-1].state, new):
+                h = trial
+                break
+        else:
+            break
+        # time passes between moves (1 ms), so followers' catch-up times differ
+        before = h.abstract()
+        h.cluster.tick(1)
+        if h.abstract() != before:
+            raise TraceMismatch("a millisecond passing changed the state")
+    return h.steps
+
+
+def _copy(trace: list[Step]) -> list[Step]:
+    return [Step(s.action, s.actor, s.other, copy.deepcopy(s.state)) for s in trace]
+
+
+def corrupt_version_jump(trace: list[Step]) -> tuple[list[Step], int]:
+    """The first partition-state write moves zk_version by 2 (and it stays 1 ahead):
+    (trace, 1-based index of the bad record)."""
+    out = _copy(trace)
+    for k in range(1, len(out)):
+        if out[k].state["zkVersion"] > out[k - 1].state["zkVersion"]:
+            for s in out[k:]:
+                s.state["zkVersion"] += 1
+            return out, k + 1
+    raise ValueError("the trace writes no partition state")
+
+
+def corrupt_stale_isr_write(trace: list[Step]) -> tuple[list[Step], int] | None:
+    """A leader's ISR write recorded as accepted on a stale expected version (the bug
+    NoWriteWithStaleVersion catches): (trace, 1-based index) or None if the trace has none."""
+    for k, s in enumerate(trace):
+        if s.action in ("ShrinkIsr", "ExpandIsr"):
+            out = _copy(trace)
+            old = out[k].state["lastWrite"]
+            stale = {"expected": old["expected"] - 1, "before": old["before"]}
+            for x in out[k:]:
+                if x.state["lastWrite"] != old:
+                    break
+                x.state["lastWrite"] = stale
+            return out, k + 1
+    return None
+
+
+# -- TLA+ values ------------------------------------------------------------------------------------------------
+
+
+def tla(value) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value if value in NAME.values() else f'"{value}"'
+    if isinstance(value, tuple):
+        return "<<" + ", ".join(tla(v) for v in value) + ">>"
+    if isinstance(value, frozenset | set):
+        return "{" + ", ".join(sorted(tla(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        keys = list(value)
+        if keys and all(k in NAME.values() for k in keys):
+            return "(" + " @@ ".join(f"{k} :> {tla(value[k])}" for k in sorted(keys)) + ")"
+        return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
+    raise TypeError(f"no TLA+ form for {value!r}")
+
+
+def _lisr_tla(record: tuple) -> str:
+    ce, leader, epoch, isr, pce, version = record
+    return (f"[controllerEpoch |-> {ce}, partition |-> [leader |-> {tla(leader)}, leaderEpoch |-> {epoch}, "
+            f"isr |-> {tla(isr)}, controllerEpoch |-> {pce}, zkVersion |-> {version}]]")
+
+
+def _value(name: str, value) -> str:
+    if name == "lisr":
+        return "{" + ", ".join(sorted(_lisr_tla(r) for r in value)) + "}"
+    return tla(value)
+
+
+def trace_module(traces: list[list[Step]]) -> str:
+    shared: dict[str, str] = {}
+
+    def name_of(text: str) -> str:
+        if text not in shared:
+            shared[text] = f"V{len(shared) + 1}"
+        return shared[text]
+
+    def record(step: Step) -> str:
+        values = [name_of(_value(n, step.state[n])) for n in VARIABLES]
+        values += [f'"{step.action}"', tla(step.actor), tla(step.other)]
+        return "R(" + ",".join(values) + ")"
+
+    body = ",\n".join("<<" + ",\n".join(record(s) for s in trace) + ">>" for trace in traces)
+    params = [f"x{k}" for k in range(len(VARIABLES) + 3)]
+    fields = [*VARIABLES, "action", "actor", "other"]
+    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params, strict=True)) + "]"
+    definitions = "\n".join(f"{name} == {text}" for text, name in shared.items())
+    return ("---- MODULE TraceData ----\nEXTENDS Integers, Sequences, TLC\nCONSTANTS b1, b2, b3\n"
+            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+
+
+_CONSTANTS = """CONSTANTS
+    b1 = b1
+    b2 = b2
+    b3 = b3
+    Brokers = {b1, b2, b3}
+    MinInsyncReplicas = 2
+    MaxRecords = 2
+    MaxLeaderEpoch = 2
+    MaxControllerEpoch = 2
+    MaxVersion = 4
+    MaxFaults = 1
+    UncleanLeaderElection = FALSE
+    BugStaleVersionWrite = FALSE
+    BugElectWithoutIsrCheck = FALSE
+    BugShrinkIsrBeforeWrite = FALSE
+    BugSkipControllerEpochCheck = FALSE
+"""
+
+
+@dataclass
+class TraceCheck:
+    accepted: bool
+    traces: int
+    states: int
+    seconds: float
+    violated: str | None = None
+    failed_trace: int | None = None
+    failed_index: int | None = None
+    distinct: int = 0
+
+
+def check_traces(traces: list[list[Step]]) -> TraceCheck:
+    """One TLC run: is every trace a behaviour of IsrVersionedWrites?"""
+    with tempfile.TemporaryDirectory(prefix="coordspec-isr-traces-") as scratch:
+        for name in ("IsrVersionedWrites.tla", "TraceIsrVersionedWrites.tla"):
+            shutil.copy(TLA_DIR / name, f"{scratch}/{name}")
+        with open(f"{scratch}/TraceData.tla", "w") as f:
+            f.write(trace_module(traces))
+        with open(f"{scratch}/TraceIsrVersionedWrites.cfg", "w") as f:
+            f.write(_CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n")
+        result = _run_tlc(scratch, "TraceIsrVersionedWrites", "TraceIsrVersionedWrites.cfg", [], deadlock=True)
+    states = sum(len(t) for t in traces)
+    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
+                       result.violated, distinct=result.distinct)
+    if result.trace:
+        last = result.trace[-1].values
+        check.failed_trace, check.failed_index = int(last["t"]), int(last["i"])
+        if result.violated == "Deadlock":
+            check.failed_index += 1
+    return check
+
+
+@dataclass
+class RandomTraceSummary:
+    traces: int
+    steps: int
+    actions: dict[str, int]
+    check: TraceCheck
+    seconds: float
+    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
+
+    @property
+    def accepted(self) -> bool:
+        return self.check.accepted
+
+
+def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSummary:
+    """``count`` random runs of the model of at least ``steps`` spec steps each, checked by TLC in one run."""
+    started = time.monotonic()
+    traces: list[list[Step]] = []
+    k = 0
+    while len(traces) < count:  # a run that found no move left within the bounds before ``steps`` is not kept
+        trace = random_trace(seed * 100_003 + k, steps)
+        k += 1
+        if len(trace) > steps:
+            traces.append(trace)
+    actions: dict[str, int] = {}
+    for trace in traces:
+        for s in trace[1:]:
+            actions[s.action] = actions.get(s.action, 0) + 1
+    check = check_traces(traces)
+    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces)
+
+
+__all__ = ["Harness", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "validate_random_traces"]
