@@ -95,8 +95,12 @@ The driver's steps, and what they are in the spec:
   offset order (the host completes them when HighWatermarkMoved reaches it, in the same
   Python step), then Replicate(f) (f truncates or appends and takes the high watermark). The
   driver always fetches again at once after a fetch that changed anything, so the leader
-  knows every follower's log end exactly whenever another step runs; a fetch answered with a
-  diverging epoch (truncation only) and the fetch after it are one Replicate.
+  knows every follower's log end exactly whenever another step runs. A fetch answered with a
+  diverging epoch only truncates: it is a Replicate of its own when it leaves the follower
+  with the leader's whole log and high watermark (the only truncation-only Replicate the spec
+  has); otherwise the driver fetches again at once and the two are recorded as Replicate(f)
+  (truncation and records, with the leader's high watermark as it was) followed by the
+  second fetch's leader side and answer.
 - ``rebalance(b)``: the client's JoinGroup (answered at once: the join phase completes with
   the only member), then its SyncGroup as leader: one SyncGroup(b) (the spec's step is the
   whole rebalance; the reference raises the generation at CompleteJoin, before anything is
