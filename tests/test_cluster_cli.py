@@ -59,6 +59,9 @@ def test_cluster_up_mistakes_are_one_line() -> None:
     process = up("0")
     _, err = process.communicate(timeout=30)
     assert process.returncode == 2 and err.strip() == "cluster up: --brokers must be at least 1, got 0", err
+    process = up("3", "offsets_partitions=0")
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 2 and err.strip() == "cluster up: --offsets-partitions must be at least 1, got 0", err
     closed = free_ports(1)[0]
     process = up("3", f"zookeeper_connect='127.0.0.1:{closed}'")
     _, err = process.communicate(timeout=30)

@@ -47,6 +47,8 @@ class Cluster:
                  broker_args: tuple[str, ...] = (), start_timeout_s: float = 30.0) -> None:
         if brokers < 1:
             raise ClusterError(f"--brokers must be at least 1, got {brokers}")
+        if offsets_partitions < 1:
+            raise ClusterError(f"--offsets-partitions must be at least 1, got {offsets_partitions}")
         self.data_dir = data_dir
         self.broker_ids = list(range(1, brokers + 1))
         self.zookeeper_connect = zookeeper_connect
