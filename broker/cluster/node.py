@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
+
 from broker.cluster.group_batches import decode_group_batch, encode_group_batch
 from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
 from broker.cluster.published import PublishedView
@@ -115,7 +117,7 @@ class ClusterNode:
         loop = asyncio.get_running_loop()
         self.view = await asyncio.to_thread(PublishedView.open, self.config.zookeeper)
         await self._wait_for_old_registration()
-        self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self._zk_event, loop)
+        self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self.replicate, loop)
         await asyncio.to_thread(self.zk.start)
         self._spawn(self._create_offsets_topic())
 
@@ -161,8 +163,6 @@ class ClusterNode:
 
     def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool:
         """Write the topic's assignment (the controller's child watch does the rest); False if it exists."""
-        from kazoo.exceptions import NodeExistsError
-
         assert self.view is not None
         try:
             self.view.client.create(topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True)
@@ -186,9 +186,6 @@ class ClusterNode:
         return self._now
 
     # -- the replication model ------------------------------------------------------------
-
-    def _zk_event(self, event) -> None:
-        self.replicate(event)
 
     def replicate(self, event) -> list:
         """One step of the replication model; its effects, after they were carried out."""

@@ -67,7 +67,7 @@ def stat_of(stat: ZnodeStat) -> Stat:
 
 
 class ZkSession:
-    def __init__(self, hosts: str, timeout_ms: int, deliver: Callable[[object], None], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, hosts: str, timeout_ms: int, deliver: Callable[[object], object], loop: asyncio.AbstractEventLoop) -> None:
         retry = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.0, "max_delay": 0.5}
         self.client = KazooClient(hosts, timeout=timeout_ms / 1000, connection_retry=retry)
         self._deliver = deliver
