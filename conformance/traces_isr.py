@@ -537,7 +537,7 @@ def _within_bounds(state: dict) -> bool:
             and all(len(x) <= BOUNDS["MaxRecords"] for x in state["log"].values()))
 
 
-def _known_difference(move: str, before: dict, steps: list[Step]) -> bool:
+def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
     """A move the model takes and the spec forbids, for a documented reason (module docstring)."""
     # A leader that stays leader at a newer leader epoch (the controller dropped a dead ISR member)
     # advances its HW at once with what its followers' fetches at the older epoch told it, and
@@ -546,8 +546,6 @@ def _known_difference(move: str, before: dict, steps: list[Step]) -> bool:
     # the current epoch only.
     # The same leader keeps what its followers' fetches at the older epoch told it: a fetch at the
     # new epoch may then advance the HW before the other ISR members fetched at the new epoch.
-    if move == "deliver" and any(s.action == "AdvanceHighWatermark" for s in steps):
-        return True
     prev = before
     for s in steps:
         if s.action == "AdvanceHighWatermark":
@@ -556,16 +554,16 @@ def _known_difference(move: str, before: dict, steps: list[Step]) -> bool:
             others = prev["view"][leader]["isr"] - {leader}
             if not all(prev["view"][m]["leader"] == leader and prev["view"][m]["leaderEpoch"] == epoch and prev["fetched"][m]
                        for m in others):
-                return True
+                return "(a) HW advanced on fetches at an older epoch" if move != "deliver" else "(a) HW advanced on a LeaderAndIsr"
             if any(e != epoch for _, e in s.state["committed"] - prev["committed"]):
-                return True
+                return "(a) a record of an older epoch acknowledged"
             # The model's leader counts the log end a fetch reported, before the fetch's answer
             # was appended; the spec's reads the follower's log: the first fetch of a follower at a
             # new leadership can move the model's HW to less than the spec's.
             if s.state["hw"][leader] != min(len(prev["log"][m]) for m in others | {leader}):
-                return True
+                return "(b) HW below the least log end of the ISR"
         prev = s.state
-    return False
+    return None
 
 
 def _in_sync(state: dict, f: str, leader: str) -> bool:
@@ -620,7 +618,7 @@ def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
     return moves
 
 
-def random_trace(seed: int, steps: int, tries: int = 400) -> list[Step]:
+def random_trace(seed: int, steps: int, tries: int = 400, skipped: dict[str, int] | None = None) -> list[Step]:
     """A random run of the model, recorded as at least ``steps`` spec steps after Init (or
     fewer if no move is left within the bounds)."""
     rng = random.Random(seed)
@@ -635,9 +633,14 @@ def random_trace(seed: int, steps: int, tries: int = 400) -> list[Step]:
             trial = copy.deepcopy(h)
             trial._hook_controllers()
             new = getattr(trial, name)(*args)
-            if all(_within_bounds(s.state) for s in new) and not _known_difference(name, h.steps[-1].state, new):
+            if not all(_within_bounds(s.state) for s in new):
+                continue
+            reason = _known_difference(name, h.steps[-1].state, new)
+            if reason is None:
                 h = trial
                 break
+            if skipped is not None:
+                skipped[reason] = skipped.get(reason, 0) + 1
         else:
             break
         # time passes between moves (1 ms), so followers' catch-up times differ
@@ -796,6 +799,8 @@ class RandomTraceSummary:
     check: TraceCheck
     seconds: float
     trace_list: list[list[Step]] = field(default_factory=list, repr=False)
+    skipped: dict[str, int] = field(default_factory=dict)  # moves not taken: the model/spec differences
+    short: int = 0  # runs dropped for ending (no move left within the bounds) before ``steps``
 
     @property
     def accepted(self) -> bool:
@@ -806,9 +811,10 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
     """``count`` random runs of the model of at least ``steps`` spec steps each, checked by TLC in one run."""
     started = time.monotonic()
     traces: list[list[Step]] = []
+    skipped: dict[str, int] = {}
     k = 0
     while len(traces) < count:  # a run that found no move left within the bounds before ``steps`` is not kept
-        trace = random_trace(seed * 100_003 + k, steps)
+        trace = random_trace(seed * 100_003 + k, steps, skipped=skipped)
         k += 1
         if len(trace) > steps:
             traces.append(trace)
@@ -817,7 +823,8 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
         for s in trace[1:]:
             actions[s.action] = actions.get(s.action, 0) + 1
     check = check_traces(traces)
-    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces)
+    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces,
+                              skipped, k - count)
 
 
 __all__ = ["Harness", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "validate_random_traces"]
