@@ -1,6 +1,7 @@
 """``coordspec cluster up`` (:func:`broker.cluster.launcher.up`): it starts ZooKeeper and
-three brokers, prints the bootstrap address and each broker's state, and stops everything
-on Ctrl-C; a user's mistake is one line, no traceback."""
+three brokers, prints the bootstrap address and each broker's state, reports a broker
+killed with kill -9 and keeps serving, and stops everything on Ctrl-C; a user's mistake is
+one line, no traceback."""
 
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
         assert len(brokers) == 3 and sum("controller" in line for line in brokers) == 1, shown
         led = [int(p) for line in brokers for p in re.findall(r"\d+", line.partition("partitions [")[2])]
         assert sorted(led) == [0, 1, 2], shown  # every offsets partition has one leader
+        # kill -9 of a broker is reported, and the others keep serving.
+        victim = next(line for line in brokers if "controller" not in line)
+        victim_id, victim_pid = int(victim.split()[1]), int(victim.split("pid ")[1].split()[0])
+        os.kill(victim_pid, signal.SIGKILL)
+        reported = read_until(process, f"broker {victim_id} exited with -9", 10)
+        assert f"broker {victim_id} exited with -9" in reported and process.poll() is None, reported
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:

@@ -180,7 +180,7 @@ class Cluster:
                 continue
             led = [p for p in range(self.offsets_partitions) if self.coordinator_of(p) == broker_id]
             role = "controller, " if self.controller() == broker_id else ""
-            lines.append(f"  broker {broker_id}  {host}:{port}  {role}leads {OFFSETS_TOPIC} partitions {led}")
+            lines.append(f"  broker {broker_id}  {host}:{port}  pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}")
         return lines
 
 
@@ -203,8 +203,9 @@ def _ensure_chroot(connect: str) -> None:
 def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | None = None, offsets_partitions: int = 3,
        poll_s: float = 1.0, say=print) -> int:
     """``coordspec cluster up``: serve until Ctrl-C or SIGTERM, printing the bootstrap
-    address and each broker's state, and the state again whenever it changes. Exit status:
-    0 when stopped by the user, 1 when a broker exited on its own, 2 when it did not start."""
+    address and each broker's state (with its pid: ``kill -9`` one to see a failover), and
+    the state again whenever it changes; a broker that exits is reported once and the rest
+    keep serving. Exit status: 0 when stopped by the user, 2 when it did not start."""
     data_dir = data_dir or Path(f"coordspec-cluster-{os.getpid()}")
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnection attempts; failures are reported here, once
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -216,13 +217,13 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
             for line in shown:
                 say(line)
             say("Ctrl-C stops every broker" + (" and ZooKeeper." if zookeeper_connect is None else "."))
+            exited: set[int] = set()
             while True:
                 time.sleep(poll_s)
                 for broker_id, process in cluster.processes.items():
-                    if process.poll() is not None:
-                        print(f"cluster: broker {broker_id} exited with {process.returncode}; see {data_dir / f'broker-{broker_id}.stderr'}",
-                              file=sys.stderr)
-                        return 1
+                    if process.poll() is not None and broker_id not in exited:
+                        exited.add(broker_id)
+                        say(f"cluster: broker {broker_id} exited with {process.returncode}; its stderr: {cluster.data_dir / f'broker-{broker_id}.stderr'}")
                 if (now := cluster.describe()) != shown:
                     say("state:")
                     for line in now:
