@@ -8,6 +8,36 @@
     (tla/TraceIsrVersionedWrites.tla; the acceptance test is TLC's deadlock check, as in
     conformance/traces.py).
 
+``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
+    TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
+    runs ``SIM_MODULE``, a wrapper that constrains the spec to the model's choices and
+    granularity (its header lists the constraints), ``count`` behaviours back to back in one
+    run, as conformance/traces.py does. A behaviour restarts after ``depth`` steps or when the
+    wrapper has no step left: at the CI bounds with no stuttering step that is after 12 to 25
+    steps (MaxVersion and the one fault run out first), so no behaviour reaches depth 30.
+    Each behaviour is replayed on a fresh :class:`Harness` (``replay``): at every free step
+    each driver move that may start with it (``_candidates``: ElectController -> ``stand``,
+    ElectLeader -> ``controller_job``, LeaderAndIsr -> ``deliver`` of a request in flight to
+    the broker, older requests on its connection lost, ShrinkIsr / StepDown -> ``shrink``
+    (or ``replicate``, a serve that finds the ISR write stale), and the move of the same name
+    for the rest) is tried on a copy, and one must record exactly the behaviour's next steps:
+    action, parameters and all sixteen variables, the move's forced steps included. Controller
+    jobs that change nothing the spec sees are run in between (``_flush``). ``ReplayMismatch``
+    names the step no move reaches.
+
+    What the replay found, each the reason for one constraint of the wrapper (removing it
+    gives mismatches in 300 behaviours, seeds 1-5): (a) 18 (a leader kept at a newer epoch
+    advances its HW on the LeaderAndIsr / acknowledges a record of the older epoch); (b) 3 (HW
+    moved on the fetch offset, below the spec's value); the model's ISR shrink drops every
+    lagging follower at once: 129 (a ShrinkIsr of one follower the model cannot make, so the
+    wrapper shrinks only when exactly one follower is out of sync); MaxVersion: 13 (the model,
+    unbounded, expands the ISR where the spec's bound forbids the write). The model sends a
+    LeaderAndIsr only to registered brokers, and a connection delivers in order (the spec's
+    requests are a set: the wrapper delivers to a broker only what the model sent it). Never
+    exercised by the replay: the rule for difference (c) (no mismatch without it), the
+    offline partition (one fault never takes every ISR member), ElectLeader's failed-check
+    branch (a stale controller resigns before it can act).
+
 How a trace is accepted: as for GroupMembership (see conformance/traces.py): TLC runs
 TraceInit/TraceNext with deadlock checking on; a deadlock is a record no step of the named
 base action reaches (its trace number and index are in the counterexample).
@@ -108,6 +138,7 @@ import contextlib
 import copy
 import dataclasses
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -827,4 +858,406 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
                               skipped, k - count)
 
 
-__all__ = ["Harness", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "validate_random_traces"]
+
+
+# -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
+
+SIM_MODULE = r"""------------------------ MODULE SimIsrVersionedWrites ------------------------
+(* Random behaviours of IsrVersionedWrites for replay on the replication model               *)
+(* (conformance/traces_isr.py). As SimGroupMembership: one simulation run yields Count         *)
+(* behaviours of at most Depth steps; Restart puts the base variables back to Init after Depth *)
+(* steps or when nothing is enabled, and the invariant Done fails once Count are complete.     *)
+(*                                                                                               *)
+(* The spec is constrained to the model's choices and granularity (none of this is a safety    *)
+(* rule):                                                                                        *)
+(*  - no free step is a stutter (a fetch that changes nothing is not worth a step);           *)
+(*  - forced steps, taken at once in this order when enabled: the ElectLeader of a controller  *)
+(*    just elected (its failover); the StartBroker of a zombie that resumed after its session   *)
+(*    expired (it re-registers at once); after Replicate(f), the ExpandIsr of f by its leader;  *)
+(*    AdvanceHighWatermark of any leader (the model advances it as soon as it can);            *)
+(*  - the controller's decision is the model's: the first live ISR member in order b1, b2, b3  *)
+(*    (the leader itself when it lives), an offline partition keeps its last leader;           *)
+(*  - ElectLeader only by the current controller (a stale one never runs: it resigned);       *)
+(*  - StartBroker of a crashed broker is not taken (the model's restarts are not driven);      *)
+(*  - a request goes to the brokers registered when it is written (got: <<broker, leader      *)
+(*    epoch>> sent and not yet applied) and is applied at most once; none that keeps a leader *)
+(*    at a newer epoch is applied (difference (a));                                            *)
+(*  - ShrinkIsr only of the one follower out of sync (the model drops every lagging one);      *)
+(*  - a zombie resumes after its expiry only when no controller has a decision to write        *)
+(*    (difference (c));                                                                        *)
+(*  - no Replicate on a follower's first fetch at a leadership when the model's leader would   *)
+(*    move its HW on the fetch offset (difference (b), SplitHw), nor one the leader would      *)
+(*    answer with an ISR expansion beyond MaxVersion.                                          *)
+EXTENDS IsrVersionedWrites, TLC
+CONSTANTS Depth, Count, b1, b2, b3
+VARIABLES k, bn, act, got
+
+Order == <<b1, b2, b3>>
+FirstOf(S) == Order[CHOOSE j \in 1..3 : Order[j] \in S /\ \A m \in 1..(j - 1) : Order[m] \notin S]
+Act(name, a, o) == act' = [action |-> name, actor |-> a, other |-> o]
+
+PyLeader ==
+    LET L == partState.leader
+        liveIsr == partState.isr \cap Live
+    IN  IF L \in Live THEN L
+        ELSE IF liveIsr /= {} THEN FirstOf(liveIsr)
+        ELSE None
+PyKeep == IF partState.leader \in partState.isr THEN partState.leader ELSE FirstOf(partState.isr)
+PyElect(c) ==
+    /\ ctrlEpochOf[c] = controllerEpoch
+    /\ Decisions /= {}
+    /\ ElectLeader(c)
+    /\ partState'.leader = PyLeader
+    /\ PyLeader = None => partState'.isr = {PyKeep}
+    /\ got' = got \cup {<<x, partState.leaderEpoch + 1>> : x \in Live}
+
+NeedElect == act.action = "ElectController" /\ Decisions /= {} /\ ctrlEpochOf[act.actor] > 0
+NeedStart == act.action = "ResumeBroker" /\ ~session[act.actor]
+ExpandNext == act.action = "Replicate" /\ view[act.actor].leader \in Brokers
+              /\ ENABLED ExpandIsr(view[act.actor].leader, act.actor)
+\* the model's leader reads the follower's fetch offset before the answer is appended: on a
+\* follower's first fetch at a leadership its HW may move to less than the spec's (difference (b))
+SplitHw(f) ==
+    LET l == view[f].leader IN
+    /\ l \in Brokers /\ f \in view[l].isr /\ ~fetched[f] /\ Len(log[f]) < Len(log[l])
+    /\ \A m \in view[l].isr \ {l, f} : FollowsAtEpoch(m, l) /\ fetched[m]
+    /\ Min({Len(log[m]) : m \in view[l].isr \cup {l}}) > hw[l]
+HwNext == \E l \in Brokers : ENABLED AdvanceHighWatermark(l)
+
+Forced ==
+    IF NeedElect THEN PyElect(act.actor) /\ Act("ElectLeader", act.actor, None)
+    ELSE IF NeedStart THEN StartBroker(act.actor) /\ Act("StartBroker", act.actor, None) /\ UNCHANGED got
+    ELSE IF ExpandNext
+         THEN LET l == view[act.actor].leader IN ExpandIsr(l, act.actor) /\ Act("ExpandIsr", l, act.actor) /\ UNCHANGED got
+    ELSE \E l \in Brokers : AdvanceHighWatermark(l) /\ Act("AdvanceHighWatermark", l, None) /\ UNCHANGED got
+
+Free ==
+    \E b \in Brokers :
+        \/ ElectController(b) /\ Act("ElectController", b, None) /\ UNCHANGED got
+        \/ controller = b /\ PyElect(b) /\ Act("ElectLeader", b, None)
+        \/ \E r \in lisr :
+              /\ <<b, r.partition.leaderEpoch>> \in got
+              /\ r.partition.leaderEpoch > view[b].leaderEpoch
+              /\ ~(view[b].leader = b /\ r.partition.leader = b)
+              /\ brokerState[b] = "up"
+              /\ r.controllerEpoch >= seenCtrlEpoch[b]
+              /\ seenCtrlEpoch' = [seenCtrlEpoch EXCEPT ![b] = r.controllerEpoch]
+              /\ view' = [view EXCEPT ![b] = r.partition]
+              /\ fetched' = [fetched EXCEPT ![b] = FALSE]
+              /\ UNCHANGED <<store, brokerState, ctrlEpochOf, log, hw, lisr, lastWrite, committed, faults>>
+              /\ got' = got \ {<<b, r.partition.leaderEpoch>>}
+              /\ Act("LeaderAndIsr", b, None)
+        \/ Produce(b) /\ Act("Produce", b, None) /\ UNCHANGED got
+        \/ /\ ~SplitHw(b) /\ ~(zkVersion = MaxVersion /\ view[b].leader \in Brokers /\ b \notin view[view[b].leader].isr)
+           /\ Replicate(b) /\ Act("Replicate", b, None) /\ UNCHANGED got
+        \/ \E f \in Brokers : ShrinkCandidates(b) = {f} /\ ShrinkIsr(b, f) /\ Act("ShrinkIsr", b, f) /\ UNCHANGED got
+        \/ StepDown(b) /\ Act("StepDown", b, None) /\ UNCHANGED got
+        \/ CrashBroker(b) /\ Act("CrashBroker", b, None) /\ UNCHANGED got
+        \/ PauseBroker(b) /\ Act("PauseBroker", b, None) /\ UNCHANGED got
+        \/ /\ session[b] \/ controller = None \/ Decisions = {}
+           /\ ResumeBroker(b) /\ Act("ResumeBroker", b, None) /\ UNCHANGED got
+        \/ ExpireSession(b) /\ Act("ExpireSession", b, None) /\ UNCHANGED got
+
+Step ==
+    /\ k < Depth
+    /\ IF NeedElect \/ NeedStart \/ ExpandNext \/ HwNext THEN Forced ELSE Free /\ vars' /= vars
+    /\ k' = k + 1
+    /\ bn' = bn
+
+SimInit ==
+    /\ Init
+    /\ k = 0 /\ bn = 0 /\ got = {}
+    /\ act = [action |-> "Init", actor |-> None, other |-> None]
+
+Restart ==
+    /\ k = Depth \/ ~ENABLED Step
+    /\ controller' = None /\ controllerEpoch' = 0 /\ session' = [b \in Brokers |-> TRUE]
+    /\ partState' = [leader |-> None, leaderEpoch |-> 0, isr |-> Brokers, controllerEpoch |-> 0]
+    /\ zkVersion' = 0 /\ brokerState' = [b \in Brokers |-> "up"] /\ ctrlEpochOf' = [b \in Brokers |-> 0]
+    /\ seenCtrlEpoch' = [b \in Brokers |-> 0] /\ view' = [b \in Brokers |-> NoView]
+    /\ fetched' = [b \in Brokers |-> FALSE] /\ log' = [b \in Brokers |-> <<>>] /\ hw' = [b \in Brokers |-> 0]
+    /\ lisr' = {} /\ lastWrite' = [expected |-> 0, before |-> 0] /\ committed' = {} /\ faults' = 0
+    /\ k' = 0 /\ bn' = bn + 1 /\ got' = {}
+    /\ act' = [action |-> "Init", actor |-> None, other |-> None]
+
+SimNext == Step \/ Restart
+
+Done == bn < Count
+=============================================================================
+"""
+
+_TOKENS = re.compile(r'<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|\w+')
+
+
+def _parse(text: str):
+    """TLC's printed value -> Python: sequences and tuples as tuples, sets as lists, records and
+    functions as dicts."""
+    tokens = _TOKENS.findall(text)
+    pos = 0
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def items(close):
+        out = []
+        while tokens[pos] != close:
+            out.append(value())
+            if tokens[pos] == ",":
+                take()
+        take()
+        return out
+
+    def value():
+        left = primary()
+        if pos < len(tokens) and tokens[pos] == ":>":
+            out = {}
+            while True:
+                take()
+                out[left] = primary()
+                if pos < len(tokens) and tokens[pos] == "@@":
+                    take()
+                    left = primary()
+                else:
+                    return out
+        return left
+
+    def primary():
+        token = take()
+        if token == "<<":
+            return tuple(items(">>"))
+        if token == "{":
+            return items("}")
+        if token == "(":
+            inner = value()
+            take()
+            return inner
+        if token == "[":
+            out = {}
+            while tokens[pos] != "]":
+                name = take()
+                take()  # |->
+                out[name] = value()
+                if tokens[pos] == ",":
+                    take()
+            take()
+            return out
+        if token.startswith('"'):
+            return token[1:-1]
+        if token in ("TRUE", "FALSE"):
+            return token == "TRUE"
+        if re.fullmatch(r"-?\d+", token):
+            return int(token)
+        return token
+
+    return value()
+
+
+def _seq(value) -> tuple:
+    """TLC prints <<>> and a sequence alike; a function 1..n prints as a sequence too."""
+    if isinstance(value, dict):
+        return tuple(value[j] for j in sorted(value))
+    return tuple(value)
+
+
+def _spec_view(v: dict) -> dict:
+    return {"leader": v["leader"], "leaderEpoch": v["leaderEpoch"], "isr": frozenset(v["isr"]),
+            "controllerEpoch": v["controllerEpoch"], "zkVersion": v["zkVersion"]}
+
+
+def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
+    """A state TLC printed -> (act, the spec state in the shape Harness.abstract gives)."""
+    v = {name: _parse(values[name]) for name in (*VARIABLES, "act")}
+    part = v["partState"]
+    state = {
+        "controller": v["controller"], "controllerEpoch": v["controllerEpoch"], "session": v["session"],
+        "partState": {"leader": part["leader"], "leaderEpoch": part["leaderEpoch"], "isr": frozenset(part["isr"]),
+                      "controllerEpoch": part["controllerEpoch"]},
+        "zkVersion": v["zkVersion"], "brokerState": v["brokerState"], "ctrlEpochOf": v["ctrlEpochOf"],
+        "seenCtrlEpoch": v["seenCtrlEpoch"], "view": {b: _spec_view(x) for b, x in v["view"].items()},
+        "fetched": v["fetched"], "log": {b: _seq(x) for b, x in v["log"].items()}, "hw": v["hw"],
+        "lisr": frozenset((r["controllerEpoch"], r["partition"]["leader"], r["partition"]["leaderEpoch"],
+                           frozenset(r["partition"]["isr"]), r["partition"]["controllerEpoch"], r["partition"]["zkVersion"])
+                          for r in v["lisr"]),
+        "lastWrite": v["lastWrite"], "committed": frozenset(tuple(x) for x in v["committed"]), "faults": v["faults"],
+    }
+    return v["act"], state
+
+
+def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
+    """``count`` behaviours of the constrained spec (at most ``depth`` steps each), from one TLC
+    simulation run: lists of (act, spec state), Init first."""
+    with tempfile.TemporaryDirectory(prefix="coordspec-sim-isr-") as scratch:
+        shutil.copy(TLA_DIR / "IsrVersionedWrites.tla", f"{scratch}/IsrVersionedWrites.tla")
+        with open(f"{scratch}/SimIsrVersionedWrites.tla", "w") as f:
+            f.write(SIM_MODULE)
+        with open(f"{scratch}/SimIsrVersionedWrites.cfg", "w") as f:
+            f.write(_CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
+        result = _run_tlc(scratch, "SimIsrVersionedWrites", "SimIsrVersionedWrites.cfg",
+                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
+    if result.violated != "Done":
+        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
+    behaviours: list[list[tuple[dict, dict]]] = []
+    for trace_state in result.trace:
+        act, state = _spec_state(trace_state.values)
+        if act["action"] == "Init":
+            behaviours.append([])
+        behaviours[-1].append((act, state))
+    if len(behaviours) < count:
+        raise TlcError(f"simulation seed {seed}: {len(behaviours)} behaviours, expected {count}")
+    return behaviours[:count]
+
+
+def _candidates(h: Harness, action: str, actor: str, other: str) -> list[tuple[str, tuple]]:
+    """The model's moves whose first spec step may be ``action(actor, other)``."""
+    c = h.cluster
+    b = next(x for x in BROKERS if NAME[x] == actor) if actor in NAME.values() else None
+    if action == "ElectController":
+        return [("stand", (b,))]
+    if action == "ElectLeader":
+        return [("controller_job", (b,)), ("stand", (b,))]
+    if action == "LeaderAndIsr":
+        return [("deliver_lossy", (i,)) for i, m in enumerate(c.in_flight) if m.destination == b and c.slots[b].running]
+    if action in ("Produce", "CrashBroker", "PauseBroker", "ExpireSession"):
+        return [({"Produce": "produce", "CrashBroker": "crash", "PauseBroker": "pause", "ExpireSession": "expire"}[action], (b,))]
+    if action == "ResumeBroker":
+        return [("resume", (b,))]
+    if action == "Replicate":
+        return [("replicate", (b,))]
+    if action in ("ShrinkIsr", "StepDown"):
+        moves: list[tuple[str, tuple]] = []
+        part = c.slots[b].broker.partitions.get(TP) if c.slots[b].broker is not None else None
+        if part is not None and part.role == Role.LEADER:
+            for f in part.isr:
+                if f != b and (action == "StepDown" or NAME[f] == other):
+                    moves.append(("shrink", (b, f, part.followers[f].last_caught_up_ms + LAG_MS + 1)))
+        if action == "StepDown":
+            moves += [("replicate", (f,)) for f in BROKERS if f != b]
+        return moves
+    return []
+
+
+def _deliver_lossy(h: Harness, index: int) -> list[Step]:
+    """Deliver request ``index``, the older ones on its connection lost (the spec allows it)."""
+    c = h.cluster
+    message = c.in_flight[index]
+    channel = (message.source, message.destination)
+    keep = [m for j, m in enumerate(c.in_flight) if j >= index or (m.source, m.destination) != channel]
+    c.in_flight = keep
+    return h.deliver(keep.index(message))
+
+
+def _flush(h: Harness) -> Harness:
+    """Run the controllers' pending jobs that change nothing the spec sees."""
+    for b in BROKERS:
+        slot = h.cluster.slots[b]
+        if slot.broker is not None and not slot.paused and slot.inbox and slot.broker.controller.active:
+            trial = copy.deepcopy(h)
+            trial._hook_controllers()
+            if not trial.controller_job(b):
+                h = trial
+    return h
+
+
+def _diff(reference: dict, spec: dict) -> str:
+    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+
+
+class ReplayMismatch(TraceMismatch):
+    """A spec step the model cannot take: ``step`` is its index in the behaviour (Init is 0)."""
+
+    def __init__(self, step: int, message: str) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+def replay(behaviour: list[tuple[dict, dict]]) -> int:
+    """Replay a spec behaviour on the model; raise ReplayMismatch at the first step it cannot take.
+
+    At each free step of the behaviour, every move of the model that may start with it
+    (``_candidates``) is tried on a copy; one must record exactly the behaviour's next steps
+    (action, parameters and all sixteen variables; the last move may be cut by the behaviour's
+    end), and the behaviour must go on with a free step after them."""
+    h = Harness()
+    if h.steps[0].state != behaviour[0][1]:
+        raise ReplayMismatch(0, f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}")
+    k = 1
+    while k < len(behaviour):
+        act = behaviour[k][0]
+        h = _flush(h)
+        label = f"step {k} {act['action']}({act['actor']}{'' if act['other'] == NONE else ', ' + act['other']})"
+        tried, furthest = [], k
+        for name, args in _candidates(h, act["action"], act["actor"], act["other"]):
+            trial = copy.deepcopy(h)
+            trial._hook_controllers()
+            steps = _deliver_lossy(trial, *args) if name == "deliver_lossy" else getattr(trial, name)(*args)
+            n = min(len(steps), len(behaviour) - k)
+            got = [((s.action, s.actor, s.other), s.state) for s in steps[:n]]
+            expected = [((a["action"], a["actor"], a["other"]), st) for a, st in behaviour[k:k + n]]
+            if steps and got == expected and (k + n == len(behaviour) or behaviour[k + n][0]["action"] in _FREE):
+                h, k = trial, k + n
+                break
+            for j, (g, e) in enumerate(zip(got, expected, strict=True)):
+                if g != e:
+                    what = _diff(g[1], e[1]) if g[0] == e[0] else f"the model took {g[0]}, the spec {e[0]}"
+                    tried.append(f"{name}{args}: at step {k + j}: {what}")
+                    furthest = max(furthest, k + j)
+                    break
+            else:
+                tried.append(f"{name}{args}: {len(steps)} steps" + ("" if n < len(steps) or k + n == len(behaviour)
+                                                                  else f", the spec goes on with {behaviour[k + n][0]}"))
+                furthest = max(furthest, k + n)
+        else:
+            raise ReplayMismatch(furthest, f"{label}: no move of the model takes it ({'; '.join(tried) or 'no candidate'})")
+        before = h.abstract()
+        h.cluster.tick(1)
+        if h.abstract() != before:
+            raise ReplayMismatch(k, "a millisecond passing changed the state")
+    return k - 1
+
+
+def corrupt_behaviour(behaviour: list[tuple[dict, dict]], index: int) -> list[tuple[dict, dict]]:
+    """A copy of ``behaviour`` whose state ``index`` has its zk_version one higher."""
+    out = [(dict(a), copy.deepcopy(s)) for a, s in behaviour]
+    out[index][1]["zkVersion"] += 1
+    return out
+
+
+_FREE = ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate", "ShrinkIsr", "StepDown", "CrashBroker",
+         "PauseBroker", "ResumeBroker", "ExpireSession")
+
+
+@dataclass
+class ReplaySummary:
+    behaviours: int
+    steps: int
+    actions: dict[str, int]
+    mismatches: list[str]
+    seconds: float
+    longest: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
+    """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the model."""
+    started = time.monotonic()
+    behaviours = simulate(count, depth, seed)
+    actions: dict[str, int] = {}
+    mismatches, steps = [], 0
+    for number, behaviour in enumerate(behaviours):
+        for act, _ in behaviour[1:]:
+            actions[act["action"]] = actions.get(act["action"], 0) + 1
+        try:
+            steps += replay(behaviour)
+        except ReplayMismatch as mismatch:
+            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
+    return ReplaySummary(len(behaviours), steps, actions, mismatches, time.monotonic() - started,
+                         max(len(b) - 1 for b in behaviours))
+
+
+__all__ = ["Harness", "ReplayMismatch", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "replay",
+           "replay_simulated_behaviours", "simulate", "validate_random_traces"]

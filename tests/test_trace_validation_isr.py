@@ -1,6 +1,7 @@
 """Trace validation between tla/IsrVersionedWrites.tla and the replication model
 (conformance/traces_isr.py): random runs of the model are behaviours of the spec (TLC checks
-them all in one run), and corrupted traces are not."""
+them all in one run), and corrupted traces are not; behaviours TLC simulates from the spec,
+constrained to the model's choices, replay on the model, and a corrupted one is caught at its step."""
 
 from __future__ import annotations
 
@@ -54,3 +55,42 @@ def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
     trace[0].state["zkVersion"] = 1
     check = traces_isr.check_traces([trace])
     assert not check.accepted
+
+
+# -- spec -> reference: TLC-simulated behaviours of the constrained spec replayed on the model --------------
+
+SIM_COUNT, SIM_DEPTH, SIM_SEED = 60, 30, 1
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    return traces_isr.simulate(SIM_COUNT, SIM_DEPTH, SIM_SEED)
+
+
+def test_simulated_spec_behaviours_replay_on_the_model(simulated):
+    assert len(simulated) == SIM_COUNT
+    steps, mismatches = 0, []
+    for number, behaviour in enumerate(simulated):
+        try:
+            steps += traces_isr.replay(behaviour)
+        except traces_isr.ReplayMismatch as mismatch:
+            mismatches.append(f"behaviour {number + 1}: {mismatch}")
+    assert not mismatches, "\n".join(mismatches)
+    # the model took every step of every behaviour (Init excluded)
+    assert steps == sum(len(b) - 1 for b in simulated) >= SIM_COUNT * 12
+    actions = {a["action"] for b in simulated for a, _ in b[1:]}
+    for action in ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate", "AdvanceHighWatermark",
+                   "ShrinkIsr", "ExpandIsr", "StepDown", "CrashBroker", "PauseBroker", "ResumeBroker", "ExpireSession",
+                   "StartBroker"):
+        assert action in actions, f"no {action} in the simulated behaviours"
+    assert any(s["committed"] for b in simulated for _, s in b), "no record committed"
+    assert {1, 2} <= {s["controllerEpoch"] for b in simulated for _, s in b}
+
+
+def test_replay_catches_a_corrupted_behaviour_at_the_step_changed(simulated):
+    behaviour = max(simulated, key=len)
+    for index in (1, len(behaviour) // 2, len(behaviour) - 1):
+        bad = traces_isr.corrupt_behaviour(behaviour, index)
+        with pytest.raises(traces_isr.ReplayMismatch) as caught:
+            traces_isr.replay(bad)
+        assert caught.value.step == index, str(caught.value)
