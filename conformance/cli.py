@@ -68,6 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("broker", help="serve one broker over Kafka's wire protocol: the reference group coordinator on real "
                         "time, on-disk logs, a JSONL trace (coordspec broker --help)")
 
+    cluster_parser = commands.add_parser("cluster", help="a cluster of brokers on a real ZooKeeper, on 127.0.0.1")
+    cluster_commands = cluster_parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
+    cluster_up = cluster_commands.add_parser("up", help="start ZooKeeper (unless given) and the brokers; serve until Ctrl-C")
+    cluster_up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    cluster_up.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="an existing ZooKeeper to use instead of starting one")
+    cluster_up.add_argument("--offsets-partitions", type=int, default=3, help="__consumer_offsets partitions (default 3)")
+    cluster_up.add_argument("--data", type=Path, help="data directory (default: ./coordspec-cluster-<pid>)")
+
     zookeeper_parser = commands.add_parser("zookeeper", help="real ZooKeeper (Debian's package) on 127.0.0.1")
     zookeeper_commands = zookeeper_parser.add_subparsers(dest="zookeeper_command", metavar="SUBCOMMAND", required=True)
     zookeeper_up = zookeeper_commands.add_parser("up", help="serve a standalone server or an ensemble until Ctrl-C")
@@ -105,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
             run = {"trace": tracecheck.run_trace_check, "pipeline": tracecheck.run_pipeline,
                    "simulate": tracecheck.run_simulate, "record": tracecheck.run_record}[args.command]
             return run(args)
+        if args.command == "cluster":
+            from broker.cluster.launcher import up
+
+            return up(args.brokers, args.zookeeper, args.data, args.offsets_partitions, say=lambda line: print(line, flush=True))
         if args.command == "zookeeper":
             from broker.zookeeper.process import serve
 
