@@ -96,18 +96,17 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from conformance.tla import TLA_DIR, TlcError, TlcResult, absorb, find_jar, read_messages
+from conformance.tla import TlcError
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
 from reference.choices import SeededChoices
 from reference.consumer_protocol import Assignment as ConsumerAssignment
 from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
 from reference.errors import ErrorCode
+from reference.group import Assignment as SyncAssignment
 from reference.group import (
     CommitPartition,
     CommitTopic,
@@ -121,9 +120,8 @@ from reference.group import (
     Protocol,
     SyncGroup,
     Tick,
+    rebalance,
 )
-from reference.group import Assignment as SyncAssignment
-from reference.group import rebalance
 from reference.group.effects import Reply
 from reference.group.invariants import Monitor
 
@@ -729,64 +727,10 @@ Done == b < Count
 """
 
 
-def _run_tlc(directory, module: str, config: str, extra: list[str], deadlock: bool) -> TlcResult:
-    java = shutil.which("java")
-    if java is None:
-        raise TlcError("Java is missing: TLC needs a JDK")
-    result = TlcResult(module, config)
-    command = [java, "-XX:+UseParallelGC", "-Xmx1g", f"-Djava.io.tmpdir={directory}", "-cp", str(find_jar()),
-               "tlc2.TLC", "-tool", "-workers", "1", "-metadir", f"{directory}/states-{config}",
-               "-config", config, *extra, *([] if deadlock else ["-deadlock"]), module]
-    started = time.monotonic()
-    process = subprocess.Popen(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    messages = read_messages(process.stdout, None)
-    code = process.wait()
-    result.seconds = time.monotonic() - started
-    for number, text in messages:
-        absorb(result, number, text)
-    if code not in (0, 11, 12, 13) or (code != 0 and result.violated is None):
-        errors = [text.strip() for number, text in messages if text.strip()]
-        detail = "\n".join(errors[-6:]) if errors else "no output"
-        raise TlcError(f"TLC failed on {module} (exit {code}): {detail}")
-    return result
-
-
-def _scratch_with_spec() -> tempfile.TemporaryDirectory:
-    scratch = tempfile.TemporaryDirectory(prefix="coordspec-traces-")
-    for name in ("GroupMembership.tla", "TraceGroupMembership.tla"):
-        shutil.copy(TLA_DIR / name, f"{scratch.name}/{name}")
-    return scratch
-
-
-@dataclass
-class TraceCheck:
-    accepted: bool
-    traces: int
-    states: int
-    seconds: float
-    violated: str | None = None
-    failed_trace: int | None = None  # 1-based trace number and index of the step TLC could not take
-    failed_index: int | None = None
-    distinct: int = 0
-
-
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of GroupMembership?"""
-    with _scratch_with_spec() as scratch:
-        with open(f"{scratch}/TraceData.tla", "w") as f:
-            f.write(trace_module(traces))
-        with open(f"{scratch}/TraceGroupMembership.cfg", "w") as f:
-            f.write(_CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n")
-        result = _run_tlc(scratch, "TraceGroupMembership", "TraceGroupMembership.cfg", [], deadlock=True)
-    states = sum(len(t) for t in traces)
-    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
-                       result.violated, distinct=result.distinct)
-    if result.trace:
-        last = result.trace[-1].values
-        check.failed_trace, check.failed_index = int(last["t"]), int(last["i"])
-        if result.violated == "Deadlock":
-            check.failed_index += 1  # the step out of the last matched record
-    return check
+    return check_trace_data("GroupMembership", trace_module(traces),
+                            _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n", traces)
 
 
 @dataclass
@@ -818,26 +762,15 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
 # -- spec -> reference: TLC simulation replayed ---------------------------------------------------------------------
 
 
+def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
+    parsed = {name: parse_value(text) for name, text in values.items()}
+    return parsed["act"], {name: parsed[name] for name in VARIABLES}
+
+
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec, ``depth`` steps each, from one TLC simulation run:
     each a list of (act, spec state) with Init first."""
-    with tempfile.TemporaryDirectory(prefix="coordspec-sim-") as scratch:
-        shutil.copy(TLA_DIR / "GroupMembership.tla", f"{scratch}/GroupMembership.tla")
-        with open(f"{scratch}/SimGroupMembership.tla", "w") as f:
-            f.write(SIM_MODULE)
-        with open(f"{scratch}/SimGroupMembership.cfg", "w") as f:
-            f.write(_CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
-        result = _run_tlc(scratch, "SimGroupMembership", "SimGroupMembership.cfg",
-                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
-    if result.violated != "Done":
-        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
-    behaviours: list[list[tuple[dict, dict]]] = []
-    for trace_state in result.trace:
-        values = {name: parse_value(text) for name, text in trace_state.values.items()}
-        if values["act"]["action"] == "Init":
-            behaviours.append([])
-        behaviours[-1].append((values["act"], {name: values[name] for name in VARIABLES}))
-    behaviours = behaviours[:count]
+    behaviours = simulate_behaviours("GroupMembership", SIM_MODULE, _CONSTANTS, count, depth, seed, _parse_state)[:count]
     if len(behaviours) != count or any(len(x) != depth + 1 for x in behaviours):
         raise TlcError(f"simulation seed {seed}: expected {count} behaviours of {depth} steps")
     return behaviours
@@ -902,30 +835,8 @@ def diff(reference: dict, spec: dict) -> str:
     return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
 
 
-@dataclass
-class ReplaySummary:
-    behaviours: int
-    steps: int
-    actions: dict[str, int]
-    mismatches: list[str]
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours of ``depth`` steps from one TLC simulation (``-seed seed``), each replayed on the reference."""
     started = time.monotonic()
-    behaviours = simulate(count, depth, seed)
-    actions: dict[str, int] = {}
-    mismatches, steps = [], 0
-    for number, behaviour in enumerate(behaviours):
-        for act, _ in behaviour[1:]:
-            actions[act["action"]] = actions.get(act["action"], 0) + 1
-        try:
-            steps += replay(behaviour, seed + number)
-        except TraceMismatch as mismatch:
-            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
-    return ReplaySummary(count, steps, actions, mismatches, time.monotonic() - started)
+    return replay_all(simulate(count, depth, seed), lambda behaviour, number: replay(behaviour, seed + number), seed, started,
+                      TraceMismatch)

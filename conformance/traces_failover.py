@@ -172,13 +172,11 @@ from __future__ import annotations
 
 import random
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 
-from conformance.tla import TLA_DIR, TlcError
-from conformance.traces import TraceMismatch, _run_tlc
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
+from conformance.traces import TraceMismatch
 from reference.errors import ErrorCode
 from reference.failover.cluster import FailoverCluster
 from reference.failover.partition import PartitionState
@@ -785,37 +783,10 @@ CONSTANTS = """CONSTANTS
 INVARIANTS = "StartsInInit TypeOK LoadBeforeServe SingleActiveCoordinator NoCommittedOffsetLost NoStaleGenerationAfterFailover"
 
 
-@dataclass
-class TraceCheck:
-    accepted: bool
-    traces: int
-    states: int
-    seconds: float
-    violated: str | None = None
-    failed_trace: int | None = None  # 1-based trace number and index of the record TLC could not reach
-    failed_index: int | None = None
-    distinct: int = 0
-
-
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of CoordinatorFailover?"""
-    with tempfile.TemporaryDirectory(prefix="coordspec-traces-cf-") as scratch:
-        for name in ("CoordinatorFailover.tla", "TraceCoordinatorFailover.tla"):
-            shutil.copy(TLA_DIR / name, f"{scratch}/{name}")
-        with open(f"{scratch}/TraceData.tla", "w") as f:
-            f.write(trace_module(traces))
-        with open(f"{scratch}/TraceCoordinatorFailover.cfg", "w") as f:
-            f.write(CONSTANTS + f"INIT TraceInit\nNEXT TraceNext\nINVARIANTS {INVARIANTS}\n")
-        result = _run_tlc(scratch, "TraceCoordinatorFailover", "TraceCoordinatorFailover.cfg", [], deadlock=True)
-    states = sum(len(t) for t in traces)
-    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
-                       result.violated, distinct=result.distinct)
-    if result.trace:
-        last = result.trace[-1].values
-        check.failed_trace, check.failed_index = int(last["tr"]), int(last["ix"])
-        if result.violated == "Deadlock":
-            check.failed_index += 1  # the record after the last one matched
-    return check
+    return check_trace_data("CoordinatorFailover", trace_module(traces),
+                            CONSTANTS + f"INIT TraceInit\nNEXT TraceNext\nINVARIANTS {INVARIANTS}\n", traces, position=("tr", "ix"))
 
 
 @dataclass
@@ -1015,23 +986,7 @@ def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec (at most ``depth`` steps each, fewer when the wrapper has
     nothing left to do), from one TLC simulation run: lists of (act, spec state), Init first."""
-    with tempfile.TemporaryDirectory(prefix="coordspec-sim-cf-") as scratch:
-        shutil.copy(TLA_DIR / "CoordinatorFailover.tla", f"{scratch}/CoordinatorFailover.tla")
-        with open(f"{scratch}/SimCoordinatorFailover.tla", "w") as f:
-            f.write(SIM_MODULE)
-        with open(f"{scratch}/SimCoordinatorFailover.cfg", "w") as f:
-            f.write(CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
-        result = _run_tlc(scratch, "SimCoordinatorFailover", "SimCoordinatorFailover.cfg",
-                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
-    if result.violated != "Done":
-        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
-    behaviours: list[list[tuple[dict, dict]]] = []
-    for trace_state in result.trace:
-        act, state = _parse_state(trace_state.values)
-        if act["action"] == "Init":
-            behaviours.append([])
-        behaviours[-1].append((act, state))
-    return behaviours[:count]
+    return simulate_behaviours("CoordinatorFailover", SIM_MODULE, CONSTANTS, count, depth, seed, _parse_state)[:count]
 
 
 def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
@@ -1083,30 +1038,8 @@ def _diff(reference: dict, spec: dict) -> str:
     return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
 
 
-@dataclass
-class ReplaySummary:
-    behaviours: int
-    steps: int
-    actions: dict[str, int]
-    mismatches: list[str]
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the reference."""
     started = time.monotonic()
-    behaviours = simulate(count, depth, seed)
-    actions: dict[str, int] = {}
-    mismatches, steps = [], 0
-    for number, behaviour in enumerate(behaviours):
-        for act, _ in behaviour[1:]:
-            actions[act["action"]] = actions.get(act["action"], 0) + 1
-        try:
-            steps += replay(behaviour, seed + number)
-        except TraceMismatch as mismatch:
-            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
-    return ReplaySummary(len(behaviours), steps, actions, mismatches, time.monotonic() - started)
+    return replay_all(simulate(count, depth, seed), lambda behaviour, number: replay(behaviour, seed + number), seed, started,
+                      TraceMismatch)

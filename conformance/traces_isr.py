@@ -139,13 +139,11 @@ import copy
 import dataclasses
 import random
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 
-from conformance.tla import TLA_DIR, TlcError
-from conformance.traces import _run_tlc
+from conformance.tla import TlcError
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
 from reference.replication import partition as partition_module
 from reference.replication.broker import Broker
 from reference.replication.cluster import Cluster
@@ -789,37 +787,10 @@ _CONSTANTS = """CONSTANTS
 """
 
 
-@dataclass
-class TraceCheck:
-    accepted: bool
-    traces: int
-    states: int
-    seconds: float
-    violated: str | None = None
-    failed_trace: int | None = None
-    failed_index: int | None = None
-    distinct: int = 0
-
-
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of IsrVersionedWrites?"""
-    with tempfile.TemporaryDirectory(prefix="coordspec-isr-traces-") as scratch:
-        for name in ("IsrVersionedWrites.tla", "TraceIsrVersionedWrites.tla"):
-            shutil.copy(TLA_DIR / name, f"{scratch}/{name}")
-        with open(f"{scratch}/TraceData.tla", "w") as f:
-            f.write(trace_module(traces))
-        with open(f"{scratch}/TraceIsrVersionedWrites.cfg", "w") as f:
-            f.write(_CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n")
-        result = _run_tlc(scratch, "TraceIsrVersionedWrites", "TraceIsrVersionedWrites.cfg", [], deadlock=True)
-    states = sum(len(t) for t in traces)
-    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
-                       result.violated, distinct=result.distinct)
-    if result.trace:
-        last = result.trace[-1].values
-        check.failed_trace, check.failed_index = int(last["t"]), int(last["i"])
-        if result.violated == "Deadlock":
-            check.failed_index += 1
-    return check
+    return check_trace_data("IsrVersionedWrites", trace_module(traces),
+                            _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n", traces)
 
 
 @dataclass
@@ -1088,22 +1059,7 @@ def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the constrained spec (at most ``depth`` steps each), from one TLC
     simulation run: lists of (act, spec state), Init first."""
-    with tempfile.TemporaryDirectory(prefix="coordspec-sim-isr-") as scratch:
-        shutil.copy(TLA_DIR / "IsrVersionedWrites.tla", f"{scratch}/IsrVersionedWrites.tla")
-        with open(f"{scratch}/SimIsrVersionedWrites.tla", "w") as f:
-            f.write(SIM_MODULE)
-        with open(f"{scratch}/SimIsrVersionedWrites.cfg", "w") as f:
-            f.write(_CONSTANTS + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n")
-        result = _run_tlc(scratch, "SimIsrVersionedWrites", "SimIsrVersionedWrites.cfg",
-                          ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)], deadlock=False)
-    if result.violated != "Done":
-        raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
-    behaviours: list[list[tuple[dict, dict]]] = []
-    for trace_state in result.trace:
-        act, state = _spec_state(trace_state.values)
-        if act["action"] == "Init":
-            behaviours.append([])
-        behaviours[-1].append((act, state))
+    behaviours = simulate_behaviours("IsrVersionedWrites", SIM_MODULE, _CONSTANTS, count, depth, seed, _spec_state)
     if len(behaviours) < count:
         raise TlcError(f"simulation seed {seed}: {len(behaviours)} behaviours, expected {count}")
     return behaviours[:count]
@@ -1228,35 +1184,10 @@ _FREE = ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate
          "PauseBroker", "ResumeBroker", "ExpireSession")
 
 
-@dataclass
-class ReplaySummary:
-    behaviours: int
-    steps: int
-    actions: dict[str, int]
-    mismatches: list[str]
-    seconds: float
-    longest: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the model."""
     started = time.monotonic()
-    behaviours = simulate(count, depth, seed)
-    actions: dict[str, int] = {}
-    mismatches, steps = [], 0
-    for number, behaviour in enumerate(behaviours):
-        for act, _ in behaviour[1:]:
-            actions[act["action"]] = actions.get(act["action"], 0) + 1
-        try:
-            steps += replay(behaviour)
-        except ReplayMismatch as mismatch:
-            mismatches.append(f"behaviour {number + 1} (seed {seed}): {mismatch}")
-    return ReplaySummary(len(behaviours), steps, actions, mismatches, time.monotonic() - started,
-                         max(len(b) - 1 for b in behaviours))
+    return replay_all(simulate(count, depth, seed), lambda behaviour, _: replay(behaviour), seed, started, ReplayMismatch)
 
 
 __all__ = ["Harness", "ReplayMismatch", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "replay",
