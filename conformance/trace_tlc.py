@@ -92,6 +92,30 @@ def check_trace_data(spec: str, trace_data: str, config: str, traces: Sequence[S
     return check
 
 
+def trace_data_module(traces: Sequence[Sequence[Sequence[str]]], fields: Sequence[str], constants: Sequence[str],
+                      shared: Sequence[str]) -> str:
+    """The ``TraceData`` module: ``Traces``, a sequence of traces, each a sequence of records
+    whose values (TLA+ texts, in the order of ``fields``) are built by ``R(...)``. Each
+    distinct value of a field in ``shared`` is defined once, which keeps the module small
+    enough for SANY to parse quickly."""
+    names: dict[str, str] = {}
+
+    def name_of(text: str) -> str:
+        if text not in names:
+            names[text] = f"V{len(names) + 1}"
+        return names[text]
+
+    def record(values: Sequence[str]) -> str:
+        return "R(" + ",".join(name_of(v) if f in shared else v for f, v in zip(fields, values, strict=True)) + ")"
+
+    body = ",\n".join("<<" + ",\n".join(record(r) for r in trace) + ">>" for trace in traces)
+    params = [f"x{k}" for k in range(len(fields))]
+    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params, strict=True)) + "]"
+    definitions = "\n".join(f"{name} == {text}" for text, name in names.items())
+    return (f"---- MODULE TraceData ----\nEXTENDS Integers, Sequences, TLC\nCONSTANTS {', '.join(constants)}\n"
+            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+
+
 Behaviour = list[tuple[dict, dict]]  # (act, spec state) per state, Init first
 
 

@@ -101,7 +101,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
 from reference.choices import SeededChoices
 from reference.consumer_protocol import Assignment as ConsumerAssignment
 from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
@@ -544,28 +544,10 @@ _SHARED = ("assignment", "clientGen", "clientLeader", "owners", "lastCommit")  #
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    """The traces as a TLA+ module. Records are built by R(...) from positional values, and each
-    distinct value of a function- or record-valued variable is defined once, which keeps the
-    module small enough for SANY to parse quickly."""
-    shared: dict[str, str] = {}
-
-    def name_of(text: str) -> str:
-        if text not in shared:
-            shared[text] = f"V{len(shared) + 1}"
-        return shared[text]
-
-    def record(step: Step) -> str:
-        values = [name_of(tla(step.state[n])) if n in _SHARED else tla(step.state[n]) for n in VARIABLES]
-        values += [f'"{step.action}"', tla(step.actor), tla(step.with_generation)]
-        return "R(" + ",".join(values) + ")"
-
-    body = ",\n".join("<<" + ",\n".join(record(s) for s in trace) + ">>" for trace in traces)
-    params = [f"x{k}" for k in range(len(VARIABLES) + 3)]
-    fields = [*VARIABLES, "action", "actor", "withGeneration"]
-    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params)) + "]"
-    definitions = "\n".join(f"{name} == {text}" for text, name in shared.items())
-    return ("---- MODULE TraceData ----\nEXTENDS Integers, TLC\nCONSTANTS c1, c2, p1, p2\n"
-            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+    """The traces as the TraceData module (record-valued variables with few distinct values named once)."""
+    rows = [[[tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.actor), tla(s.with_generation)] for s in trace]
+            for trace in traces]
+    return trace_data_module(rows, [*VARIABLES, "action", "actor", "withGeneration"], ["c1", "c2", "p1", "p2"], _SHARED)
 
 
 _TOKEN = re.compile(r'\s*(<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|[A-Za-z_][A-Za-z0-9_]*)')

@@ -175,7 +175,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
 from conformance.traces import TraceMismatch
 from reference.errors import ErrorCode
 from reference.failover.cluster import FailoverCluster
@@ -741,25 +741,8 @@ _SHARED = ("view", "log", "hw", "status", "cache", "pending")  # few distinct va
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    shared: dict[str, str] = {}
-
-    def name_of(text: str) -> str:
-        if text not in shared:
-            shared[text] = f"V{len(shared) + 1}"
-        return shared[text]
-
-    def record(step: Step) -> str:
-        values = [name_of(tla(step.state[n])) if n in _SHARED else tla(step.state[n]) for n in VARIABLES]
-        values += [f'"{step.action}"', tla(step.a1), tla(step.a2)]
-        return "R(" + ",".join(values) + ")"
-
-    body = ",\n".join("<<" + ",\n".join(record(s) for s in trace) + ">>" for trace in traces)
-    params = [f"x{k}" for k in range(len(VARIABLES) + 3)]
-    fields = [*VARIABLES, "action", "a1", "a2"]
-    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params)) + "]"
-    definitions = "\n".join(f"{name} == {text}" for text, name in shared.items())
-    return ("---- MODULE TraceData ----\nEXTENDS Integers, TLC\nCONSTANTS b1, b2, b3, p1\n"
-            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+    rows = [[[tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.a1), tla(s.a2)] for s in trace] for trace in traces]
+    return trace_data_module(rows, [*VARIABLES, "action", "a1", "a2"], [*BROKERS, *PARTITIONS], _SHARED)
 
 
 CONSTANTS = """CONSTANTS

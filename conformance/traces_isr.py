@@ -143,7 +143,7 @@ import time
 from dataclasses import dataclass, field
 
 from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
 from reference.replication import partition as partition_module
 from reference.replication.broker import Broker
 from reference.replication.cluster import Cluster
@@ -747,25 +747,8 @@ def _value(name: str, value) -> str:
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    shared: dict[str, str] = {}
-
-    def name_of(text: str) -> str:
-        if text not in shared:
-            shared[text] = f"V{len(shared) + 1}"
-        return shared[text]
-
-    def record(step: Step) -> str:
-        values = [name_of(_value(n, step.state[n])) for n in VARIABLES]
-        values += [f'"{step.action}"', tla(step.actor), tla(step.other)]
-        return "R(" + ",".join(values) + ")"
-
-    body = ",\n".join("<<" + ",\n".join(record(s) for s in trace) + ">>" for trace in traces)
-    params = [f"x{k}" for k in range(len(VARIABLES) + 3)]
-    fields = [*VARIABLES, "action", "actor", "other"]
-    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params, strict=True)) + "]"
-    definitions = "\n".join(f"{name} == {text}" for text, name in shared.items())
-    return ("---- MODULE TraceData ----\nEXTENDS Integers, Sequences, TLC\nCONSTANTS b1, b2, b3\n"
-            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+    rows = [[[_value(n, s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.actor), tla(s.other)] for s in trace] for trace in traces]
+    return trace_data_module(rows, [*VARIABLES, "action", "actor", "other"], ["b1", "b2", "b3"], VARIABLES)
 
 
 _CONSTANTS = """CONSTANTS
