@@ -92,6 +92,38 @@ def check_trace_data(spec: str, trace_data: str, config: str, traces: Sequence[S
     return check
 
 
+def tla_value(value, model_values: frozenset[str], special: Callable[[object], str | None] = lambda value: None) -> str:
+    """Python -> TLA+ text: strings in ``model_values`` are model values, other strings are
+    strings; lists and tuples are sequences, sets are sets; a dict is a sequence when keyed by
+    ints, a function (``:>``/``@@``) when keyed by model values, else a record. ``special``
+    may print a value its own way (None: the usual way)."""
+    custom = special(value)
+    if custom is not None:
+        return custom
+
+    def text(v) -> str:
+        return tla_value(v, model_values, special)
+
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return value if value in model_values else f'"{value}"'
+    if isinstance(value, list | tuple):
+        return "<<" + ", ".join(text(v) for v in value) + ">>"
+    if isinstance(value, frozenset | set):
+        return "{" + ", ".join(sorted(text(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        keys = list(value)
+        if keys and all(isinstance(k, int) and not isinstance(k, bool) for k in keys):
+            return "<<" + ", ".join(text(value[k]) for k in sorted(keys)) + ">>"
+        if keys and all(k in model_values for k in keys):
+            return "(" + " @@ ".join(f"{k} :> {text(value[k])}" for k in sorted(keys)) + ")"
+        return "[" + ", ".join(f"{k} |-> {text(v)}" for k, v in value.items()) + "]"
+    raise TypeError(f"no TLA+ form for {value!r}")
+
+
 def trace_data_module(traces: Sequence[Sequence[Sequence[str]]], fields: Sequence[str], constants: Sequence[str],
                       shared: Sequence[str]) -> str:
     """The ``TraceData`` module: ``Traces``, a sequence of traces, each a sequence of records

@@ -101,7 +101,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
 from reference.choices import SeededChoices
 from reference.consumer_protocol import Assignment as ConsumerAssignment
 from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
@@ -520,24 +520,12 @@ def corrupt_stale_commit(trace: list[Step]) -> tuple[list[Step], int] | None:
 # -- TLA+ values --------------------------------------------------------------------------------------------
 
 
+_MODEL_VALUES = frozenset(CLIENTS + PARTITIONS)
+
+
 def tla(value) -> str:
     """Python -> TLA+: clients and partitions are model values, other strings are strings."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return value if value in CLIENTS or value in PARTITIONS else f'"{value}"'
-    if isinstance(value, frozenset | set):
-        return "{" + ", ".join(sorted(tla(v) for v in value)) + "}"
-    if isinstance(value, dict):
-        keys = list(value)
-        if keys and all(isinstance(k, int) for k in keys):
-            return "<<" + ", ".join(tla(value[k]) for k in sorted(keys)) + ">>"
-        if keys and all(k in CLIENTS or k in PARTITIONS for k in keys):
-            return "(" + " @@ ".join(f"{k} :> {tla(value[k])}" for k in sorted(keys)) + ")"
-        return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
-    raise TypeError(f"no TLA+ form for {value!r}")
+    return tla_value(value, _MODEL_VALUES)
 
 
 _SHARED = ("assignment", "clientGen", "clientLeader", "owners", "lastCommit")  # few distinct values: named once

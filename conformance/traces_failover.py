@@ -175,7 +175,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
 from conformance.traces import TraceMismatch
 from reference.errors import ErrorCode
 from reference.failover.cluster import FailoverCluster
@@ -714,27 +714,19 @@ def validate_random_traces(count: int, steps: int, seed: int, max_draws: int | N
 # -- TLA+ values and the TLC run ---------------------------------------------------------------------------
 
 
+_MODEL_VALUES = frozenset(BROKERS + PARTITIONS)
+
+
 def tla(value) -> str:
     """Python -> TLA+: brokers and p1 are model values, other strings are strings; a pending
     write (broker, index) is a record."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return value if value in BROKERS or value in PARTITIONS else f'"{value}"'
-    if isinstance(value, frozenset | set):
-        return "{" + ", ".join(sorted(tla(v) for v in value)) + "}"
-    if isinstance(value, list):
-        return "<<" + ", ".join(tla(v) for v in value) + ">>"
+    return tla_value(value, _MODEL_VALUES, _pending_write)
+
+
+def _pending_write(value) -> str | None:
     if isinstance(value, tuple):
         return f"[broker |-> {tla(value[0])}, index |-> {tla(value[1])}]"
-    if isinstance(value, dict):
-        keys = list(value)
-        if keys and all(k in BROKERS or k in PARTITIONS for k in keys):
-            return "(" + " @@ ".join(f"{k} :> {tla(value[k])}" for k in sorted(keys)) + ")"
-        return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
-    raise TypeError(f"no TLA+ form for {value!r}")
+    return None
 
 
 _SHARED = ("view", "log", "hw", "status", "cache", "pending")  # few distinct values: each defined once

@@ -143,7 +143,7 @@ import time
 from dataclasses import dataclass, field
 
 from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, trace_data_module
+from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
 from reference.replication import partition as partition_module
 from reference.replication.broker import Broker
 from reference.replication.cluster import Cluster
@@ -716,22 +716,8 @@ def corrupt_stale_isr_write(trace: list[Step]) -> tuple[list[Step], int] | None:
 
 
 def tla(value) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return value if value in NAME.values() else f'"{value}"'
-    if isinstance(value, tuple):
-        return "<<" + ", ".join(tla(v) for v in value) + ">>"
-    if isinstance(value, frozenset | set):
-        return "{" + ", ".join(sorted(tla(v) for v in value)) + "}"
-    if isinstance(value, dict):
-        keys = list(value)
-        if keys and all(k in NAME.values() for k in keys):
-            return "(" + " @@ ".join(f"{k} :> {tla(value[k])}" for k in sorted(keys)) + ")"
-        return "[" + ", ".join(f"{k} |-> {tla(v)}" for k, v in value.items()) + "]"
-    raise TypeError(f"no TLA+ form for {value!r}")
+    """Python -> TLA+: broker names are model values, other strings are strings."""
+    return tla_value(value, frozenset(NAME.values()))
 
 
 def _lisr_tla(record: tuple) -> str:
