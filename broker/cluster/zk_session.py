@@ -20,33 +20,14 @@ import time
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import RolledBackError, ZookeeperError
+from kazoo.exceptions import ZookeeperError
 from kazoo.protocol.states import EventType as KEventType
-from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.protocol.states import KazooState
 
+from broker.zookeeper import kazoo_calls
 from reference.replication.effects import ZkCall
 from reference.replication.events import ZkResult, ZkSessionExpired, ZkSessionStarted, ZkWatch
-from reference.zookeeper import (
-    Check,
-    CheckResult,
-    Code,
-    Create,
-    CreateResult,
-    Delete,
-    DeleteResult,
-    ErrorResult,
-    EventType,
-    Exists,
-    ExistsResult,
-    GetChildrenResult,
-    GetData,
-    GetDataResult,
-    Multi,
-    MultiResult,
-    SetData,
-    SetDataResult,
-    Stat,
-)
+from reference.zookeeper import Code, Create, Delete, EventType, Multi, SetData
 from reference.zookeeper.results import failure
 
 _EVENT_TYPES = {
@@ -59,11 +40,6 @@ _EVENT_TYPES = {
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def stat_of(stat: ZnodeStat) -> Stat:
-    return Stat(version=stat.version, cversion=stat.cversion, ephemeral_owner=stat.ephemeralOwner,
-                data_length=stat.dataLength, num_children=stat.numChildren)
 
 
 class ZkSession:
@@ -130,7 +106,7 @@ class ZkSession:
 
         def done(async_result) -> None:
             try:
-                result = self._result(op, async_result.get())
+                result = kazoo_calls.result(op, async_result.get())
             except ZookeeperError as e:
                 result = failure(op, Code(e.code))
             except Exception:  # noqa: BLE001 - kazoo's own failures (closing, timeouts) lose the connection
@@ -160,37 +136,4 @@ class ZkSession:
                 else:
                     transaction.check(o.path, o.version)
             return transaction.commit_async()
-        if isinstance(op, Create):
-            return client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
-        if isinstance(op, Delete):
-            return client.delete_async(op.path, op.version)
-        if isinstance(op, SetData):
-            return client.set_async(op.path, op.data, op.version)
-        if isinstance(op, GetData):
-            return client.get_async(op.path, watch)
-        if isinstance(op, Exists):
-            return client.exists_async(op.path, watch)
-        return client.get_children_async(op.path, watch, include_data=True)
-
-    def _result(self, op, value):
-        if isinstance(op, Multi):
-            if any(isinstance(v, Exception) for v in value):
-                # A failed multi answers every op: rolled-back ones with code 0, as ZooKeeper does.
-                results = tuple(ErrorResult(Code.OK if isinstance(v, RolledBackError) else Code(v.code)) for v in value)
-                return MultiResult(next(r.code for r in results if r.code != Code.OK), results)
-            return MultiResult(Code.OK, tuple(self._result(o, v) for o, v in zip(op.ops, value, strict=True)))
-        if isinstance(op, Create):
-            return CreateResult(Code.OK, value)
-        if isinstance(op, Delete):
-            return DeleteResult(Code.OK)
-        if isinstance(op, SetData):
-            return SetDataResult(Code.OK, stat_of(value))
-        if isinstance(op, Check):
-            return CheckResult(Code.OK)
-        if isinstance(op, GetData):
-            data, stat = value
-            return GetDataResult(Code.OK, data, stat_of(stat))
-        if isinstance(op, Exists):
-            return ExistsResult(Code.NONODE) if value is None else ExistsResult(Code.OK, stat_of(value))
-        children, stat = value
-        return GetChildrenResult(Code.OK, tuple(sorted(children)), stat_of(stat))
+        return kazoo_calls.send(client, op, watch)

@@ -33,35 +33,33 @@ import threading
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import RolledBackError, ZookeeperError
+from kazoo.exceptions import ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.paths import _prefix_root
-from kazoo.protocol.serialization import CheckVersion, Exists as KExists, GetChildren2, GetData as KGetData, SetData as KSetData
-from kazoo.protocol.serialization import Create as KCreate, Delete as KDelete, Transaction
-from kazoo.protocol.states import Callback, EventType as KEventType, KazooState, ZnodeStat
+from kazoo.protocol.serialization import CheckVersion, GetChildren2, Transaction
+from kazoo.protocol.serialization import Create as KCreate
+from kazoo.protocol.serialization import Delete as KDelete
+from kazoo.protocol.serialization import Exists as KExists
+from kazoo.protocol.serialization import GetData as KGetData
+from kazoo.protocol.serialization import SetData as KSetData
+from kazoo.protocol.states import Callback, KazooState, ZnodeStat
+from kazoo.protocol.states import EventType as KEventType
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from broker.zookeeper import kazoo_calls
 from broker.zookeeper.process import four_letter_word
 from reference.errors import UsageError
 from reference.zookeeper import (
     Check,
-    CheckResult,
     CloseSession,
     Code,
     Create,
-    CreateResult,
     Delete,
-    DeleteResult,
     Effect,
-    ErrorResult,
     EventType,
     Exists,
-    ExistsResult,
-    GetChildrenResult,
     GetData,
-    GetDataResult,
     Multi,
-    MultiResult,
     OpenSession,
     Ping,
     Reply,
@@ -71,7 +69,6 @@ from reference.zookeeper import (
     SessionExpired,
     SessionOpened,
     SetData,
-    SetDataResult,
     Stat,
     Tick,
     WatchFired,
@@ -318,58 +315,16 @@ class KazooExecutor:
             return self._call_async(client, Transaction([self._request(o, None) for o in op.ops]))
         if self._raw(op):
             return self._call_async(client, self._request(op, watch))
-        if isinstance(op, Create):
-            return client.create_async(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
-        if isinstance(op, Delete):
-            return client.delete_async(op.path, op.version)
-        if isinstance(op, SetData):
-            return client.set_async(op.path, op.data, op.version)
-        if isinstance(op, GetData):
-            return client.get_async(op.path, watch)
-        if isinstance(op, Exists):
-            return client.exists_async(op.path, watch)
-        return client.get_children_async(op.path, watch, include_data=True)
+        return kazoo_calls.send(client, op, watch)
 
     def _receive(self, session: _Session, op, pending) -> Result:
         try:
             value = self._wait(pending)
         except ZookeeperError as e:
             return failure(op, Code(e.code))
-        if isinstance(op, Multi):
-            return self._multi_result(session.client, op, value)
-        return self._result(session.client, op, value)
-
-    def _result(self, client: KazooClient, op, value) -> Result:
-        if isinstance(op, Create):
-            return CreateResult(Code.OK, client.unchroot(value) if self._raw(op) else value)
-        if isinstance(op, Delete):
-            return DeleteResult(Code.OK)
-        if isinstance(op, SetData):
-            return SetDataResult(Code.OK, self._stat(value))
-        if isinstance(op, Check):
-            return CheckResult(Code.OK)
-        if isinstance(op, GetData):
-            data, stat = value
-            return GetDataResult(Code.OK, data, self._stat(stat))
-        if isinstance(op, Exists):
-            return ExistsResult(Code.NONODE) if value is None else ExistsResult(Code.OK, self._stat(value))
-        children, stat = value
-        return GetChildrenResult(Code.OK, tuple(sorted(children)), self._stat(stat))
-
-    def _multi_result(self, client: KazooClient, multi: Multi, values) -> MultiResult:
-        # A failed multi does not raise: every result is an exception, rolled back ones
-        # RolledBackError (ZooKeeper's code 0).
-        if any(isinstance(v, Exception) for v in values):
-            results = tuple(ErrorResult(Code.OK if isinstance(v, RolledBackError) else Code(v.code)) for v in values)
-            failed = next(r.code for r in results if r.code != Code.OK)
-            return MultiResult(failed, results)
-        results = []
-        for op, value in zip(multi.ops, values, strict=True):
-            if isinstance(op, Create):
-                results.append(CreateResult(Code.OK, value))  # kazoo strips the chroot
-            else:
-                results.append(self._result(client, op, value))
-        return MultiResult(Code.OK, tuple(results))
+        if isinstance(op, Create) and self._raw(op):
+            value = session.client.unchroot(value)  # a raw request's answer keeps the chroot
+        return kazoo_calls.result(op, value, self._stat)
 
     def _stat(self, stat: ZnodeStat) -> Stat:
         owner = stat.ephemeralOwner
