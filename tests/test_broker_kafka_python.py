@@ -54,6 +54,9 @@ class Member(threading.Thread):
         self.consumer = KafkaConsumer(
             bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
             session_timeout_ms=6000, heartbeat_interval_ms=300,
+            # A leader whose metadata did not list the new topic yet assigns nothing, and only
+            # a metadata refresh (every 5 minutes by default) makes kafka-python rejoin.
+            metadata_max_age_ms=500,
         )
         self.consumer.subscribe([topic])
         self.received: list[bytes] = []
