@@ -1,0 +1,147 @@
+"""kafka-python on the 3-broker cluster on a real ZooKeeper: a group on a topic with 3
+partitions of 3 replicas each rebalances when a third member joins and when one leaves,
+consumes every record produced (acks=all) exactly once, and commits; the commits are
+fetched back by the admin client and by a new consumer. The group lives on the broker
+that leads its ``__consumer_offsets`` partition.
+
+Each consumer runs in its own thread, as kafka-python expects (its calls are not
+thread-safe; the test hands them to the member's thread). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
+    HEARTBEAT_INTERVAL_MS,
+    SESSION_TIMEOUT_MS,
+    assert_no_errors,
+    cluster_fixture,
+    is_partitioned,
+    partition_of,
+    values,
+    wait_for,
+    zookeeper_fixture,
+)
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from broker.cluster.launcher import Cluster
+
+TOPIC = "orders"
+GROUP = "billing"
+PARTITIONS = 3
+ROUND = 30  # records produced per round, ROUND // PARTITIONS to each partition
+
+
+def produce(bootstrap: str, batch: list[bytes]) -> None:
+    # Not idempotent, kafka-python's default: the cluster's brokers do not answer
+    # InitProducerId (API 22) yet, and kafka-python then fails every send.
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False)
+    futures = [producer.send(TOPIC, value=value, partition=partition_of(value, PARTITIONS)) for value in batch]
+    producer.flush(20)
+    for future in futures:
+        future.get(10)
+    producer.close()
+
+
+class Member(threading.Thread):
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest", enable_auto_commit=False,
+            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+            # A leader whose metadata did not list the new topic yet assigns nothing, and only
+            # a metadata refresh (every 5 minutes by default) makes kafka-python rejoin.
+            metadata_max_age_ms=500,
+        )
+        self.consumer.subscribe([TOPIC])
+        self.received: list[bytes] = []
+        self.assigned: set[int] = set()
+        self._calls: queue.Queue = queue.Queue()
+        self._stopping = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            for records in self.consumer.poll(100).values():
+                self.received.extend(r.value for r in records)
+            self.assigned = {tp.partition for tp in self.consumer.assignment()}
+            while not self._calls.empty():
+                fn, future = self._calls.get()
+                try:
+                    future.set_result(fn(self.consumer))
+                except Exception as e:  # noqa: BLE001 - handed back to the test
+                    future.set_exception(e)
+        self.consumer.close()  # LeaveGroup
+
+    def call(self, fn: Callable[[KafkaConsumer], Any]) -> Any:
+        future: Future = Future()
+        self._calls.put((fn, future))
+        return future.result(15)
+
+    def close(self) -> None:
+        self._stopping.set()
+        self.join(15)
+        assert not self.is_alive()
+
+
+def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None:
+    """Produce a round of records; the members consume each exactly once, each from its own partitions, and commit."""
+    for member in members:
+        member.received.clear()
+    batch = values(first, ROUND)
+    produce(cluster.bootstrap, batch)
+    wait_for(lambda: sum(len(m.received) for m in members) >= ROUND, 30, f"records {first}..{first + ROUND - 1}")
+    assert sorted(v for m in members for v in m.received) == sorted(batch)
+    for member in members:
+        assert {partition_of(v, PARTITIONS) for v in member.received} == member.assigned
+        member.call(lambda c: c.commit())  # raises unless every partition's commit is acknowledged
+
+
+def committed_by_admin(admin: KafkaAdminClient) -> dict[int, int]:
+    return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets({GROUP: None})[GROUP].items() if tp.topic == TOPIC}
+
+
+def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    members: list[Member] = []
+    try:
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
+
+        members = [Member(cluster.bootstrap), Member(cluster.bootstrap)]
+        a, b = members
+        wait_for(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "two members sharing the partitions")
+        consume_a_round(cluster, [a, b], 0)
+        assert committed_by_admin(admin) == {p: 10 for p in range(PARTITIONS)}
+
+        c = Member(cluster.bootstrap)
+        members.append(c)
+        wait_for(lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS), 40, "a rebalance over three members")
+        consume_a_round(cluster, [a, b, c], ROUND)  # each resumes where the previous owner committed
+        assert committed_by_admin(admin) == {p: 20 for p in range(PARTITIONS)}
+
+        c.close()  # LeaveGroup
+        members.remove(c)
+        wait_for(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "a rebalance after a member left")
+        consume_a_round(cluster, [a, b], 2 * ROUND)
+        assert committed_by_admin(admin) == {p: 30 for p in range(PARTITIONS)}
+
+        # The group lives where ZooKeeper says its offsets partition is led, and nowhere else.
+        hosting = {broker for broker in cluster.broker_ids if GROUP in {g["group_id"] for g in admin.list_groups(broker_ids=[broker])}}
+        assert hosting == {cluster.coordinator(GROUP)}
+    finally:
+        for member in members:
+            member.close()
+        admin.close()
+
+    reader = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=GROUP, enable_auto_commit=False)
+    try:
+        assert [reader.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)] == [30] * PARTITIONS
+    finally:
+        reader.close()
+    assert_no_errors(cluster)
