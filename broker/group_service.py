@@ -3,21 +3,33 @@
 The broker adds only IO: the coordinator decides everything. Time is the wall clock in
 milliseconds (offset commit timestamps are persisted, so it has to survive restarts),
 never moving backwards. After every step one timer is armed for ``next_deadline_ms()``.
-``AppendRecords`` is written to the group's ``__consumer_offsets`` partition and synced
-to disk before the coordinator hears ``AppendCompleted``, so a reply that waits on a
-write (a commit, the leader's SyncGroup) is sent only once the write is durable. At
-start every partition is read back and handed to the coordinator as ``LoadGroups``.
+At start every partition is read back and handed to the coordinator as ``LoadGroups``.
+
+``AppendRecords`` go to the group's ``__consumer_offsets`` partition as a group commit:
+the appends of a loop turn are written together, one fsync per partition runs in a
+worker thread while the loop keeps serving, and only then does the coordinator hear
+``AppendCompleted`` for each, so a reply that waits on a write (a commit, the leader's
+SyncGroup) is sent only once the write is durable. Appends issued meanwhile form the
+next batch.
+
+While a group has a write in flight, its next requests wait for it, in arrival order
+(an OffsetCommit behind commits only excepted): the coordinator sees each request of a
+group after that group's earlier writes completed, as in a replay of the trace, whose
+reference completes every write at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import io
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kio.records.readers import read_batch
@@ -34,8 +46,9 @@ from broker.log.group_records import (
     encode_key,
     encode_value,
 )
+from broker.log.partition import PartitionLog
 from broker.log.topics import OFFSETS_TOPIC, TopicStore
-from broker.trace import Trace
+from broker.trace import Trace, group_key
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode
 from reference.group import (
@@ -43,10 +56,11 @@ from reference.group import (
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
+    OffsetCommit,
     Tick,
 )
 from reference.group.effects import AppendRecords, Reply
-from reference.group.records import Record
+from reference.group.records import GroupMetadataKey, Record
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +72,31 @@ def offsets_partition(group_id: str, partitions: int) -> int:
         h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
     signed = h - (1 << 32) if h & 0x80000000 else h
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+@dataclass
+class _Write:
+    """One AppendRecords in a batch of the group commit."""
+
+    append_id: int
+    group_id: str
+    commits_only: bool
+    log: PartitionLog
+    batch: bytes
+
+
+@dataclass
+class _Unwritten:
+    """A group's writes in flight."""
+
+    commits: int = 0
+    others: int = 0  # group metadata and tombstones
+
+
+@dataclass
+class _Held:
+    request: Any
+    turn: asyncio.Future
 
 
 class GroupService:
@@ -74,6 +113,10 @@ class GroupService:
         self._waiting: dict[int, asyncio.Future] = {}
         self._request_ids = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._writes: list[_Write] = []  # the next batch of the group commit
+        self._writer: asyncio.Task | None = None
+        self._unwritten: dict[str, _Unwritten] = {}
+        self._held: dict[str, deque[_Held]] = {}  # group id -> requests waiting for its writes, in order
         self._run(LoadGroups(self._read_records(), self._now()))
 
     def _now(self) -> int:
@@ -84,14 +127,51 @@ class GroupService:
         """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
         self._request_ids += 1
         request = make(self._request_ids, self._now())
+        group_id = group_key(request)
+        if group_id in self._held or self._must_wait(group_id, request):
+            await self._wait_turn(group_id, request)
+            request = dataclasses.replace(request, now_ms=self._now())
         future = asyncio.get_running_loop().create_future()
         self._waiting[request.request_id] = future
         self._trace.request(request.now_ms, client, request)
         try:
-            self._run(request)
+            try:
+                self._run(request)
+            finally:  # the next request of the group may now go, if its writes allow
+                self._pass_turn(group_id)
             return await future
         finally:
             self._waiting.pop(request.request_id, None)
+
+    def _must_wait(self, group_id: str, request: Any) -> bool:
+        unwritten = self._unwritten.get(group_id)
+        if unwritten is None:
+            return False
+        return unwritten.others > 0 or not isinstance(request, OffsetCommit)
+
+    async def _wait_turn(self, group_id: str, request: Any) -> None:
+        queue = self._held.setdefault(group_id, deque())
+        held = _Held(request, asyncio.get_running_loop().create_future())
+        queue.append(held)
+        try:
+            await held.turn
+        except BaseException:  # its connection went while it waited: the next may go in its place
+            self._leave(group_id, held)
+            self._pass_turn(group_id)
+            raise
+        self._leave(group_id, held)  # the caller passes the turn on once its request ran
+
+    def _leave(self, group_id: str, held: _Held) -> None:
+        queue = self._held[group_id]
+        queue.remove(held)
+        if not queue:
+            del self._held[group_id]
+
+    def _pass_turn(self, group_id: str) -> None:
+        """Let the first request waiting for ``group_id`` go once the group's writes allow it."""
+        queue = self._held.get(group_id)
+        if queue and not queue[0].turn.done() and not self._must_wait(group_id, queue[0].request):
+            queue[0].turn.set_result(None)
 
     def _run(self, event: Any) -> None:
         events = [event]
@@ -100,8 +180,10 @@ class GroupService:
                 for effect in self.coordinator.handle(events.pop(0)):
                     if isinstance(effect, Reply):
                         self._deliver(effect)
+                    elif not effect.records:
+                        events.append(AppendCompleted(effect.append_id, self._now(), ErrorCode.NONE))
                     else:
-                        events.append(AppendCompleted(effect.append_id, self._now(), self._append(effect)))
+                        self._queue_write(effect)
         finally:  # even after a failed step, the timers keep going
             self._arm_timer()
 
@@ -111,22 +193,52 @@ class GroupService:
         if future is not None and not future.done():  # its connection may be gone
             future.set_result(reply.response)
 
-    def _append(self, effect: AppendRecords) -> ErrorCode:
-        if not effect.records:
-            return ErrorCode.NONE
-        partition = offsets_partition(effect.group_id, self.offsets_partitions)
-        batch = _encode_batch(effect.records, self._now_ms)
+    # -- the group commit ------------------------------------------------------------
+
+    def _queue_write(self, effect: AppendRecords) -> None:
+        log_ = self._topics.log(OFFSETS_TOPIC, offsets_partition(effect.group_id, self.offsets_partitions))
+        assert log_ is not None
+        commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in effect.records)
+        self._writes.append(_Write(effect.append_id, effect.group_id, commits_only, log_, _encode_batch(effect.records, self._now_ms)))
+        unwritten = self._unwritten.setdefault(effect.group_id, _Unwritten())
+        if commits_only:
+            unwritten.commits += 1
+        else:
+            unwritten.others += 1
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_batches())
+
+    async def _write_batches(self) -> None:
+        """Write, sync and complete batch after batch until no append is left."""
         try:
-            log_ = self._topics.log(OFFSETS_TOPIC, partition)
-            assert log_ is not None
-            header = read_header(batch)
-            assert header is not None
-            log_.append(batch, header)
-        except OSError as e:
-            log.error("cannot write %s-%d: %s", OFFSETS_TOPIC, partition, e)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        self._topics.notify_appended()
-        return ErrorCode.NONE
+            while self._writes:
+                batch, self._writes = self._writes, []
+                errors = {w.append_id: _write(w) for w in batch}
+                written = {id(w.log): w.log for w in batch if errors[w.append_id] == ErrorCode.NONE}
+                try:
+                    await asyncio.to_thread(_sync, list(written.values()))
+                except OSError as e:
+                    log.error("cannot sync %s: %s", OFFSETS_TOPIC, e)
+                    errors = dict.fromkeys(errors, ErrorCode.KAFKA_STORAGE_ERROR)
+                self._topics.notify_appended()
+                for w in batch:
+                    self._complete(w, errors[w.append_id])
+        finally:
+            self._writer = None
+
+    def _complete(self, write: _Write, error: ErrorCode) -> None:
+        unwritten = self._unwritten[write.group_id]
+        if write.commits_only:
+            unwritten.commits -= 1
+        else:
+            unwritten.others -= 1
+        if unwritten.commits == unwritten.others == 0:
+            del self._unwritten[write.group_id]
+        try:
+            self._run(AppendCompleted(write.append_id, self._now(), error))
+        except Exception:  # a bug in this step: log it and keep serving
+            log.exception("group coordinator failed on a completed append")
+        self._pass_turn(write.group_id)
 
     def _arm_timer(self) -> None:
         if self._timer is not None:
@@ -152,7 +264,10 @@ class GroupService:
         """Arm the first timer once the event loop runs (sessions of loaded groups)."""
         self._arm_timer()
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """Let the writes in flight complete, then stop the timers."""
+        if self._writer is not None:
+            await self._writer
         if self._timer is not None:
             self._timer.cancel()
 
@@ -179,3 +294,19 @@ def _encode_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
     buffer = io.BytesIO()
     write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0))
     return buffer.getvalue()
+
+
+def _write(write: _Write) -> ErrorCode:
+    header = read_header(write.batch)
+    assert header is not None
+    try:
+        write.log.write(write.batch, header)
+    except OSError as e:
+        log.error("cannot write %s: %s", write.log.path, e)
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE
+
+
+def _sync(logs: list[PartitionLog]) -> None:
+    for log_ in logs:
+        log_.sync()

@@ -109,7 +109,7 @@ class Broker:
         await asyncio.gather(*self._connections, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
-        self.ctx.groups.stop()
+        await self.ctx.groups.stop()
         self.ctx.topics.close()
         self._trace.close()
         self._lock.close()

@@ -67,7 +67,15 @@ class PartitionLog:
     def append(self, batch: bytes, header: BatchHeader) -> int:
         """Append one checked batch at the log end; returns its base offset. A producer's
         retry of a batch already in the log is not appended again: its offset comes back.
-        Raises SequenceError for an idempotent batch out of sequence."""
+        Raises SequenceError for an idempotent batch out of sequence. A log made with
+        ``fsync`` is synced to disk before this returns."""
+        base = self.write(batch, header)
+        if self._fsync:
+            self.sync()
+        return base
+
+    def write(self, batch: bytes, header: BatchHeader) -> int:
+        """As ``append``, but the batch is only handed to the OS: durable after ``sync``."""
         earlier = self.producers.check(header)
         if earlier is not None:
             return earlier
@@ -75,11 +83,13 @@ class PartitionLog:
         data = with_base_offset(batch, base)
         self._file.write(data)
         self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
         self._index(dataclasses.replace(header, base_offset=base), self._end)
         self._end += len(data)
         return base
+
+    def sync(self) -> None:
+        """Make every batch written so far durable (safe to call from a worker thread)."""
+        os.fsync(self._file.fileno())
 
     def read(self, offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
         """Whole batches from the one holding ``offset``, as many as fit in ``max_bytes``;
