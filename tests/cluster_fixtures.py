@@ -21,6 +21,7 @@ import pytest
 
 from broker.cluster.launcher import Cluster, ClusterError
 from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from reference.replication.znodes import TopicPartition
 
 BROKERS = 3
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0", "--zookeeper-session-timeout-ms", "4000")
@@ -85,6 +86,18 @@ def is_partitioned(assignments: list[set[int]], partitions: int) -> bool:
     except AssertionError:
         return False
     return True
+
+
+def wait_replicated(cluster: Cluster, topic: str, partitions: int, timeout_s: float = 20) -> None:
+    """Wait until ZooKeeper shows every partition of ``topic`` on every broker, all of them in sync."""
+    everyone = set(cluster.broker_ids)
+
+    def replicated() -> bool:
+        assignment, states = cluster.view.assignments.get(topic, {}), cluster.view.states
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return (len(assignment) == partitions and all(set(replicas) == everyone for replicas in assignment.values())
+                and all(tp in states and set(states[tp].isr) == everyone and states[tp].leader in everyone for tp in tps))
+    wait_for(replicated, timeout_s, f"{topic}'s {partitions} partitions on brokers {sorted(everyone)}, all in sync")
 
 
 def assert_no_errors(cluster: Cluster) -> None:

@@ -22,6 +22,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     partition_of,
     values,
     wait_for_async,
+    wait_replicated,
     zookeeper_fixture,
 )
 
@@ -99,6 +100,7 @@ async def group_scenario(cluster: Cluster) -> None:
     members: list[Member] = []
     try:
         await admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
+        wait_replicated(cluster, TOPIC, PARTITIONS)
 
         members = [await Member(cluster.bootstrap).start(), await Member(cluster.bootstrap).start()]
         a, b = members

@@ -22,6 +22,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     partition_of,
     values,
     wait_for,
+    wait_replicated,
     zookeeper_fixture,
 )
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -36,6 +37,7 @@ def create_topic(cluster: Cluster, name: str) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for future in admin.create_topics([NewTopic(name, PARTITIONS, 3)]).values():
         future.result(15)
+    wait_replicated(cluster, name, PARTITIONS)
 
 
 def produce(cluster: Cluster, topic: str, batch: list[bytes]) -> None:

@@ -25,6 +25,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     partition_of,
     values,
     wait_for,
+    wait_replicated,
     zookeeper_fixture,
 )
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -112,6 +113,7 @@ def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster
     members: list[Member] = []
     try:
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
+        wait_replicated(cluster, TOPIC, PARTITIONS)
 
         members = [Member(cluster.bootstrap), Member(cluster.bootstrap)]
         a, b = members
