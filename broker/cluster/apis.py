@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.apis import api_versions, groups
@@ -48,6 +48,9 @@ class ClusterContext:
     node: ClusterNode
     view: PublishedView
     default_partitions: int = 1  # num.partitions
+    # Set once the node has started and ``view`` is there. The broker listens before (peers
+    # reach it while it starts); as Kafka's, it handles clients' requests only after.
+    serving: asyncio.Event = field(default_factory=asyncio.Event)
     cluster_id: str = "coordspec"
 
     @property

@@ -52,6 +52,7 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
             return internal_response(correlation_id, INVALID_REQUEST)
         ctx.node.deliver(request)
         return internal_response(correlation_id, 0)
+    await ctx.serving.wait()
     api = APIS.get(header.api_key)
     if api is None:
         raise BadRequest(f"unknown API key {header.api_key}")
@@ -130,6 +131,7 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
         lock.close()
         raise ClusterBrokerError(f"broker {config.broker_id}: cannot reach ZooKeeper at {config.zookeeper}: {e or type(e).__name__}") from None
     ctx.view = node.view
+    ctx.serving.set()
     if stop is None:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,11 +1,18 @@
-"""The ``embedded`` target: the project's own broker (``broker/``) in a child process,
-checked over the wire by the kafka target.
+"""The ``embedded`` target on a cluster: ZooKeeper (Debian's package) and three brokers of
+``broker.cluster`` in child processes, checked over the wire by the kafka target.
 
-The broker listens on 127.0.0.1 on a free port with a fresh data directory, and stops
-(and its directory goes) when the target stops or this process exits. With
-``faults=True`` a restart (or a coordinator kill: there is one broker) stops the child and
-starts it again on the same port and data, so it reloads its groups from the log; a fault
-hits every group on the broker, so sessions then run one at a time.
+``__consumer_offsets`` has one partition (replication factor 3), so every group has the same
+coordinator, as on one broker: a DescribeGroups or DeleteGroups naming several groups is
+answered by one coordinator, as the scenarios expect (with more partitions Kafka answers
+NOT_COORDINATOR for the groups another broker coordinates). The bootstrap broker is one of
+the three; requests follow FindCoordinator to the partition's leader. Everything stops, and
+the directory goes, when the target stops or this process exits.
+
+With ``faults=True`` a coordinator kill is kill -9 of the partition's leader: the hook
+returns once ZooKeeper publishes a new leader (the group fails over and reloads from the
+replicated log) and starts the killed broker again, which rejoins as a follower in the
+background. A restart is the same with SIGTERM. Each fault first waits for the last one's
+victim to be back in the ISR, so every fault leaves a full ISR to fail over to.
 """
 
 from __future__ import annotations
@@ -14,46 +21,78 @@ import asyncio
 import atexit
 import shutil
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from broker.testing import BrokerProcess
+from broker.cluster.launcher import Cluster, ClusterError
 from conformance.suite.kafka_target import FaultCommands, KafkaTarget
 from conformance.suite.target import TargetError
+from reference.failover.placement import OFFSETS_TOPIC
+from reference.replication.znodes import TopicPartition
+
+OFFSETS = TopicPartition(OFFSETS_TOPIC, 0)
 
 
-class EmbeddedBroker:
+class EmbeddedCluster:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="coordspec-embedded-"))
-        self.process = BrokerProcess(self.root / "data")
+        self.cluster = Cluster(self.root / "cluster", 3, offsets_partitions=1, broker_args=("--zookeeper-session-timeout-ms", "4000"))
+        self._settling: threading.Thread | None = None
+        self._unsettled = ""
         atexit.register(self.stop)
 
-    def start(self, *args: str) -> EmbeddedBroker:
+    def start(self) -> EmbeddedCluster:
         try:
-            self.process.start()
-        except RuntimeError as exc:
+            self.cluster.start()
+        except ClusterError as exc:
             self.stop()
-            raise TargetError(f"the embedded broker did not start: {exc}") from None
+            raise TargetError(f"the embedded cluster did not start: {exc}") from None
         return self
 
-    async def restart(self) -> None:
-        await asyncio.to_thread(self._restart)
+    async def kill_coordinator(self) -> None:
+        await asyncio.to_thread(self._fail_over, self.cluster.kill)
 
-    def _restart(self) -> None:
-        port = self.process.port
-        self.process.stop()
-        self.process = BrokerProcess(self.root / "data", "--port", str(port))  # the last --port wins
-        self.start()
+    async def restart(self) -> None:
+        await asyncio.to_thread(self._fail_over, self.cluster.stop_broker)
+
+    def _fail_over(self, stop: Callable[[int], None]) -> None:
+        # The runner counts the coordinator as down from the hook's start and the group as
+        # loaded at its end, so the hook does nothing else: the wait for the last fault's
+        # victim to catch up ran in the background since then.
+        if self._settling is not None:
+            self._settling.join()
+            self._settling = None
+        if self._unsettled:
+            raise TargetError(f"embedded cluster: {self._unsettled}")
+        victim = self.cluster.coordinator_of(0)
+        stop(victim)
+        try:
+            self.cluster.wait(lambda view: view.leader(OFFSETS) not in (victim, -1), "a new coordinator", 30)
+        except ClusterError as exc:
+            raise TargetError(f"embedded cluster: {exc}") from None
+        self.cluster.start_broker(victim)
+        self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
+        self._settling.start()
+
+    def _settle(self) -> None:
+        everyone = set(self.cluster.broker_ids)
+        try:
+            self.cluster.wait(lambda view: OFFSETS in view.states and set(view.states[OFFSETS].isr) == everyone,
+                              "every broker back in the ISR of __consumer_offsets", 60)
+        except ClusterError as exc:
+            self._unsettled = str(exc)
 
     def stop(self) -> None:
-        self.process.stop()
+        self.cluster.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start_embedded(*, faults: bool = False) -> KafkaTarget:
-    broker = EmbeddedBroker().start()
-    hooks = FaultCommands(kill_coordinator=broker.restart, restart=broker.restart) if faults else None
-    target = KafkaTarget(broker.process.bootstrap, name="embedded", faults=hooks)
-    target.on_stop(broker.stop)
+    embedded = EmbeddedCluster().start()
+    hooks = FaultCommands(kill_coordinator=embedded.kill_coordinator, restart=embedded.restart) if faults else None
+    target = KafkaTarget(embedded.cluster.bootstrap.split(",")[0], name="embedded", faults=hooks)
+    target.on_stop(embedded.stop)
     try:
         return target.check()
     except TargetError:

@@ -15,8 +15,8 @@ scenarios commit offsets to exist with 3 partitions (they are created if missing
 
 Fault hooks are shell commands (``--on-kill-coordinator``, ``--on-restart``); they run
 with ``COORDSPEC_GROUP_ID`` and ``COORDSPEC_COORDINATOR`` (host:port) in the environment.
-A fault hits every group on the broker, so with hooks the target runs one session at a
-time.
+A fault hits every group on the broker, so the suite runs the scenarios that inject one
+alone, after the others (``faults_are_shared``).
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ class KafkaTarget:
         self.config = config or GroupConfig()  # Kafka's defaults: a broker's own settings are not asked for
         self.fault_commands = faults or FaultCommands()
         self.supports_faults = bool(self.fault_commands.kill_coordinator or self.fault_commands.restart)
+        self.faults_are_shared = True
         self.versions: dict[str, range] = {}
-        self._one_at_a_time: asyncio.Lock | None = None
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []
 
@@ -128,18 +128,10 @@ class KafkaTarget:
         now = time.monotonic()
         self._next_open = max(now, self._next_open) + self.OPEN_INTERVAL_S
         await asyncio.sleep(self._next_open - self.OPEN_INTERVAL_S - now)
-        if self.supports_faults:
-            self._one_at_a_time = self._one_at_a_time or asyncio.Lock()
-            await self._one_at_a_time.acquire()
         try:
             return await KafkaSession(self, group_id).warm_up()
         except (WireError, TargetError) as exc:
-            self.session_closed()
             raise TargetError(str(exc)) from None
-
-    def session_closed(self) -> None:
-        if self._one_at_a_time is not None and self._one_at_a_time.locked():
-            self._one_at_a_time.release()
 
 
 async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
@@ -262,10 +254,7 @@ class KafkaSession:
         await asyncio.sleep(ms / 1000)
 
     async def close(self) -> None:
-        try:
-            await self._drop_connections()
-        finally:
-            self.target.session_closed()
+        await self._drop_connections()
 
     # -- routing --------------------------------------------------------------------------
 

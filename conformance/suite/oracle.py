@@ -177,14 +177,18 @@ class Oracle:
 
         self.hypotheses = self._expand(self.hypotheses, arrive)
 
-    def fault(self, now_ms: int) -> None:
-        """The coordinator restarted: requests in flight are lost; the group reloads from its log."""
-        self.advance(now_ms)
+    def fault(self, down_ms: int, up_ms: int | None = None) -> None:
+        """The coordinator stopped at ``down_ms`` and a coordinator (a new one, or the same one
+        restarted) loaded the group from its log at ``up_ms`` (default: at once). Requests in
+        flight are lost; no timer fires in between, and the loaded members' sessions start
+        again from the load."""
+        up_ms = down_ms if up_ms is None else max(up_ms, down_ms)
+        self.advance(down_ms)
         self.in_flight.clear()
         for hypothesis in self.hypotheses:
             hypothesis.replies.clear()
-            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=now_ms)
-        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), now_ms))
+            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms)
+        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), up_ms))
 
     # -- observations -------------------------------------------------------------------
 

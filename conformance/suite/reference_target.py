@@ -37,6 +37,7 @@ class ReferenceTarget:
     settle_ms = 0
     latency_ms = 0
     supports_faults = True
+    faults_are_shared = False  # each session has a coordinator of its own
 
     def __init__(self, config: GroupConfig | None = None, seed: int = 0) -> None:
         self.config = config or GroupConfig()

@@ -99,10 +99,13 @@ class _Run:
             self.record(kind="time", advance_ms=step.ms)
             self.oracle.advance(self.session.now_ms())
         elif isinstance(step, Fault):
+            # On a real broker or cluster the hook takes time: the coordinator stops when it
+            # begins and its successor has loaded the group when it returns.
+            down_ms = self.session.now_ms()
             await getattr(self.session.faults, step.fault)()
-            self.record(kind="fault", fault=step.fault)
+            self.record(kind="fault", fault=step.fault, down_ms=down_ms)
             self.in_flight.clear()
-            self.oracle.fault(self.session.now_ms())
+            self.oracle.fault(down_ms, self.session.now_ms())
 
     async def request(self, index: int, step: RequestStep) -> None:
         version = step.fields.v if step.fields.v is not None else self.plan[step.api]

@@ -6,7 +6,8 @@
 
 Every scenario runs once per version plan (see :mod:`versions`), ``loop`` times over, each
 run on a group id of its own, concurrently (``concurrency`` runs at a time), so the timing
-scenarios do not add up against a real broker. ``allow`` names a file of tolerated
+scenarios do not add up against a real broker. A fault on a real broker hits every group on
+it, so there the scenarios that inject one run alone, one at a time, after the others. ``allow`` names a file of tolerated
 divergences (:mod:`allow`).
 """
 
@@ -133,13 +134,22 @@ async def _run_all(jobs, target: Target, writer: TraceWriter, concurrency: int, 
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(scenario, plan, group_id):
-        async with gate:
-            result = await run_one(scenario, plan, target, group_id, group_id, writer)
+        result = await run_one(scenario, plan, target, group_id, group_id, writer)
         allow_file.apply([result], allowances)
         progress.done(result)
         return result
 
-    return list(await asyncio.gather(*(one(*job) for job in jobs)))
+    async def shared(job):
+        async with gate:
+            return await one(*job)
+
+    faulty = target.faults_are_shared and target.supports_faults
+    alone = [job for job in jobs if faulty and job[0].uses_faults]
+    together = [job for job in jobs if not (faulty and job[0].uses_faults)]
+    results = list(await asyncio.gather(*(shared(job) for job in together)))
+    for job in alone:
+        results.append(await one(*job))
+    return results
 
 
 class _Progress:

@@ -69,6 +69,9 @@ class Target(Protocol):
     # may come this much later than ``within``.
     latency_ms: int
     supports_faults: bool  # whether sessions have fault hooks
+    # A fault hits every session at once (one real broker or cluster holds every group): the
+    # suite runs the scenarios with faults alone, one at a time, after the others.
+    faults_are_shared: bool
 
     async def open(self, group_id: str, config: GroupConfig) -> Session: ...
 

@@ -36,8 +36,8 @@ def _embedded(bootstrap: str | None, seed: int, faults) -> Target:
     from conformance.suite.embedded_target import start_embedded
 
     if bootstrap:
-        raise UnknownTarget("--bootstrap is for the kafka target; the embedded target starts its own broker")
-    return start_embedded()
+        raise UnknownTarget("--bootstrap is for the kafka target; the embedded target starts its own cluster")
+    return start_embedded(faults=True)
 
 
 def _librdkafka_mock(bootstrap: str | None, seed: int, faults) -> Target:

@@ -74,6 +74,8 @@ class TimeRecord(_Record):
 class FaultRecord(_Record):
     kind: Literal["fault"]
     fault: Literal["kill_coordinator", "restart"]
+    # When the coordinator stopped; ``t_ms`` is when the group was loaded again. Absent: the same.
+    down_ms: int | None = Field(default=None, ge=0)
 
 
 TraceRecord = Annotated[RequestRecord | ResponseRecord | TimeRecord | FaultRecord, Field(discriminator="kind")]
