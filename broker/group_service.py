@@ -100,9 +100,9 @@ class _Held:
 
 
 class GroupService:
-    def __init__(self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace) -> None:
+    def __init__(self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace | None) -> None:
         self._topics = topics
-        self._trace = trace
+        self._trace = trace  # None: no trace, and none of its cost
         if OFFSETS_TOPIC not in topics:
             topics.create(OFFSETS_TOPIC, offsets_partitions, internal=True)
         self.offsets_partitions = topics.entry(OFFSETS_TOPIC).partitions
@@ -113,6 +113,7 @@ class GroupService:
         self._waiting: dict[int, asyncio.Future] = {}
         self._request_ids = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline = 0  # what _timer is armed for
         self._writes: list[_Write] = []  # the next batch of the group commit
         self._writer: asyncio.Task | None = None
         self._unwritten: dict[str, _Unwritten] = {}
@@ -133,7 +134,8 @@ class GroupService:
             request = dataclasses.replace(request, now_ms=self._now())
         future = asyncio.get_running_loop().create_future()
         self._waiting[request.request_id] = future
-        self._trace.request(request.now_ms, client, request)
+        if self._trace is not None:
+            self._trace.request(request.now_ms, client, request)
         try:
             try:
                 self._run(request)
@@ -188,7 +190,8 @@ class GroupService:
             self._arm_timer()
 
     def _deliver(self, reply: Reply) -> None:
-        self._trace.response(self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
+        if self._trace is not None:
+            self._trace.response(self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
         future = self._waiting.get(reply.request_id)
         if future is not None and not future.done():  # its connection may be gone
             future.set_result(reply.response)
@@ -241,16 +244,22 @@ class GroupService:
         self._pass_turn(write.group_id)
 
     def _arm_timer(self) -> None:
+        """One timer for the coordinator's earliest deadline. A timer armed for an earlier
+        deadline is kept (a Tick with nothing due does nothing, and it re-arms): most steps,
+        a heartbeat's among them, only push deadlines later."""
+        deadline = self.coordinator.next_deadline_ms()
         if self._timer is not None:
+            if deadline is not None and self._timer_deadline <= deadline:
+                return
             self._timer.cancel()
             self._timer = None
-        deadline = self.coordinator.next_deadline_ms()
         if deadline is None:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # loading before the server runs: the first request arms it
             return
+        self._timer_deadline = deadline
         self._timer = loop.call_later(max(0.0, (deadline - self._now()) / 1000), self._tick)
 
     def _tick(self) -> None:

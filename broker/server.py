@@ -2,11 +2,11 @@
 
     python -m broker.server --port 9092 --data ./data
 
-Each connection is served one request at a time, in order, as Kafka does: the next
-frame is read only after the previous response is written, so a connection holds at
-most one frame in memory, and a parked JoinGroup or a long-polling Fetch holds up only
-its own connection. Limits: the frame size, the number of connections (more are closed
-at once) and the idle time between requests. Errors a user can hit (port in use, unusable data directory) are
+Each connection is served one request at a time, in order, as Kafka does: responses go
+out in request order, a parked JoinGroup or a long-polling Fetch holds up only its own
+connection, and a connection's responses ready in one loop turn go out in one write
+(broker.wire.connection). Limits: the frame size, the number of connections (more are
+closed at once) and the idle time without a byte received. Errors a user can hit (port in use, unusable data directory) are
 one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import fcntl
 import logging
 import os
@@ -31,13 +30,16 @@ from broker.log.group_records import CorruptRecord
 from broker.log.producers import ProducerIds
 from broker.log.topics import DataDirError, TopicStore
 from broker.trace import Trace, TraceFileError
+from broker.wire.connection import FrameConnection
 from broker.wire.dispatch import respond
-from broker.wire.framing import FrameError, read_frame
+from broker.wire.framing import FrameError
 from broker.wire.protocol import BadRequest
 from reference.errors import UsageError
 from reference.group import GroupConfig
 
 log = logging.getLogger("broker")
+_FAIR_SHARE = 64  # requests one connection is served in a row before the others get a turn
+_IDLE = object()
 
 
 class BrokerError(Exception):
@@ -65,31 +67,46 @@ class Broker:
         self._connections: set[asyncio.Task] = set()
 
     async def start(self, host: str) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            self._server = await asyncio.start_server(self._connection, host, self.ctx.port)
+            self._server = await loop.create_server(lambda: FrameConnection(self.limits.max_frame_bytes, self._connection), host, self.ctx.port)
         except OSError as e:
             reason = os.strerror(e.errno) if e.errno else str(e)  # asyncio's own message repeats the address
             raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {reason}") from None
         self.ctx.port = self._server.sockets[0].getsockname()[1]
         self.ctx.groups.start()
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _connection(self, connection: FrameConnection) -> None:
         task = asyncio.current_task()
         assert task is not None
         if len(self._connections) >= self.limits.max_connections:
-            writer.close()
+            connection.close()
             return
         self._connections.add(task)
-        peer = writer.get_extra_info("peername") or ("?", 0)
+        peer = connection.peer
         try:
-            while (payload := await read_frame(reader, self.limits.max_frame_bytes, self.limits.idle_s)) is not None:
-                response = await respond(self.ctx, peer[:2], payload)
+            served = 0
+            while True:
+                frame = connection.next_frame()
+                if isinstance(frame, asyncio.Future):
+                    if not await self._wait_for_frame(connection, frame):
+                        break
+                    continue
+                if frame is None:
+                    break
+                if isinstance(frame, FrameError):
+                    raise frame
+                response = await respond(self.ctx, peer, frame)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    connection.write(response)
+                    if (writable := connection.writable()) is not None:
+                        await writable
+                served += 1
+                if served % _FAIR_SHARE == 0:  # a client that pipelines does not hold up the others
+                    await asyncio.sleep(0)
         except (FrameError, BadRequest) as e:
             log.info("closing %s:%s: %s", peer[0], peer[1], e)
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except ConnectionError:
             pass
         except asyncio.CancelledError:
             pass
@@ -97,9 +114,26 @@ class Broker:
             log.exception("closing %s:%s after an internal error", peer[0], peer[1])
         finally:
             self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            connection.close()
+
+    async def _wait_for_frame(self, connection: FrameConnection, ready: asyncio.Future) -> bool:
+        """Wait for more bytes; False once nothing came for the idle time (connections.max.idle.ms)."""
+        loop = asyncio.get_running_loop()
+
+        def check_idle() -> None:
+            nonlocal timer
+            quiet = loop.time() - connection.last_read
+            if quiet >= self.limits.idle_s:
+                if not ready.done():
+                    ready.set_result(_IDLE)
+            else:
+                timer = loop.call_later(self.limits.idle_s - quiet, check_idle)
+
+        timer = loop.call_later(self.limits.idle_s, check_idle)
+        try:
+            return await ready is not _IDLE
+        finally:
+            timer.cancel()
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -118,10 +152,11 @@ class Broker:
 def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offsets_partitions: int = 1,
                 group_config: GroupConfig | None = None, limits: Limits | None = None,
                 trace_path: Path | None = None, default_partitions: int = 1,
-                advertised_host: str | None = None) -> Broker:
+                advertised_host: str | None = None, trace: bool = True) -> Broker:
     """A broker over ``data_dir`` (created if missing), not yet listening.
 
-    The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``. Clients are
+    The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``; with ``trace``
+    false there is none (and the requests cost no trace encoding). Clients are
     told to dial ``advertised_host`` (Kafka's advertised.listeners), by default ``host``,
     or 127.0.0.1 when ``host`` is a wildcard address.
     """
@@ -137,10 +172,10 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
         raise BrokerError(f"data directory {data_dir} is in use by another broker") from None
     start_ms = int(time.time() * 1000)
     try:
-        trace = Trace(trace_path or data_dir / "trace.jsonl", node_id, start_ms)
+        trace_file = Trace((trace_path or data_dir / "trace.jsonl") if trace else None, node_id, start_ms)
         topics = TopicStore(data_dir)
-        groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace)
-        trace.restart(start_ms, set(groups.coordinator.groups))
+        groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace_file if trace else None)
+        trace_file.restart(start_ms, set(groups.coordinator.groups))
     except (DataDirError, CorruptRecord, TraceFileError) as e:
         lock.close()
         raise BrokerError(str(e)) from None
@@ -151,7 +186,7 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
         advertised_host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
     ctx = BrokerContext(node_id=node_id, host=advertised_host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
                         producer_ids=ProducerIds(data_dir / "producer_ids.json"), default_partitions=default_partitions)
-    return Broker(ctx, limits or Limits(), trace, lock)
+    return Broker(ctx, limits or Limits(), trace_file, lock)
 
 
 async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | None = None,
@@ -187,6 +222,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m broker.server") -
                         help="group.max.session.timeout.ms")
     parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
     parser.add_argument("--max-connections", type=int, default=Limits.max_connections)
+    parser.add_argument("--no-trace", action="store_true", help="write no trace.jsonl (it costs about a third of a heartbeat)")
     parser.add_argument("--connections-max-idle-ms", type=int, default=int(Limits.idle_s * 1000), help="connections.max.idle.ms")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
@@ -196,7 +232,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m broker.server") -
                              max_session_timeout_ms=args.max_session_timeout_ms)
         limits = Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)
         asyncio.run(serve(args.host, args.port, args.data, offsets_partitions=args.offsets_partitions,
-                          advertised_host=args.advertised_host, group_config=config, limits=limits))
+                          advertised_host=args.advertised_host, group_config=config, limits=limits,
+                          trace=not args.no_trace))
     except (BrokerError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -2,7 +2,7 @@
 and versions. Each gets an error response or a closed connection, never a crash or a
 hang, and the broker keeps serving other connections.
 
-The Hypothesis test sends random and mutated frames, two to four per connection, then
+The Hypothesis test sends random and mutated frames (broker.wire.fuzz), two to four per connection, then
 half-closes it: the broker must answer with whole frames and close within a bound. At
 least ``$COORDSPEC_FUZZ_FRAMES`` frames are sent (default 100,000, as the issue asks in CI),
 in half as many connections.
@@ -10,25 +10,23 @@ in half as many connections.
 
 from __future__ import annotations
 
-import datetime
 import io
 import os
 import socket
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import kio.index
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.records.schema import NewRecordBatch, Record
-from kio.records.writers import write_new_batch
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import TZAwareMicros
 
 from broker.testing import BrokerProcess
+from broker.wire import fuzz
 from broker.wire.entities import build
+from broker.wire.fuzz import framed, seeds
 from conformance.tracecheck.check import check_files
 from conformance.tracecheck.replay import Settings
 
@@ -62,10 +60,6 @@ def encode_request(api_key: int, version: int, values: dict, correlation_id: int
         "request_api_key": api_key, "request_api_version": version, "correlation_id": correlation_id, "client_id": "fuzz"}))
     entity_writer(cls)(buffer, build(cls, values))
     return buffer.getvalue()
-
-
-def framed(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
 
 
 def connect(broker: BrokerProcess) -> socket.socket:
@@ -202,85 +196,36 @@ def test_a_null_array_the_schema_forbids_closes_the_connection(broker: BrokerPro
 
 # -- random and mutated frames ---------------------------------------------------
 
-def record_batch() -> bytes:
-    timestamp = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
-    record = Record(attributes=0, timestamp=timestamp, offset=0, key=b"k", value=b"v", headers=())
-    buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=(record,), attributes=0))
-    return buffer.getvalue()
-
-
-def seeds(group: str) -> list[bytes]:
-    """A valid request of every API but Fetch (a mutated max_wait is a legitimate long poll)."""
-    return [
-        encode_request(18, 3, {"client_software_name": "fuzz", "client_software_version": "1"}),
-        encode_request(3, 12, {"topics": [{"name": "fuzz-topic"}], "allow_auto_topic_creation": False}),
-        encode_request(10, 2, {"key": group}),
-        encode_request(10, 4, {"coordinator_keys": [group, "other"]}),
-        encode_request(11, 5, {"group_id": group, "session_timeout": 1000, "rebalance_timeout": 1000, "member_id": "",
-                               "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}]}),
-        encode_request(14, 5, {"group_id": group, "generation_id": 1, "member_id": "m", "protocol_type": "consumer",
-                               "protocol_name": "range", "assignments": [{"member_id": "m", "assignment": b""}]}),
-        encode_request(12, 4, {"group_id": group, "generation_id": 1, "member_id": "m"}),
-        encode_request(13, 5, {"group_id": group, "members": [{"member_id": "m"}]}),
-        encode_request(8, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                              "topics": [{"name": "fuzz-topic", "partitions": [{"partition_index": 0, "committed_offset": 5}]}]}),
-        encode_request(9, 8, {"groups": [{"group_id": group, "topics": None}]}),
-        encode_request(15, 5, {"groups": [group]}),
-        encode_request(16, 4, {"states_filter": ["Stable"]}),
-        encode_request(42, 2, {"groups_names": [group]}),
-        encode_request(2, 6, {"replica_id": -1, "topics": [{"name": "fuzz-topic", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}),
-        encode_request(0, 9, {"acks": 1, "timeout": 1000, "topic_data": [
-            {"name": "fuzz-topic", "partition_data": [{"index": 0, "records": record_batch()}]}]}),
-        encode_request(22, 4, {"transactional_id": None, "transaction_timeout": 1000}),
-        encode_request(19, 7, {"topics": [{"name": "fuzz-topic", "num_partitions": 1, "replication_factor": 1}], "timeout": 1000}),
-    ]
-
-
 def test_every_seed_is_answered(broker: BrokerProcess) -> None:
     for seed in seeds("answered"):
         frames = exchange(broker, framed(seed))
         assert len(frames) == 1, seed[:4]
 
 
-# Each example renames the group (same length, so every length prefix still holds): no
-# example parks behind members that an earlier one left in its group.
-PLACEHOLDER = "fuzz-group-0000000000000000"
-SEEDS = seeds(PLACEHOLDER)
+class DrawnChoices:
+    """broker.wire.fuzz's choices, drawn by Hypothesis (so a failure shrinks)."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self._draw = draw
+
+    def integer(self, low: int, high: int) -> int:
+        return self._draw(st.integers(low, high))
+
+    def element(self, options: Sequence[object]) -> object:
+        return self._draw(st.sampled_from(options))
+
+    def binary(self, min_size: int, max_size: int) -> bytes:
+        return self._draw(st.binary(min_size=min_size, max_size=max_size))
 
 
 @st.composite
-def mutated(draw: st.DrawFn) -> bytes:
-    group = f"fuzz-group-{draw(st.integers(0, 2**64 - 1)):016x}".encode()
-    payload = bytearray(draw(st.sampled_from(SEEDS)).replace(PLACEHOLDER.encode(), group))
-    kind = draw(st.sampled_from(["flip", "truncate", "insert", "version", "key", "length"]))
-    if kind == "flip":
-        for _ in range(draw(st.integers(1, 8))):
-            payload[draw(st.integers(0, len(payload) - 1))] = draw(st.integers(0, 255))
-    elif kind == "truncate":
-        del payload[draw(st.integers(0, len(payload) - 1)):]
-    elif kind == "insert":
-        at = draw(st.integers(0, len(payload)))
-        payload[at:at] = draw(st.binary(min_size=1, max_size=64))
-    elif kind == "version":
-        struct.pack_into(">h", payload, 2, draw(st.integers(-(2**15), 2**15 - 1)))
-    elif kind == "key":  # any key but Fetch's, whose long poll is no hang
-        struct.pack_into(">h", payload, 0, draw(st.integers(-(2**15), 2**15 - 1).filter(lambda key: key != 1)))
-    else:  # a length prefix that lies about the frame
-        return struct.pack(">i", draw(st.integers(-(2**31), 2**31 - 1))) + bytes(payload)
-    return framed(bytes(payload))
-
-
-frames = st.one_of(
-    mutated(),
-    st.binary(max_size=256).map(framed),  # random frames
-    st.binary(max_size=64),  # random bytes, no framing at all
-)
+def fuzz_frames(draw: st.DrawFn) -> bytes:
+    return fuzz.frame(DrawnChoices(draw))
 
 
 @settings(max_examples=-(-FUZZ_FRAMES // FRAMES_PER_CONNECTION[0]), deadline=None, database=None, derandomize=False,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(data=st.lists(frames, min_size=FRAMES_PER_CONNECTION[0], max_size=FRAMES_PER_CONNECTION[1]).map(b"".join))
+@given(data=st.lists(fuzz_frames(), min_size=FRAMES_PER_CONNECTION[0], max_size=FRAMES_PER_CONNECTION[1]).map(b"".join))
 def test_random_and_mutated_frames_never_crash_or_hang_the_broker(broker: BrokerProcess, data: bytes) -> None:
     exchange(broker, data)
     assert broker.alive(), "the broker died"

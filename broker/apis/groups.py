@@ -12,6 +12,7 @@ not exist is answered UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from broker.context import BrokerContext, Client
@@ -38,7 +39,21 @@ from reference.group.responses import CommitPartitionResponse, CommitTopicRespon
 
 
 def _plain(response: Any) -> dict[str, Any]:
-    return dataclasses.asdict(response)
+    """``dataclasses.asdict`` for the reference's responses, with each type's field names looked up once."""
+    return {name: _plain_value(getattr(response, name)) for name in _field_names(type(response))}
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain_value(v) for v in value]
+    if dataclasses.is_dataclass(value):
+        return _plain(value)
+    return value
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 async def join_group(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:

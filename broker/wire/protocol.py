@@ -12,9 +12,9 @@ import kio.index
 from kio.serial import entity_reader, entity_writer
 
 from broker.wire.bounds import check_lengths
-from broker.wire.framing import frame
 
 API_VERSIONS_KEY = 18
+_LENGTH, _LENGTH_AND_ID = struct.Struct(">i"), struct.Struct(">ii")
 
 
 class BadRequest(Exception):
@@ -53,11 +53,17 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """One framed response: the version's response header, then the body."""
-    cls, write_header, write_body = _writers(api_key, api_version)
+    flexible_header, write_body = _writers(api_key, api_version)
     buffer = io.BytesIO()
-    write_header(buffer, cls.__header_schema__(correlation_id=correlation_id))
+    # The frame's length, then the header: v0 is the correlation id, v1 adds an empty tagged-field section.
+    buffer.write(_LENGTH_AND_ID.pack(0, correlation_id))
+    if flexible_header:
+        buffer.write(b"\x00")
     write_body(buffer, body)
-    return frame(buffer.getvalue())
+    framed = buffer.getbuffer()
+    _LENGTH.pack_into(framed, 0, len(framed) - 4)
+    del framed
+    return buffer.getvalue()
 
 
 @functools.cache
@@ -73,6 +79,6 @@ def _readers(api_key: int, api_version: int) -> tuple[type, Any, Any]:
 
 
 @functools.cache
-def _writers(api_key: int, api_version: int) -> tuple[type, Any, Any]:
+def _writers(api_key: int, api_version: int) -> tuple[bool, Any]:
     cls = response_class(api_key, api_version)
-    return cls, entity_writer(cls.__header_schema__), entity_writer(cls)
+    return cls.__header_schema__.__flexible__, entity_writer(cls)
