@@ -3,7 +3,8 @@
 ``__consumer_offsets`` partition consumes and commits, and finds its commits there; a
 static member (group.instance.id) restarts within its session and gets its partitions
 back while the other member sees no rebalance; cooperative-sticky moves only the
-partitions it must, one rebalance at a time.
+partitions it must, one rebalance at a time; a member that dies without leaving is
+expired by the coordinator after its session.
 
 One cluster serves the module (cluster_fixtures); every wait is bounded.
 """
@@ -11,6 +12,8 @@ One cluster serves the module (cluster_fixtures); every wait is bounded.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
@@ -202,4 +205,37 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(cluster: Cluster) 
     finally:
         for member in members:
             member.close()
+    assert_no_errors(cluster)
+
+
+CRASHING_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "session.timeout.ms": int(sys.argv[4]),
+              "heartbeat.interval.ms": int(sys.argv[5]), "log_level": 0})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.1)
+"""
+
+
+def test_a_member_that_dies_without_leaving_is_expired_by_its_coordinator(cluster: Cluster) -> None:
+    create_topic(cluster, "payments")
+    survivor = Member(cluster, "settlement", "payments")
+    try:
+        wait_for(lambda: survivor.assigned() == set(range(PARTITIONS)), 30, "the first member's assignment", survivor.poll)
+        doomed = subprocess.Popen([sys.executable, "-c", CRASHING_MEMBER, cluster.bootstrap, "settlement", "payments",
+                                   str(SESSION_TIMEOUT_MS), str(HEARTBEAT_INTERVAL_MS)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: 0 < len(survivor.assigned()) < PARTITIONS, 40, "a rebalance over two members", survivor.poll)
+        finally:
+            doomed.kill()  # no LeaveGroup: only the session timeout on the coordinator can remove it
+            doomed.wait(10)
+        killed_at = time.monotonic()
+        wait_for(lambda: survivor.assigned() == set(range(PARTITIONS)), 30, "the dead member's partitions", survivor.poll)
+        # Removed by its session running out, not at once (its last heartbeat may predate the kill on a loaded machine).
+        assert time.monotonic() - killed_at > SESSION_TIMEOUT_MS / 2000
+        assert describe(cluster, "settlement").coordinator.id == cluster.coordinator("settlement")
+    finally:
+        survivor.close()
     assert_no_errors(cluster)

@@ -73,7 +73,9 @@ class TimeRecord(_Record):
 
 class FaultRecord(_Record):
     kind: Literal["fault"]
-    fault: Literal["kill_coordinator", "restart"]
+    # restart, kill_coordinator: the runner's faults; load_group: a cluster broker became the
+    # group's coordinator and loaded it from its log (spec/trace-format.md)
+    fault: Literal["kill_coordinator", "restart", "load_group"]
     # When the coordinator stopped; ``t_ms`` is when the group was loaded again. Absent: the same.
     down_ms: int | None = Field(default=None, ge=0)
 
