@@ -19,24 +19,37 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from reference.group.requests import API_KEYS, VERSIONS
 
 FORMAT_VERSION = 1
+# Partition records are keyed apart from groups by this prefix, which no group id may carry.
+RESERVED_KEY_PREFIX = "\x00"
 
 
-class _Record(BaseModel):
+class _Envelope(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     v: Literal[1] = FORMAT_VERSION  # the trace format's version; a reader refuses others
-    source: str  # who wrote it: "conformance:<target>", "proxy", "broker"
+    source: str  # who wrote it: "conformance:<target>", "proxy", "broker", "simulate"
     run: str  # one run of one scenario at one version plan (or one proxied session)
     scenario: str | None = None
-    group_id: str
     ts_ms: float  # wall-clock time it was written, Unix epoch ms
     t_ms: int = Field(ge=0)  # session time: virtual for the reference target, real ms since the run began otherwise
+
+
+class _Record(_Envelope):
+    group_id: str
+
+    @field_validator("group_id")
+    @classmethod
+    def _not_reserved(cls, group_id: str) -> str:
+        if group_id.startswith(RESERVED_KEY_PREFIX):
+            raise ValueError("a group id must not begin with NUL (reserved for the keys of partition records)")
+        return group_id
 
 
 class _Message(_Record):
@@ -80,7 +93,51 @@ class FaultRecord(_Record):
     down_ms: int | None = Field(default=None, ge=0)
 
 
-TraceRecord = Annotated[RequestRecord | ResponseRecord | TimeRecord | FaultRecord, Field(discriminator="kind")]
+# The events of one partition (spec/isr-versioned-writes.md's names): conditional writes of
+# its state in ZooKeeper, and what one replica did (its state after the event).
+WRITE_EVENTS = ("InitLeaders", "ElectLeader", "ShrinkIsr", "ExpandIsr")
+REPLICA_EVENTS = ("LeaderAndIsr", "StepDown", "IsrUpdated", "Produce", "Replicate", "AdvanceHighWatermark",
+                  "StartBroker", "CrashBroker", "PauseBroker", "ResumeBroker", "ExpireSession")
+
+
+class PartitionRecord(_Envelope):
+    kind: Literal["partition"]
+    topic: str
+    partition: int = Field(ge=0)
+    event: Literal[WRITE_EVENTS + REPLICA_EVENTS]
+    broker: int  # the writer of a write; the replica's broker otherwise
+    step: int | None = Field(default=None, ge=0)  # records of one step of the writer share it; null: a step alone
+    # a write of the state znode: what it expected, what ZooKeeper held, and what became of it
+    expected_zk_version: int | None = Field(default=None, ge=-1)  # -1: unconditional
+    zk_version_before: int | None = None  # null: no znode yet
+    outcome: str | None = None  # writes: "ok" or ZooKeeper's code (BADVERSION ...); Produce: appended, acknowledged or Kafka's error
+    zk_controller_epoch: int | None = None  # /controller_epoch when the write was made
+    # the written state (writes) or the replica's view (replica events)
+    leader: int | None = None
+    leader_epoch: int | None = None
+    isr: list[int] | None = None
+    controller_epoch: int | None = None  # the state's controller_epoch
+    zk_version: int | None = None  # after an accepted write; the version a replica holds
+    role: Literal["leader", "follower", "none"] | None = None  # null: the broker is down
+    high_watermark: int | None = Field(default=None, ge=0)
+    log_end_offset: int | None = Field(default=None, ge=0)
+    log: list[tuple[int, int]] | None = None  # the replica's whole log as [leader_epoch, payload_id], when it changed
+    truncated_to: int | None = Field(default=None, ge=0)  # Replicate: the follower cut its log here first
+    offset: int | None = Field(default=None, ge=0)  # Produce
+    payload_id: int | None = None
+    acks: Literal["all"] | None = None
+
+    @model_validator(mode="after")
+    def _complete(self):
+        needed = (("expected_zk_version", "outcome", "zk_controller_epoch", "leader", "leader_epoch", "isr")
+                  if self.event in WRITE_EVENTS else ("offset", "outcome") if self.event == "Produce" else ())
+        missing = [name for name in needed if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"a {self.event} record needs {', '.join(missing)}")
+        return self
+
+
+TraceRecord = Annotated[RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter = TypeAdapter(TraceRecord)
 
 
@@ -88,7 +145,7 @@ class TraceError(ValueError):
     """A trace line that is not a valid record; ``str()`` is ``file:line: what``."""
 
 
-def parse_line(line: str) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord:
+def parse_line(line: str) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord:
     return _ADAPTER.validate_json(line)
 
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.tracecheck.names import BUG_NAMES, FAULTS
+from conformance.tracecheck.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
 def _setting(text: str) -> tuple[str, int]:
@@ -113,7 +113,10 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed SEED+i (default 0)")
     parser.add_argument("--faults", type=_faults, default=FAULTS, metavar="F,F",
                         help=f"faults to inject: {', '.join(FAULTS)} (default all), or none")
-    parser.add_argument("--bug", choices=BUG_NAMES, default=None, help="plant a bug in what clients hear")
+    parser.add_argument("--bug", choices=BUG_NAMES + CLUSTER_BUG_NAMES, default=None,
+                        help=f"plant a bug: in what clients hear, or with --cluster in replication ({', '.join(CLUSTER_BUG_NAMES)})")
+    parser.add_argument("--cluster", action="store_true",
+                        help="simulate whole clusters (3 brokers, offsets partitions, coordinator moves) and check partitions too")
     parser.add_argument("--clients", type=int, default=3, help="consumers per group (default 3)")
     parser.add_argument("--steps", type=int, default=60, help="schedule steps per run (default 60)")
     parser.add_argument("--out", type=Path, default=Path("out/simulate"), help="where the traces go (default out/simulate)")
@@ -126,7 +129,10 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     from conformance.tracecheck import pipeline, simulate
 
-    options = simulate.Options(clients=args.clients, steps=args.steps, faults=args.faults, bug=args.bug)
+    if args.bug in CLUSTER_BUG_NAMES and not args.cluster:
+        print(f"coordspec simulate: --bug {args.bug} is a replication bug: it needs --cluster", file=sys.stderr)
+        return 2
+    options = simulate.Options(clients=args.clients, steps=args.steps, faults=args.faults, bug=args.bug, cluster=args.cluster)
     try:
         if args.spark:
             with tempfile.TemporaryDirectory(prefix="coordspec-spark-") as tmp:

@@ -20,11 +20,13 @@ from pydantic import ValidationError
 
 from conformance.suite import codec
 from conformance.suite.trace import (
+    PartitionRecord,
     RequestRecord,
     ResponseRecord,
     TraceError,
     parse_line,
 )
+from conformance.tracecheck import partitions
 from reference.errors import UsageError
 from reference.group import requests as request_types
 
@@ -75,7 +77,7 @@ def parse(line: Line):
         record = parse_line(line.text)
     except ValidationError as exc:
         error = exc.errors()[0]
-        loc = error["loc"][1:] if error["loc"][:1] in (("request",), ("response",), ("time",), ("fault",)) else error["loc"]
+        loc = error["loc"][1:] if error["loc"][:1] in (("request",), ("response",), ("time",), ("fault",), ("partition",)) else error["loc"]
         where = ".".join(str(p) for p in loc)  # without the kind the models are picked by
         if error["type"] == "json_invalid":
             where = ""
@@ -116,16 +118,25 @@ def _first_line(exc: Exception) -> str:
 
 
 def quick_key(line: Line) -> tuple[str, str, int]:
-    """(group id, run, t_ms) of a line, read cheaply; the full check of the line happens when
-    its key is replayed. A line without them gets the full check now, which says why."""
+    """(key, run, t_ms) of a line, read cheaply; the full check of the line happens when its
+    key is replayed. The key is the group id, or for a partition record a key no group id
+    can be (:func:`partitions.key_of`). A line without them gets the full check now, which
+    says why."""
     try:
         data = json.loads(line.text)
-        group_id, run, t_ms = data["group_id"], data["run"], data["t_ms"]
-        if isinstance(group_id, str) and isinstance(run, str) and type(t_ms) is int and t_ms >= 0:
-            return group_id, run, t_ms
-    except (ValueError, KeyError, TypeError):
+        run, t_ms = data["run"], data["t_ms"]
+        if data.get("kind") == "partition":
+            topic, number = data["topic"], data["partition"]
+            key = partitions.key_of(topic, number) if isinstance(topic, str) and type(number) is int else None
+        else:
+            key = data["group_id"]
+        if isinstance(key, str) and isinstance(run, str) and type(t_ms) is int and t_ms >= 0:
+            return key, run, t_ms
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass
     record, _ = parse(line)
+    if isinstance(record, PartitionRecord):
+        return partitions.key_of(record.topic, record.partition), record.run, record.t_ms
     return record.group_id, record.run, record.t_ms
 
 

@@ -25,12 +25,13 @@ from conformance.suite.oracle import (
 )
 from conformance.suite.trace import (
     FaultRecord,
+    PartitionRecord,
     RequestRecord,
     ResponseRecord,
     TimeRecord,
 )
 from conformance.suite.unify import TOKEN
-from conformance.tracecheck import rules
+from conformance.tracecheck import partitions, rules
 from conformance.tracecheck.records import Line, order, parse
 from reference.errors import InvariantViolation, UsageError
 from reference.group import GroupConfig, GroupCoordinator, LoadGroups
@@ -70,6 +71,7 @@ class Violation:
     allowed: list[str]
     broker_response: str
     context: list[str]
+    partition: str = ""  # topic-partition of a partition key ("" for a group)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -102,16 +104,18 @@ class _CoverageOracle(Oracle):
         self.coverage = rules.Coverage()
         self.hypotheses = [_SharingHypothesis(GroupCoordinator(config, ExploringChoices(), observer=self.coverage))]
 
-    def fault(self, now_ms: int) -> None:
-        # As Oracle.fault, with the observer on each new coordinator.
-        self.advance(now_ms)
+    def fault(self, down_ms: int, up_ms: int | None = None) -> None:
+        # As Oracle.fault, with the observer on each new coordinator: the coordinator stopped
+        # at down_ms, and one loaded the group from its log at up_ms; no timer fires between.
+        up_ms = down_ms if up_ms is None else max(up_ms, down_ms)
+        self.advance(down_ms)
         self.in_flight.clear()
         for hypothesis in self.hypotheses:
             hypothesis.replies.clear()
             observer = hypothesis.coordinator._observer
             observer.seen.clear()  # a reloaded group is not a transition
-            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=now_ms, observer=observer)
-        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), now_ms))
+            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms, observer=observer)
+        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), up_ms))
 
     def observed(self) -> rules.Coverage:
         """The coverage of the first surviving hypothesis (each hypothesis has its own copy)."""
@@ -133,15 +137,20 @@ def summary(line: Line, record) -> str:
         text += f" +{record.advance_ms} ms"
     elif isinstance(record, FaultRecord):
         text += f" {record.fault}"
+    elif isinstance(record, PartitionRecord):
+        text += f" {record.topic}-{record.partition} {partitions.describe(record)}"
     return text
 
 
 def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
-    """Replay one key's trace lines (in any order) through the oracle; see the module docstring."""
+    """Replay one key's trace lines (in any order): a group's through the oracle (see the
+    module docstring), a partition's through :mod:`partitions`."""
     parsed = sorted(((line, *parse(line)) for line in lines), key=lambda e: order(e[0], e[1].t_ms))
     report = KeyReport(group_id, run, events=len(parsed))
     if not parsed:
         return report
+    if partitions.is_partition_key(group_id):
+        return _check_partition(report, parsed)
     if not group_id:  # requests about no single group (a broker's ListGroups): nothing to replay them on
         report.unchecked = len(parsed)
         return report
@@ -192,7 +201,8 @@ def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings
             elif isinstance(record, TimeRecord):
                 oracle.advance(record.t_ms)
             elif isinstance(record, FaultRecord):
-                oracle.fault(record.t_ms)
+                down_ms = getattr(record, "down_ms", None)
+                oracle.fault(record.t_ms if down_ms is None else down_ms, record.t_ms)
                 open_requests.clear()
         except (OracleOverflow, InvariantViolation, UsageError) as exc:
             violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
@@ -203,6 +213,24 @@ def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings
     for transition, count in coverage.transitions.items():
         report.coverage[("transition", transition)] += count
         report.coverage[("rule", transition.rsplit(" ", 1)[1])] += count
+    return report
+
+
+def _check_partition(report: KeyReport, parsed: list) -> KeyReport:
+    """A partition key: the replication invariants over its records, reported as a group's
+    violations are (group_id empty, ``partition`` naming it)."""
+    found, exercised = partitions.replay([record for _, record, _ in parsed])
+    for rule in exercised:
+        report.coverage[("rule", rule)] += 1
+    report.coverage[("partition", "partitions checked")] += 1
+    if found is not None:
+        line, record, _ = parsed[found.index]
+        context = [summary(l, r) for l, r, _ in parsed[max(0, found.index - CONTEXT_BEFORE):found.index + CONTEXT_AFTER + 1]]
+        report.violations.append(Violation(
+            "", report.run, record.source, record.scenario or "", "partition", found.rule, found.invariant, record.event, -1,
+            f"broker {record.broker}", line.path, line.number, record.t_ms, found.message, [], "", context,
+            partition=f"{record.topic}-{record.partition}"))
+        report.unchecked = len(parsed) - found.index - 1
     return report
 
 

@@ -23,35 +23,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.suite import codec
 from conformance.suite.reference_target import ReferenceSession
 from conformance.suite.trace import TraceWriter
-from conformance.tracecheck import planted
+from conformance.tracecheck import cluster_sim, planted
+from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for
 from conformance.tracecheck.names import FAULTS
-from conformance.tracecheck.records import Line
+from conformance.tracecheck.records import Line, quick_key
 from conformance.tracecheck.replay import Settings, check_key
 from reference.choices import SeededChoices
-from reference.consumer_protocol import Assignment as Owned
-from reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
-from reference.errors import ErrorCode, InvariantViolation
+from reference.errors import InvariantViolation
 from reference.group import GroupConfig
-from reference.group.requests import (
-    API_KEYS,
-    Assignment,
-    CommitPartition,
-    CommitTopic,
-    Heartbeat,
-    JoinGroup,
-    LeaveGroup,
-    MemberIdentity,
-    OffsetCommit,
-    Protocol,
-    SyncGroup,
-)
-
-TOPIC, PARTITIONS = "foo", 6
-SOURCE = "simulate"
-_SUBSCRIPTION = encode_subscription(Subscription((TOPIC,)))
 
 
 @dataclass
@@ -60,19 +41,7 @@ class Options:
     steps: int = 60
     faults: tuple[str, ...] = FAULTS
     bug: str | None = None
-
-
-@dataclass
-class _Client:
-    name: str
-    member_id: str = ""
-    generation: int = -1
-    phase: str = "join"  # join, sync, stable
-    leader: bool = False
-    members: tuple[str, ...] = ()
-    crashed: bool = False
-    waiting: bool = False
-    offset: int = 0
+    cluster: bool = False  # whole clusters (conformance/tracecheck/cluster_sim.py), not one coordinator
 
 
 @dataclass
@@ -90,8 +59,8 @@ class _Run:
         self.options, self.trace = options, trace
         self.group = self.run_id = f"sim-{seed}"
         self.session = ReferenceSession(GroupConfig(), SeededChoices(seed, arbitrary=True))
-        self.clients = [_Client(f"c{i + 1}") for i in range(options.clients)]
-        self.rewrite = planted.BUGS[options.bug][0] if options.bug else None
+        self.clients = [Client(f"c{i + 1}") for i in range(options.clients)]
+        self.rewrite = planted.BUGS[options.bug][0] if options.bug in planted.BUGS else None
         self.sent: dict[str, object] = {}
         self.ids = 0
 
@@ -121,37 +90,15 @@ class _Run:
         else:
             await self.send(self.rng.choice(idle))
 
-    def request_for(self, c: _Client):
+    def request_for(self, c: Client):
         self.ids += 1
-        now, common = self.session.now_ms(), {"group_id": self.group}
-        if c.phase == "join":
-            return JoinGroup(self.ids, 9, now, **common, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
-                             member_id=c.member_id, protocols=(Protocol("range", _SUBSCRIPTION),), client_id=c.name)
-        member = {**common, "generation_id": c.generation, "member_id": c.member_id}
-        if c.phase == "sync":
-            return SyncGroup(self.ids, 5, now, **member, protocol_type="consumer", protocol_name="range",
-                             assignments=self.assign(c.members) if c.leader else ())
-        roll = self.rng.random()
-        if roll < 0.05:
-            return LeaveGroup(self.ids, 5, now, group_id=self.group, members=(MemberIdentity(c.member_id),))
-        if roll < 0.5:
-            c.offset += self.rng.randrange(1, 50)
-            partitions = tuple(CommitPartition(p, c.offset) for p in range(PARTITIONS))
-            if roll < 0.1 and c.generation > 1:  # a commit delayed past a rebalance carries the generation before
-                member["generation_id"] = c.generation - 1
-            return OffsetCommit(self.ids, 9, now, **member, topics=(CommitTopic(TOPIC, partitions),))
-        return Heartbeat(self.ids, 4, now, **member)
+        return request_for(c, self.group, self.ids, self.session.now_ms(), self.rng)
 
-    @staticmethod
-    def assign(members: tuple[str, ...]) -> tuple[Assignment, ...]:
-        return tuple(Assignment(m, encode_assignment(Owned((TopicPartitions(TOPIC, tuple(range(i, PARTITIONS, len(members)))),))))
-                     for i, m in enumerate(members))
-
-    async def send(self, c: _Client) -> None:
+    async def send(self, c: Client) -> None:
         request = self.request_for(c)
         self.sent[c.name] = request
         c.waiting = True
-        self.record(self.session.now_ms(), kind="request", client=c.name, **self.message(request))
+        self.record(self.session.now_ms(), kind="request", client=c.name, **message(request))
         await self.session.send(c.name, request)
 
     async def collect(self) -> None:
@@ -163,54 +110,34 @@ class _Run:
                 continue
             request = self.sent[c.name]
             response = self.rewrite(request, got[0]) if self.rewrite else got[0]
-            self.record(got[1], kind="response", client=c.name, **self.message(request, response))
+            self.record(got[1], kind="response", client=c.name, **message(request, response))
             c.waiting = False
             if not c.crashed:
-                self.learn(c, request, response)
-
-    @staticmethod
-    def message(request, response=None) -> dict:
-        return {"api": request.api, "api_key": API_KEYS[request.api], "api_version": request.api_version,
-                "correlation_id": int(request.request_id),
-                "fields": codec.request_fields(request) if response is None else codec.encode(response)}
-
-    @staticmethod
-    def learn(c: _Client, request, response) -> None:
-        """What a consumer does with an answer."""
-        error = getattr(response, "error_code", None)
-        if error is None:  # OffsetCommit: the first partition's error stands for the group's
-            error = response.topics[0].partitions[0].error_code if response.topics else ErrorCode.NONE
-        if isinstance(request, LeaveGroup) or error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
-            c.member_id, c.phase = "", "join"
-        elif isinstance(request, JoinGroup):
-            if error == ErrorCode.MEMBER_ID_REQUIRED:
-                c.member_id = response.member_id
-            elif error == ErrorCode.NONE:
-                c.member_id, c.generation, c.phase = response.member_id, response.generation_id, "sync"
-                c.leader = response.leader == response.member_id
-                c.members = tuple(m.member_id for m in response.members)
-        elif isinstance(request, SyncGroup):
-            c.phase = "stable" if error == ErrorCode.NONE else "join"
-        elif error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
-            c.phase = "join"
+                learn(c, request, response)
 
 
 def simulate_one(index: int, seed: int, options: Options, path: str, first_line: int, out: io.TextIOBase) -> RunResult:
     """Play one run, append its trace to ``out`` (lines numbered from ``first_line`` in
-    ``path``), and check it."""
+    ``path``), and check each of its keys (groups, and partitions of a cluster)."""
     buffer = io.StringIO()
-    run = _Run(seed, options, TraceWriter(buffer, SOURCE))
     result = RunResult(index, seed, 0)
-    try:
-        asyncio.run(run.play())
-    except InvariantViolation as exc:
-        result.invariant = f"{exc.invariant}: {exc.detail}"
+    if options.cluster:
+        result.invariant = cluster_sim.play(seed, options, buffer)
+    else:
+        try:
+            asyncio.run(_Run(seed, options, TraceWriter(buffer, SOURCE)).play())
+        except InvariantViolation as exc:
+            result.invariant = f"{exc.invariant}: {exc.detail}"
     text = buffer.getvalue().splitlines(keepends=True)
     out.writelines(text)
     result.events = len(text)
-    lines = [Line(path, first_line + i, t) for i, t in enumerate(text)]
-    report = check_key(run.group, run.run_id, lines, Settings())
-    result.violations = [dataclasses.asdict(v) for v in report.violations]
+    keys: dict[tuple[str, str], list[Line]] = {}
+    for i, t in enumerate(text):
+        line = Line(path, first_line + i, t)
+        key, run, _ = quick_key(line)
+        keys.setdefault((key, run), []).append(line)
+    for (key, run), lines in keys.items():
+        result.violations += [dataclasses.asdict(v) for v in check_key(key, run, lines, Settings()).violations]
     return result
 
 
@@ -243,11 +170,16 @@ def simulate(runs: int, seed: int, options: Options, directory: Path, spark=None
 
 def report(results: list[RunResult], options: Options, wall_s: float, directory: Path) -> str:
     lines = []
-    flags = f" --bug {options.bug}" if options.bug else ""
+    default = Options()
+    flags = " --cluster" if options.cluster else ""
+    flags += f" --bug {options.bug}" if options.bug else ""
     flags += f" --faults {','.join(options.faults) or 'none'}" if options.faults != FAULTS else ""
+    flags += f" --clients {options.clients}" if options.clients != default.clients else ""
+    flags += f" --steps {options.steps}" if options.steps != default.steps else ""
     for r in results:
         found = [f"invariant {r.invariant}"] if r.invariant else []
-        found += [f"{v['rule']}{' (' + v['invariant'] + ')' if v['invariant'] else ''} at {v['file']}:{v['line']}: {v['message']}"
+        found += [f"{v['rule']}{' (' + v['invariant'] + ')' if v['invariant'] else ''} in "
+                  f"{'partition ' + v['partition'] if v.get('partition') else 'group ' + v['group_id']} at {v['file']}:{v['line']}: {v['message']}"
                   for v in r.violations]
         for what in found:
             lines.append(f"run {r.index} (seed {r.seed}): {what}\n  replay: coordspec simulate --runs 1 --seed {r.seed}{flags}")

@@ -17,14 +17,15 @@ from reference.group.transitions import TRANSITIONS as _TRANSITIONS
 from reference.group.transitions import GroupState
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
+REPLICATION_SPEC = SPEC.with_name("isr-versioned-writes.md")
 TRANSITIONS = [f"{t.source} -> {t.target} ({t.cause}) {t.rule}" for t in _TRANSITIONS]
 STATES = [str(s) for s in GroupState]
 
 
-def spec_rules() -> list[str]:
-    if not SPEC.is_file():
+def spec_rules(spec: Path = SPEC, prefix: str = "GM") -> list[str]:
+    if not spec.is_file():
         return []
-    return re.findall(r"\*\*(GM-\d+):", SPEC.read_text(encoding="utf-8"))
+    return re.findall(rf"\*\*({prefix}-\d+):", spec.read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -57,27 +58,39 @@ class Findings:
 def headline(f: Findings) -> str:
     t = f.totals
     verdict = f"{len(f.violations)} violation{'s' * (len(f.violations) != 1)}" if f.violations else "no violations"
-    return (f"{verdict}: {t.events} events in {t.keys} groups from {t.files} file{'s' * (t.files != 1)} "
+    return (f"{verdict}: {t.events} events in {t.keys} keys (groups, partitions) from {t.files} file{'s' * (t.files != 1)} "
             f"checked in {t.wall_s:.2f} s ({t.how}); {t.unchecked} events unchecked")
 
 
 def _coverage_lines(f: Findings) -> list[str]:
     rules, states, transitions = f.covered("rule"), f.covered("state"), f.covered("transition")
-    defined = spec_rules() or sorted(rules)
+    defined = spec_rules() or sorted(r for r in rules if r.startswith("GM-"))
     missing = [r for r in defined if r not in rules]
+    replication = [r for r in rules if r.startswith("ISR-")]
+    if replication:
+        isr_rules = spec_rules(REPLICATION_SPEC, "ISR") or sorted(replication)
+        isr_missing = [r for r in isr_rules if r not in rules]
+        partition_lines = [f"replication rules exercised: {len(isr_rules) - len(isr_missing)} of {len(isr_rules)}"
+                           + (f" (not exercised: {', '.join(isr_missing)})" if isr_missing else "")]
+    else:
+        partition_lines = []
     return [
         f"spec rules exercised: {len([r for r in defined if r in rules])} of {len(defined)}"
         + (f" (not exercised: {', '.join(missing)})" if missing else ""),
         f"group states visited: {len(states)} of {len(STATES)} ({', '.join(states) or 'none'})",
         f"transitions taken: {len([t for t in TRANSITIONS if t in transitions])} of {len(TRANSITIONS)}",
         f"API versions seen: {', '.join(f.covered('api')) or 'none'}",
+        *partition_lines,
     ]
 
 
 def violation_text(v: dict) -> str:
     invariant = f", invariant {v['invariant']}" if v["invariant"] else ""
-    what = f" {v['api']} v{v['api_version']} from {v['client']}" if v["api"] else ""
-    lines = [(f"VIOLATION {v['rule'] or v['kind']}{invariant}: group {v['group_id']} (run {v['run']}) at "
+    if v.get("partition"):
+        whose, what = f"partition {v['partition']}", f" {v['api']} by {v['client']}"
+    else:
+        whose, what = f"group {v['group_id']}", f" {v['api']} v{v['api_version']} from {v['client']}" if v["api"] else ""
+    lines = [(f"VIOLATION {v['rule'] or v['kind']}{invariant}: {whose} (run {v['run']}) at "
              f"{v['file']}:{v['line']} t={v['t_ms']} ms{what}"), f"  {v['message']}"]
     if v["allowed"]:
         lines.append("  the reference allows:")
