@@ -11,6 +11,11 @@ A run is the life of the trace file, across broker restarts: the run's name and 
 a broker that starts on an existing run writes a ``restart`` fault for every group seen or
 loaded, so an offline check reloads each group from its log as the broker did. ``t_ms``
 counts from the run's start.
+
+A cluster broker is given its run and the clock's start instead (``run``, ``epoch_ms``):
+every broker of a cluster writes its own file under the same run and the same clock, so
+the files of all of them together are one run, in which a group's coordinator may change
+(:mod:`broker.cluster.group_trace` writes the ``load_group`` faults).
 """
 
 from __future__ import annotations
@@ -60,13 +65,18 @@ class TraceRun(BaseModel):
 
 
 class Trace:
-    def __init__(self, path: Path | None, node_id: int, now_ms: int) -> None:
+    def __init__(self, path: Path | None, node_id: int, now_ms: int, *, run: str | None = None, epoch_ms: int = 0) -> None:
         self._out: TextIO | None = None
         self._open: dict[int | str, tuple[str, str]] = {}  # request id -> (client, group id), until answered
         self._seen: set[str] = set()
+        self._groups_file: Path | None = None
         self.restarted = False
         self._run, self._start_ms = f"broker-{node_id}-{now_ms}", now_ms
         if path is None:
+            return
+        if run is not None:  # a cluster's broker: the run and its clock are the cluster's
+            self._run, self._start_ms = run, epoch_ms
+            self._out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the broker's life
             return
         run_file, self._groups_file = path.with_name(path.name + ".run"), path.with_name(path.name + ".groups")
         if run_file.exists():
@@ -88,8 +98,17 @@ class Trace:
         for group_id in sorted(self._seen | loaded_groups):
             self._line(now_ms, group_id, {"kind": "fault", "fault": "restart"})
 
+    def fault(self, now_ms: int, group_id: str, fault: str, down_ms: int | None = None) -> None:
+        if self._out is not None:
+            down = {} if down_ms is None else {"down_ms": min(max(down_ms - self._start_ms, 0), max(now_ms - self._start_ms, 0))}
+            self._line(now_ms, group_id, {"kind": "fault", "fault": fault, **down})
+
+    def forget(self, request_id: int | str) -> None:
+        """A request that will have no response in the trace (as if in flight at a fault)."""
+        self._open.pop(request_id, None)
+
     def _see(self, group_id: str) -> None:
-        if group_id not in self._seen:
+        if self._groups_file is not None and group_id not in self._seen:
             self._seen.add(group_id)
             with open(self._groups_file, "a", encoding="utf-8") as groups:
                 groups.write(json.dumps(group_id) + "\n")

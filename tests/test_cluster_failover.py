@@ -8,34 +8,116 @@
 - kill -9 the controller: another broker becomes controller and elects new leaders for
   the partitions the dead broker led.
 
-Each test starts and stops the brokers itself (ZooKeeper is shared by the module); every
-wait is bounded.
+After each, the brokers' traces of the group protocol (one file each, one run) replay
+through the reference with no violation (:func:`assert_traces_replay`); where the
+coordinator was killed, the group's events come from two brokers. Each test starts and
+stops the brokers itself (ZooKeeper is shared by the module); every wait is bounded.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import ConsumerGroupState, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.launcher import Cluster
+from conformance.suite.trace import validate_file
+from conformance.tracecheck.check import check_files
+from conformance.tracecheck.replay import Settings
+from conformance.tracecheck.summary import Findings
 from reference.failover.placement import OFFSETS_TOPIC
 from reference.replication.znodes import TopicPartition as Partition
-from tests.test_cluster_confluent import (
-    BROKER_ARGS,
-    PARTITIONS,
-    assert_no_errors,
-    consumer,
-    create_topic,
-    produce,
-    wait_for,
-    zookeeper_connect,  # noqa: F401 - the module's ZooKeeper fixture
-)
 
+PARTITIONS = 3
 TOPIC = "payments"
 GROUP = "failover-group"
+TRACE_SETTINGS = Settings(config={"initial_rebalance_delay_ms": 0})  # BROKER_ARGS' group setting
+
+
+def merged_trace(cluster: Cluster, into: Path) -> Path:
+    """The brokers' files in one file: the checker replays a run within one file."""
+    files = cluster.trace_files()
+    assert files, f"no broker wrote a trace under {cluster.data_dir}"
+    for path in files:
+        validate_file(path)
+    into.write_text("".join(path.read_text() for path in files))
+    return into
+
+
+def check(path: Path) -> Findings:
+    return check_files([path], TRACE_SETTINGS, out=io.StringIO())
+
+
+def assert_traces_replay(cluster: Cluster, into: Path, group: str, *, min_checked: int = 20, moved: bool = False) -> Findings:
+    """The cluster's trace replays through the reference with no violation, and a fair part
+    of it was checked: ``min_checked`` events of ``group`` at least; with ``moved``, events
+    of the group from two brokers and a ``load_group`` fault on the second."""
+    findings = check(merged_trace(cluster, into))
+    assert findings.violations == [], json.dumps(findings.violations[:1], indent=1)
+    assert findings.totals.events - findings.totals.unchecked >= min_checked, findings.totals
+    lines = [json.loads(line) for path in cluster.trace_files() for line in path.read_text().splitlines()]
+    mine = [line for line in lines if line["group_id"] == group]
+    assert sum(1 for line in mine if line["kind"] == "response") >= min_checked // 2, f"{len(mine)} records of {group}"
+    if moved:
+        writers = {path.parent.name for path in cluster.trace_files()
+                   for line in path.read_text().splitlines() if json.loads(line)["group_id"] == group}
+        assert len(writers) >= 2, f"the events of {group} are all in {writers}"
+        assert any(line["kind"] == "fault" and line["fault"] == "load_group" and line["t_ms"] > mine[0]["t_ms"] for line in mine)
+    return findings
+
+
+def wait_for(condition: Callable[[], bool], poll: Callable[[], object], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
+        poll()
+
+
+def assert_no_errors(cluster: Cluster) -> None:
+    """No broker logged an error or a traceback (kazoo's warnings about a lost connection are fine)."""
+    for broker in cluster.broker_ids:
+        stderr = cluster.stderr(broker)
+        assert "Traceback" not in stderr and "ERROR" not in stderr, f"broker {broker}:\n{stderr}"
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int = 3) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, replication_factor)]).values():
+        future.result(15)
+
+
+def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 3})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % PARTITIONS)
+    assert producer.flush(20) == 0
+
+
+def consumer(bootstrap: str, group: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "log_level": 3})
+
+
+def consume_as_a_group(bootstrap: str, topic: str, group: str, count: int) -> None:
+    """A consumer of ``group`` reads ``count`` records, commits, fetches its commits back, and leaves."""
+    client = consumer(bootstrap, group)
+    client.subscribe([topic])
+    received: list[bytes] = []
+    try:
+        wait_for(lambda: len(received) >= count, lambda: received.extend(m.value() for m in [client.poll(0.2)] if m is not None and m.error() is None),
+                 40, f"{count} records")
+        committed = client.commit(asynchronous=False)
+        assert committed and all(tp.error is None for tp in committed)
+        fetched = client.committed([TopicPartition(topic, tp.partition) for tp in committed], timeout=10)
+        assert [tp.offset for tp in fetched] == [tp.offset for tp in committed]
+    finally:
+        client.close()
 
 
 def group_state(bootstrap: str) -> tuple[ConsumerGroupState | None, int | None]:
@@ -48,7 +130,7 @@ def group_state(bootstrap: str) -> tuple[ConsumerGroupState | None, int | None]:
     return description.state, description.coordinator.id
 
 
-def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str) -> None:
     with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(60)])
@@ -95,9 +177,10 @@ def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str
         assert lost == {}, f"acknowledged commits lost (partition: acknowledged, fetched): {lost}"
         assert recovered_s < 30
         assert_no_errors(cluster)
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=40, moved=True)
 
 
-def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper_connect: str) -> None:
     """A second member joins while the first is not polled (librdkafka rejoins only from
     poll), so the group waits in PreparingRebalance; the coordinator dies there. The new
     coordinator loads the last Stable generation, both members join it, and the commit
@@ -134,9 +217,10 @@ def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper
             second.close()
         assert [(tp.partition, tp.offset) for tp in fetched] == [(tp.partition, tp.offset) for tp in acknowledged]
         assert_no_errors(cluster)
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=20, moved=True)
 
 
-def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:
     with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         old = cluster.controller()
@@ -148,10 +232,13 @@ def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:  # noq
                      "leaders and ISRs without the dead broker", 20)
         # And the cluster still takes writes with acks=all (min.insync.replicas 2 of the 2 left).
         produce(cluster.bootstrap, TOPIC, [f"after-{i}" for i in range(6)])
+        # And serves groups: one consumes what was written, on whichever broker coordinates it now.
+        consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 6)
         assert_no_errors(cluster)
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)
 
 
-def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> None:
     """A broker killed and started again over its data directory rejoins: it follows the
     leaders, fetches what it missed, and the leaders add it back to their ISRs."""
     with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
@@ -170,4 +257,6 @@ def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> 
 
         cluster.wait(lambda view: all(segment(victim, tp) == segment(view.leader(tp), tp) for tp in partitions),
                      "the restarted broker's logs equal to the leaders'", 10)
+        consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 60)
         assert_no_errors(cluster)
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)

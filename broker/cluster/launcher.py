@@ -6,8 +6,11 @@
         cluster.wait(lambda view: ..., "a new coordinator")
 
 Each broker is ``python -m broker.cluster.server`` in its own process, with its data in
-``<data_dir>/broker-<id>`` and its stderr in ``<data_dir>/broker-<id>.stderr``. The
-ports are chosen before any broker starts, so every broker knows every address.
+``<data_dir>/broker-<id>``, its trace of the group protocol in
+``<data_dir>/broker-<id>/trace.jsonl`` (one run and one clock for the whole cluster:
+:meth:`Cluster.trace_files` together are the cluster's trace) and its stderr in
+``<data_dir>/broker-<id>.stderr``. The ports are chosen before any broker starts, so every
+broker knows every address.
 :meth:`Cluster.view` watches what ZooKeeper publishes (controller, leaders, ISRs).
 
 :func:`up` is ``coordspec cluster up``.
@@ -58,6 +61,8 @@ class Cluster:
         self.peers: dict[int, tuple[str, int]] = {}
         self.processes: dict[int, subprocess.Popen] = {}
         self.view: PublishedView | None = None
+        self.trace_epoch_ms = int(time.time() * 1000)
+        self.trace_run = f"cluster-{data_dir.name}-{self.trace_epoch_ms}"
         self._stack = ExitStack()
 
     @property
@@ -98,10 +103,15 @@ class Cluster:
         peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
         command = [sys.executable, "-m", "broker.cluster.server", "--id", str(broker_id), "--peers", peers,
                    "--zookeeper", self.zookeeper_connect, "--data", str(self.data_dir / f"broker-{broker_id}"),
-                   "--offsets-partitions", str(self.offsets_partitions), *self.broker_args]
+                   "--offsets-partitions", str(self.offsets_partitions), "--trace-run", self.trace_run,
+                   "--trace-epoch-ms", str(self.trace_epoch_ms), *self.broker_args]
         with open(self.data_dir / f"broker-{broker_id}.stderr", "ab") as stderr:
             self.processes[broker_id] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO,
                                                          start_new_session=True)
+
+    def trace_files(self) -> list[Path]:
+        """Every broker's trace file that exists: together, the cluster's trace of the group protocol."""
+        return [path for b in self.broker_ids if (path := self.data_dir / f"broker-{b}" / "trace.jsonl").exists()]
 
     def running(self) -> set[int]:
         return {b for b, p in self.processes.items() if p.poll() is None}

@@ -34,10 +34,12 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError
 
 from broker.cluster.group_batches import decode_group_batch, encode_group_batch
+from broker.cluster.group_trace import GroupTrace
 from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
 from broker.cluster.zk_session import ZkSession, now_ms
+from broker.trace import Trace
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode
 from reference.failover.effects import AppendToPartition, LoadPartition
@@ -87,6 +89,9 @@ class NodeConfig:
     offsets_partitions: int = 3
     replication: ReplicationConfig = field(default_factory=ReplicationConfig)
     group: GroupConfig = field(default_factory=GroupConfig)
+    trace: Path | None = None  # the JSONL trace of the group protocol; None: none
+    trace_run: str = "cluster"  # the same for every broker of the cluster
+    trace_epoch_ms: int = 0  # the cluster's clock for the trace's t_ms: ms since this instant
 
 
 class ClusterNode:
@@ -96,6 +101,8 @@ class ClusterNode:
         self.files = ReplicaFiles(config.data_dir)
         self.replica = Broker(config.broker_id, config.replication, logs=self.files.logs)
         self.host = CoordinatorHost(config.broker_id, config.offsets_partitions, config.group, SeededChoices(secrets.randbits(64)), now_ms=now_ms())
+        trace = Trace(config.trace, config.broker_id, now_ms(), run=config.trace_run, epoch_ms=config.trace_epoch_ms)
+        self.trace = GroupTrace(trace, self.host, config.replication.zookeeper_session_timeout_ms)
         self.zk: ZkSession | None = None
         self.view: PublishedView | None = None
         self.progress = asyncio.Event()  # set (and replaced) when a log grows or a high watermark moves
@@ -133,6 +140,7 @@ class ClusterNode:
             await asyncio.to_thread(self.zk.stop)  # its ephemerals go at once: a clean stop
         if self.view is not None:
             await asyncio.to_thread(self.view.close)
+        self.trace.close()
 
     async def _wait_for_old_registration(self) -> None:
         """A broker restarted after a crash finds its old registration until ZooKeeper expires
@@ -232,6 +240,7 @@ class ClusterNode:
         """The notices about offsets partitions, as host events (FailoverCluster's mapping)."""
         partition, now = effect.partition, self.now()
         if isinstance(effect, BecameLeader):
+            self.trace.became(partition, now)
             self._host(BecomeCoordinator(partition, effect.leader_epoch, now))
         elif isinstance(effect, LeadershipLost):
             if not self._reelected(partition):
@@ -431,6 +440,7 @@ class ClusterNode:
         request = make(self._request_ids, self.now())
         future = asyncio.get_running_loop().create_future()
         self._replies[request.request_id] = future
+        self.trace.request(client, request)
         try:
             self._host(request)
             return await future
@@ -441,6 +451,7 @@ class ClusterNode:
         refused: set[int] = set()  # partitions whose earlier append of this step the log refused
         for effect in self.host.handle(event):
             if isinstance(effect, Reply):
+                self.trace.reply(event.now_ms, effect, isinstance(event, ResignCoordinator))
                 future = self._replies.get(effect.request_id)
                 if future is not None and not future.done():
                     future.set_result(effect.response)
@@ -448,6 +459,8 @@ class ClusterNode:
                 asyncio.get_running_loop().call_soon(self._load, effect.partition)
             elif effect.partition not in refused and not self._append(effect):
                 refused.add(effect.partition)
+        if isinstance(event, ResignCoordinator):
+            self.trace.resigned(event.partition)
         self._arm_timer()
 
     def _append(self, append: AppendToPartition) -> bool:
@@ -477,7 +490,9 @@ class ClusterNode:
             return  # leadership went meanwhile; the host heard ResignCoordinator
         replica_log = self.files.logs[tp]
         batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
-        self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, self.now()))
+        now = self.now()
+        self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, now))
+        self.trace.loaded(number, now)
 
 
 def _take(records, max_bytes: int) -> bytes:

@@ -7,6 +7,11 @@ broker of the cluster with the address it listens on: the model's registration i
 ZooKeeper carries no usable address, so brokers and clients are pointed at these.
 Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so its
 ephemerals go at once); SIGKILL is a crash (the session expires).
+
+The broker writes its JSONL trace of the group protocol to ``<data>/trace.jsonl``
+(``--trace``); ``--trace-run`` and ``--trace-epoch-ms`` must be the same for every broker
+of a cluster, so that their files together are one run on one clock
+(:mod:`broker.cluster.group_trace`).
 """
 
 from __future__ import annotations
@@ -103,7 +108,11 @@ def _lock(data_dir: Path):
 async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
     lock = _lock(config.data_dir)
     host, port = config.peers[config.broker_id]
-    node = ClusterNode(config)
+    try:
+        node = ClusterNode(config)
+    except OSError as e:
+        lock.close()
+        raise ClusterBrokerError(f"trace {config.trace}: {e.strerror or e}") from None
     connections: set[asyncio.Task] = set()
 
     async def accept(reader, writer) -> None:
@@ -171,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zookeeper-session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms")
     parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
     parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms, help="group.min.session.timeout.ms")
+    parser.add_argument("--trace", type=Path, default=None, help="the JSONL trace of the group protocol (default <data>/trace.jsonl)")
+    parser.add_argument("--trace-run", default=None, help="the trace's run, the same for every broker (default cluster@<zookeeper>)")
+    parser.add_argument("--trace-epoch-ms", type=int, default=0,
+                        help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -182,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             ReplicationConfig(min_insync_replicas=args.min_insync_replicas, replica_lag_time_max_ms=args.replica_lag_time_max_ms,
                               zookeeper_session_timeout_ms=args.zookeeper_session_timeout_ms),
             GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms, min_session_timeout_ms=args.min_session_timeout_ms),
+            trace=args.trace or args.data / "trace.jsonl", trace_run=args.trace_run or f"cluster@{args.zookeeper}",
+            trace_epoch_ms=args.trace_epoch_ms,
         )
         asyncio.run(serve(config))
     except (ClusterBrokerError, UsageError) as e:

@@ -1,0 +1,104 @@
+"""A cluster broker's JSONL trace of the group protocol (spec/trace-format.md), through
+the single broker's writer (:mod:`broker.trace`).
+
+Every broker writes its own file, all under the cluster's run and clock, so the files
+together are one run in which a group's coordinator may change. Only what a group's
+coordinator decides is traced:
+
+- a request is traced when this broker serves the group's offsets partition as it arrives
+  (a request it answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS never reached a
+  coordinator), and its response when it comes;
+- a response that says NOT_COORDINATOR, or that a resignation gave, is left out: the
+  coordinator lost the group with the request in flight, as in a crash;
+- when the broker has loaded a partition, a ``load_group`` fault, stamped at the load, is
+  written for every group it loaded, and for any other group of the partition before that
+  group's first traced request (a group the previous coordinator had in memory only). Its
+  ``down_ms`` is a time by which the previous coordinator had surely not stopped: its
+  ZooKeeper session had not expired yet (become coordinator − 1.5 × session timeout); a
+  checker fires no timer of the old state after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+from broker.trace import Trace, group_key
+from reference.errors import ErrorCode
+from reference.failover.host import CoordinatorHost
+from reference.group.effects import Reply
+
+LOAD_GROUP = "load_group"
+
+
+@dataclass
+class _Tenure:
+    down_ms: int  # the previous coordinator had not stopped before this
+    loaded_ms: int = -1  # -1: loading
+    announced: set[str] = field(default_factory=set)  # groups with their load_group fault written
+
+
+def says_not_coordinator(response: Any) -> bool:
+    """Any error code in the response (top level or per group / partition) is NOT_COORDINATOR."""
+    if is_dataclass(response):
+        return any(says_not_coordinator(getattr(response, f.name)) for f in fields(response))
+    if isinstance(response, (tuple, list)):
+        return any(says_not_coordinator(v) for v in response)
+    return isinstance(response, ErrorCode) and response == ErrorCode.NOT_COORDINATOR
+
+
+class GroupTrace:
+    def __init__(self, trace: Trace, host: CoordinatorHost, zookeeper_session_timeout_ms: int) -> None:
+        self.trace = trace
+        self.host = host
+        self.stop_margin_ms = zookeeper_session_timeout_ms * 3 // 2
+        self._tenures: dict[int, _Tenure] = {}
+        self._traced: dict[int | str, int] = {}  # request id -> its group's offsets partition, until answered
+
+    def became(self, partition: int, now_ms: int) -> None:
+        if partition not in self._tenures:
+            self._tenures[partition] = _Tenure(max(now_ms - self.stop_margin_ms, 0))
+
+    def loaded(self, partition: int, now_ms: int) -> None:
+        tenure = self._tenures.get(partition)
+        coordinator = self.host.serving(partition)
+        if tenure is None or coordinator is None:
+            return
+        tenure.loaded_ms = now_ms
+        for group_id in sorted(coordinator.groups):
+            self._announce(partition, tenure, group_id)
+
+    def resigned(self, partition: int) -> None:
+        if self.host.state(partition) is not None:
+            return  # still hosted: an older epoch, ignored
+        self._tenures.pop(partition, None)
+        for request_id in [r for r, p in self._traced.items() if p == partition]:
+            del self._traced[request_id]
+            self.trace.forget(request_id)
+
+    def _announce(self, partition: int, tenure: _Tenure, group_id: str) -> None:
+        if group_id not in tenure.announced:
+            tenure.announced.add(group_id)
+            self.trace.fault(tenure.loaded_ms, group_id, LOAD_GROUP, down_ms=tenure.down_ms)
+
+    def request(self, client: str, request: Any) -> None:
+        group_id = group_key(request)
+        partition = self.host.partition_for(group_id)
+        tenure = self._tenures.get(partition)
+        if group_id and (tenure is None or tenure.loaded_ms < 0 or self.host.serving(partition) is None):
+            return  # no coordinator here: the host refuses it
+        if group_id:
+            self._announce(partition, tenure, group_id)
+        self._traced[request.request_id] = partition
+        self.trace.request(request.now_ms, client, request)
+
+    def reply(self, now_ms: int, reply: Reply, resigning: bool) -> None:
+        if self._traced.pop(reply.request_id, None) is None:
+            return
+        if resigning or says_not_coordinator(reply.response):
+            self.trace.forget(reply.request_id)
+        else:
+            self.trace.response(now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
+
+    def close(self) -> None:
+        self.trace.close()
