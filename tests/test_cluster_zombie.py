@@ -8,7 +8,8 @@ cannot pass the record, and it steps down, either because its ShrinkIsr write fa
 the zk_version or because its new session hears the controller's decision, whichever
 comes first. The leader the controller elected stays the published one, and the zombie's
 record ends up in no log: following the new leader, the zombie truncates it away
-(leader-epoch truncation, which this test is the end-to-end check of).
+(leader-epoch truncation, which this test is the end-to-end check of). A group then
+reads what was committed, and the brokers' traces replay through the reference.
 """
 
 from __future__ import annotations
@@ -18,24 +19,19 @@ import datetime
 import io
 from pathlib import Path
 
+from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
+from test_cluster_failover import PARTITIONS, assert_no_errors, assert_traces_replay, consume_as_a_group, create_topic, produce
 
 from broker.cluster.launcher import Cluster
 from broker.cluster.peer_wire import PeerConnection
 from reference.replication.znodes import TopicPartition
-from tests.test_cluster_confluent import (
-    BROKER_ARGS,
-    PARTITIONS,
-    assert_no_errors,
-    create_topic,
-    produce,
-    zookeeper_connect,  # noqa: F401 - the module's ZooKeeper fixture
-)
 
 TOPIC = "ledger"
 MARK = b"zombie-write"
+GROUP = "after-the-zombie"
 
 
 def one_record_batch(value: bytes) -> bytes:
@@ -46,18 +42,18 @@ def one_record_batch(value: bytes) -> bytes:
     return buffer.getvalue()
 
 
-async def produce_to(address: tuple[str, int], topic: str, partition: int, value: bytes) -> int:
-    """Produce one record with acks=all straight to one broker; the error code it answers."""
+async def produce_to(address: tuple[str, int], topic: str, partition: int, value: bytes, acks: int = -1) -> int:
+    """Produce one record (acks=all unless told) straight to one broker; the error code it answers."""
     connection = PeerConnection(*address, "zombie-test", timeout_s=15)
     try:
-        body = await connection.request(0, 9, {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
+        body = await connection.request(0, 9, {"transactional_id": None, "acks": acks, "timeout": 10_000, "topic_data": [
             {"name": topic, "partition_data": [{"index": partition, "records": one_record_batch(value)}]}]})
     finally:
         connection.close()
     return int(body.responses[0].partition_responses[0].error_code)
 
 
-def test_paused_leader_whose_session_expired_writes_nothing(tmp_path: Path, zookeeper_connect: str) -> None:  # noqa: F811
+def test_paused_leader_whose_session_expired_writes_nothing(tmp_path: Path, zookeeper_connect: str) -> None:
     args = (*BROKER_ARGS, "--replica-lag-time-max-ms", "2000")
     with Cluster(tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=args) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
@@ -77,4 +73,7 @@ def test_paused_leader_whose_session_expired_writes_nothing(tmp_path: Path, zook
         assert (published.leader, published.leader_epoch) == (elected.leader, elected.leader_epoch)
         segments = [(tmp_path / f"broker-{b}" / f"{tp.topic}-{tp.partition}" / "replica.log").read_bytes() for b in cluster.broker_ids]
         assert not any(MARK in segment for segment in segments), (zombie, elected, published, [MARK in s for s in segments], [len(s) for s in segments])
+        # A group reads what was committed (not the zombie's record), and its trace replays.
+        consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 9)
         assert_no_errors(cluster)
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)

@@ -427,10 +427,24 @@ class ClusterNode:
         future = asyncio.get_running_loop().create_future()
         self._produces[(tp.topic, tp.partition, record.payload_id)] = (future, acks == -1)
         try:
-            self.replicate(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+            if acks == -1:
+                self.replicate(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+            else:
+                self._append_without_min_insync(partition, record)
             return await future
         finally:
             self._produces.pop((tp.topic, tp.partition, record.payload_id), None)
+
+    def _append_without_min_insync(self, partition, record) -> None:
+        """The model's Produce is acks=all; Kafka checks min.insync.replicas for acks=all only
+        (Partition.appendRecordsToLeader), so acks=0/1 appends to the leader's log whatever
+        its ISR. The high watermark this append may move is the one the model computes: it
+        moves here only when the leader is alone in its ISR, with no acks=all record pending."""
+        if self._stopping:
+            return
+        effects = partition.append(record.payload_id, record.value, 1)
+        self.files.sync()
+        self._carry_out(effects)
 
     # -- the coordinator host ------------------------------------------------------------
 
