@@ -1,14 +1,21 @@
 """The trace check on one machine and on Spark (local[1], local[2]), side by side.
 
-    .venv/bin/python benchmarks/pipeline_scale.py [--events 10000000] [--files 8] [--base-runs 200]
+    .venv/bin/python benchmarks/pipeline_scale.py [--events 10000000] [--files 8] [--workdir DIR]
 
 Traces come from the simulator (``coordspec simulate``: three consumers per group, crashes,
-pauses, coordinator restarts): ``--base-runs`` runs are simulated once, then copied under new
-group and run names until there are ``--events`` events, spread over ``--files`` files (a
-fleet's logs). Each checker then checks all of them; the one-machine checker runs in this
-process, the pipeline on Spark with one and with two executor cores. Printed: events/s for
-each, the job time without Spark's start-up (the JVM, and a warm-up job that starts the
-Python workers), and the ratios to the single process.
+pauses, coordinator restarts; a few runs with the ``stale-commit`` bug planted, so there
+are violations to agree on): the base runs are simulated once, then copied under new group
+and run names until there are ``--events`` events, spread over ``--files`` files (a fleet's
+logs), written by one process per core. The traces stay in ``--workdir`` (about 410 bytes
+an event: 4.1 GB at 10M) and are reused by the next run with the same sizes.
+
+Each checker then checks all of them: the one-machine checker in this process, the pipeline
+on Spark with one and with two executor cores. Printed: the job time (for Spark without its
+start-up: the JVM and a warm-up job that starts the Python workers), events/s, the ratio to
+the one process, and CPU seconds (this process for the one machine; the JVM and its Python
+workers for Spark), which a machine shared with other work does not distort as it does the
+wall clock. The run fails unless all checkers agree on events, groups, unchecked events,
+violations (by rule) and coverage.
 Issue 7's goal: the pipeline on local[2] at least 1.6x the single process at 10M events.
 """
 
@@ -16,9 +23,13 @@ from __future__ import annotations
 
 import argparse
 import io
+import multiprocessing
+import os
+import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,70 +37,132 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from conformance.tracecheck import pipeline, simulate
 from conformance.tracecheck.check import check_files
 from conformance.tracecheck.replay import Settings
+from conformance.tracecheck.summary import Findings
+
+BUGGED_EVERY = 20  # one base run in 20 has a planted bug
 
 
-def generate(directory: Path, events: int, files: int, base_runs: int) -> int:
-    """Trace files holding about ``events`` events; the number written."""
-    base = directory / "base"
-    results, _ = simulate.simulate(base_runs, 0, simulate.Options(), base)
-    text = (base / "sim-00000.jsonl").read_text().splitlines(keepends=True)
-    runs = [(f"sim-{r.seed}", [line for line in text if f'"run":"sim-{r.seed}"' in line]) for r in results]
-    outs = [(directory / "traces" / f"part-{i:03d}.jsonl") for i in range(files)]
-    outs[0].parent.mkdir(parents=True)
-    handles = [p.open("w", encoding="utf-8") for p in outs]
-    written, copy = 0, 0
+def base_runs(directory: Path, runs: int) -> list[tuple[str, list[str]]]:
+    """Simulated runs as (run name, trace lines); the names are also the group ids."""
+    bugged = max(1, runs // BUGGED_EVERY)
+    clean, _ = simulate.simulate(runs - bugged, 0, simulate.Options(), directory / "clean")
+    buggy, _ = simulate.simulate(bugged, runs - bugged, simulate.Options(bug="stale-commit"), directory / "bug")
+    text = [line for d in ("clean", "bug") for line in (directory / d / "sim-00000.jsonl").read_text().splitlines(keepends=True)]
+    return [(f"sim-{r.seed}", [line for line in text if f'"run":"sim-{r.seed}"' in line]) for r in clean + buggy]
+
+
+def write_part(path: Path, runs: list[tuple[str, list[str]]], copies: list[int]) -> None:
+    """Copy ``copies`` (copy c is base run c mod len(runs), renamed ``<name>x<c>``) to ``path``."""
+    with path.open("w", encoding="utf-8") as out:
+        for c in copies:
+            name, lines = runs[c % len(runs)]
+            out.writelines(line.replace(f'"{name}"', f'"{name}x{c}"') for line in lines)
+
+
+def generate(workdir: Path, events: int, files: int, runs: int) -> tuple[Path, int]:
+    """The traces directory for these sizes (made unless a finished one is there) and its events."""
+    traces = workdir / f"traces-{events}-events-{files}-files-{runs}-runs"
+    done = traces / "EVENTS"
+    if done.is_file():
+        return traces, int(done.read_text())
+    shutil.rmtree(traces, ignore_errors=True)
+    traces.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        base = base_runs(Path(tmp), runs)
+    plan: list[list[int]] = [[] for _ in range(files)]
+    written, c = 0, 0
     while written < events:
-        for name, lines in runs:
-            renamed = f"{name}x{copy}"
-            handles[copy % files].writelines(line.replace(f'"{name}"', f'"{renamed}"') for line in lines)
-            written += len(lines)
-            copy += 1
-            if written >= events:
-                break
-    for handle in handles:
-        handle.close()
-    return written
+        plan[c % files].append(c)
+        written += len(base[c % len(base)][1])
+        c += 1
+    with multiprocessing.get_context("fork").Pool(os.cpu_count()) as pool:
+        pool.starmap(write_part, [(traces / f"part-{i:03d}.jsonl", base, copies) for i, copies in enumerate(plan)])
+    (workdir / "warm-up.jsonl").write_text("".join(base[0][1] + base[-1][1]))
+    done.write_text(str(written))
+    return traces, written
 
 
-def spark_run(traces: Path, master: str, work: Path) -> tuple[float, float, int]:
-    """(start-up seconds, job seconds, violations) on ``master``. Start-up includes a small
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its descendants, living and reaped."""
+    parents, cpu = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        cpu[child] = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0)
+        todo.extend(c for c, parent in parents.items() if parent == p)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def one_process(traces: Path) -> tuple[float, float, float, Findings]:
+    """(start-up, job seconds, CPU seconds, findings) of the one-machine checker."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    findings = check_files([traces], Settings(), out=io.StringIO())
+    return 0.0, time.perf_counter() - wall, time.process_time() - cpu, findings
+
+
+def on_spark(traces: Path, master: str, workdir: Path) -> tuple[float, float, float, Findings]:
+    """(start-up, job seconds, CPU seconds, findings) on ``master``. Start-up includes a small
     warm-up job, which starts the Python workers and their imports."""
     started = time.perf_counter()
-    spark = pipeline.session(master, work, io.StringIO())
-    warm = work / "warm-up.jsonl"
-    warm.write_text("".join((work / "base" / "sim-00000.jsonl").read_text().splitlines(keepends=True)[:500]))
-    pipeline.run_pipeline([str(warm)], work / "out-warm-up", settings=Settings(), spark=spark, out=io.StringIO())
-    up = time.perf_counter() - started
-    try:
-        started = time.perf_counter()
-        findings = pipeline.run_pipeline([str(traces)], work / f"out-{master}", settings=Settings(), spark=spark,
-                                         out=io.StringIO())
-        return up, time.perf_counter() - started, len(findings.violations)
-    finally:
-        spark.stop()
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        spark = pipeline.session(master, Path(tmp), io.StringIO())
+        try:
+            pipeline.run_pipeline([str(workdir / "warm-up.jsonl")], Path(tmp) / "warm-up", spark=spark, out=io.StringIO())
+            up = time.perf_counter() - started
+            jvm = spark.sparkContext._gateway.proc.pid
+            wall, cpu = time.perf_counter(), tree_cpu_s(jvm) + time.process_time()
+            findings = pipeline.run_pipeline([str(traces)], Path(tmp) / "out", spark=spark, out=io.StringIO())
+            return up, time.perf_counter() - wall, tree_cpu_s(jvm) + time.process_time() - cpu, findings
+        finally:
+            spark.stop()
 
 
-def main() -> None:
+def digest(f: Findings) -> tuple:
+    """What the checkers must agree on."""
+    t = f.totals
+    return t.events, t.keys, t.unchecked, sorted(Counter(v["rule"] for v in f.violations).items()), sorted(f.coverage.items())
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--base-runs", type=int, default=200)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "coordspec-pipeline-bench",
+                        help="where the generated traces are kept for the next run (default: %(default)s)")
+    parser.add_argument("--masters", default="local[1],local[2]", help="Spark masters to measure (default: %(default)s)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="coordspec-bench-") as tmp:
-        work = Path(tmp)
-        started = time.perf_counter()
-        events = generate(work, args.events, args.files, args.base_runs)
-        print(f"generated {events:,} events in {args.files} files in {time.perf_counter() - started:.1f} s")
-        started = time.perf_counter()
-        local = check_files([work / "traces"], Settings(), out=io.StringIO())
-        single = time.perf_counter() - started
-        rows = [("one process", 0.0, single, len(local.violations))]
-        for master in ("local[1]", "local[2]"):
-            rows.append((f"Spark {master}", *spark_run(work / "traces", master, work)))
-        print(f"{'checker':<16}{'start-up s':>12}{'job s':>10}{'events/s':>12}{'vs one process':>16}{'violations':>12}")
-        for name, up, job, violations in rows:
-            print(f"{name:<16}{up:>12.1f}{job:>10.1f}{events / job:>12,.0f}{single / job:>15.2f}x{violations:>12}")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    traces, events = generate(args.workdir, args.events, args.files, args.base_runs)
+    size = sum(f.stat().st_size for f in traces.iterdir()) / 1e9
+    print(f"{events:,} events in {args.files} files ({size:.2f} GB, {traces}) ready in {time.perf_counter() - started:.1f} s", flush=True)
+    rows = [("one process", *one_process(traces))]
+    print(f"one process done in {rows[0][2]:.0f} s", flush=True)
+    for master in args.masters.split(","):
+        rows.append((f"Spark {master}", *on_spark(traces, master, args.workdir)))
+        print(f"{master} done in {rows[-1][2]:.0f} s", flush=True)
+    single = rows[0][2]
+    print(f"{'checker':<16}{'start-up s':>11}{'job s':>9}{'events/s':>10}{'vs one':>8}{'CPU s':>9}{'CPU ms/event':>13}"
+          f"{'groups':>9}{'violations':>11}")
+    for name, up, job, cpu, f in rows:
+        print(f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{single / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
+              f"{f.totals.keys:>9,}{len(f.violations):>11,}")
+    differ = [name for name, *_, f in rows[1:] if digest(f) != digest(rows[0][-1])]
+    if differ:
+        print(f"DISAGREE: {', '.join(differ)} and the one process differ in events, groups, unchecked, violations or coverage")
+        return 1
+    print("all checkers agree on events, groups, unchecked events, violations by rule and coverage")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

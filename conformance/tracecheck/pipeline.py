@@ -1,13 +1,18 @@
 """``coordspec pipeline``: the trace check as a PySpark job, at any scale.
 
 1. The driver lists the input files; one task per file reads it (gzip or not) and emits
-   each line with its key (group id, run, file), session time and line number.
-2. The lines are hash-partitioned by key and sorted within partitions by key, time and
-   line, so each key's events are contiguous and in order; ``mapInPandas`` walks them and
-   hands each key's lines to :func:`~conformance.tracecheck.replay.check_key`, the same
-   function the one-machine checker calls.
-3. Violations and coverage are written as Parquet (``violations/``, ``coverage/``), the
+   each line as (key, (line number, text)), the key (group id, run, file) read cheaply.
+2. The lines are hash-partitioned by key in Python (``RDD.partitionBy``): the JVM moves
+   pickled batches without looking into them, so a line is decoded once on each side.
+3. Each partition groups its lines by key and hands each key to
+   :func:`~conformance.tracecheck.replay.check_key`, the function the one-machine checker
+   calls, which orders a key's events itself; the partition's findings are added up as
+   that checker adds them, and the driver collects one small result per partition.
+4. Violations and coverage are written as Parquet (``violations/``, ``coverage/``), the
    summary as ``trace-check.md`` and ``trace-check.html``.
+
+A partition's lines are held in one Python worker's memory, so there are enough partitions
+for each to hold about ``PARTITION_BYTES`` of trace text (and at least two per core).
 
 The master is ``local[*]`` unless ``--master`` names another, or ``spark-submit`` started
 the job (then its ``--master`` rules). On a cluster the executors get the code as a zip
@@ -24,24 +29,25 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections import Counter
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
 from conformance.suite.trace import TraceError
 from conformance.tracecheck import records, summary
+from conformance.tracecheck.check import add
 from conformance.tracecheck.replay import Settings, Violation, check_key
 
 ROOT = Path(__file__).resolve().parents[2]
-LINE_COLUMNS = "group_id string, run string, path string, t_ms long, number long, text string"
+PARTITION_BYTES = 32 << 20
+GZIP_RATIO = 10  # about how much a gzipped trace grows when read
 _VIOLATION_FIELDS = [f.name for f in dataclasses.fields(Violation)]
 _LIST_FIELDS = {"allowed", "context"}
 _INT_FIELDS = {"api_version", "line", "t_ms"}
-OUT_COLUMNS = ", ".join(
-    ["row string", "cov_kind string", "cov_name string", "count long", "events long", "unchecked long"]
-    + [f"{name} {'array<string>' if name in _LIST_FIELDS else 'long' if name in _INT_FIELDS else 'string'}"
-       for name in _VIOLATION_FIELDS])
+VIOLATION_COLUMNS = ", ".join(
+    f"{name} {'array<string>' if name in _LIST_FIELDS else 'long' if name in _INT_FIELDS else 'string'}" for name in _VIOLATION_FIELDS)
+COVERAGE_COLUMNS = "kind string, name string, count long"
 # Errors only. Spark's logger set explicitly to the root's level keeps pyspark (a "shell" to
 # Spark) from announcing a default level of its own.
 _LOG4J = """rootLogger.level = error
@@ -65,41 +71,32 @@ class PipelineError(RuntimeError):
 # -- on the executors ------------------------------------------------------------------
 
 
-def read_file(path: str) -> Iterator[tuple]:
+def key_lines(path: str) -> Iterator[tuple[tuple[str, str, str], tuple[int, str]]]:
+    """A file's lines as (key, (line number, text)); the key is read cheaply, and the line is
+    checked in full when its key is replayed."""
     for line in records.read(Path(path)):
-        group_id, run, t_ms = records.quick_key(line)
-        yield group_id, run, line.path, t_ms, line.number, line.text
+        group_id, run, _ = records.quick_key(line)
+        yield (group_id, run, line.path), (line.number, line.text)
 
 
-def check_partition(batches: Iterator, settings: Settings) -> Iterator:
-    """mapInPandas: rows arrive clustered by key and in order; check each key in turn."""
-    import pandas as pd
-
-    key, lines = None, []
-    for batch in batches:
-        out = []
-        for group_id, run, path, number, text in zip(batch["group_id"], batch["run"], batch["path"], batch["number"],
-                                                     batch["text"]):
-            if (group_id, run, path) != key:
-                if key is not None:
-                    out.extend(_rows(check_key(key[0], key[1], lines, settings)))
-                key, lines = (group_id, run, path), []
-            lines.append(records.Line(path, int(number), text))
-        if out:
-            yield pd.DataFrame(out, columns=_OUT_NAMES)
-    if key is not None:
-        yield pd.DataFrame(_rows(check_key(key[0], key[1], lines, settings)), columns=_OUT_NAMES)
+def key_partition(key: tuple[str, str, str]) -> int:
+    """The same number for a key in every Python worker (``hash`` of a str is salted per process)."""
+    return zlib.crc32("\0".join(key).encode())
 
 
-_OUT_NAMES = ["row", "cov_kind", "cov_name", "count", "events", "unchecked", *_VIOLATION_FIELDS]
-
-
-def _rows(report) -> list[list]:
-    blank = [None] * len(_VIOLATION_FIELDS)
-    rows = [["key", None, None, None, report.events, report.unchecked, report.group_id, report.run, *blank[2:]]]
-    rows += [["coverage", kind, name, count, None, None, *blank] for (kind, name), count in report.coverage.items()]
-    rows += [["violation", None, None, None, None, None, *(getattr(v, f) for f in _VIOLATION_FIELDS)] for v in report.violations]
-    return rows
+def check_partition(pairs: Iterator, settings: Settings) -> Iterator[summary.Findings]:
+    """All the lines of a partition's keys, grouped by key: each key checked, the partition's
+    findings added up as the one-machine checker adds them."""
+    keys: dict[tuple[str, str, str], list[records.Line]] = {}
+    for key, (number, text) in pairs:
+        keys.setdefault(key, []).append(records.Line(key[2], number, text))
+    findings = summary.Findings()
+    while keys:
+        (group_id, run, _), lines = keys.popitem()  # a key's lines are freed once checked
+        report = check_key(group_id, run, lines, settings)
+        add(findings, report)
+        findings.totals.events += report.events
+    yield findings
 
 
 # -- on the driver ---------------------------------------------------------------------
@@ -142,8 +139,7 @@ def session(master: str | None, workdir: Path, out: TextIO):
         os.environ["SPARK_CONF_DIR"] = str(workdir)
     builder = (SparkSession.builder.appName("coordspec trace check")
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", str(out.isatty()).lower())
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+               .config("spark.ui.showConsoleProgress", str(out.isatty()).lower()))
     if master:
         builder = builder.master(master)
     try:
@@ -170,15 +166,30 @@ def _first_line(exc: BaseException) -> str:
     return found.group(1).strip() if found else (text.splitlines()[0] if text else type(exc).__name__)
 
 
-def check_on_spark(spark, files: list[Path], settings: Settings, partitions: int | None = None):
-    """The job: a DataFrame of key, coverage and violation rows (see ``_rows``)."""
+def partitions_for(files: list[Path], parallelism: int) -> int:
+    """Enough partitions that each holds about PARTITION_BYTES of trace text (a partition's
+    lines are grouped in one Python worker's memory), at least two per core, and a whole
+    number per core, so that no core idles through the last wave."""
+    size = sum(f.stat().st_size * (GZIP_RATIO if f.name.endswith(".gz") else 1) for f in files)
+    wanted = max(2 * parallelism, -(-size // PARTITION_BYTES))
+    return -(-wanted // parallelism) * parallelism
+
+
+def check_on_spark(spark, files: list[Path], settings: Settings, partitions: int | None = None) -> summary.Findings:
+    """The job: files read one task each, lines hash-partitioned by key (pickled batches the
+    JVM only moves), each partition's keys checked; the partitions' findings added up."""
     sc = spark.sparkContext
-    lines = sc.parallelize([str(f) for f in files], max(1, len(files))).flatMap(read_file)
-    frame = spark.createDataFrame(lines, LINE_COLUMNS, verifySchema=False)  # read_file's rows fit by construction
-    partitions = partitions or 2 * sc.defaultParallelism
-    return (frame.repartition(partitions, "group_id", "run", "path")
-            .sortWithinPartitions("group_id", "run", "path", "t_ms", "number")
-            .mapInPandas(lambda batches: check_partition(batches, settings), OUT_COLUMNS))
+    partitions = partitions or partitions_for(files, sc.defaultParallelism)
+    per_partition = (sc.parallelize([str(f) for f in files], max(1, len(files))).flatMap(key_lines)
+                     .partitionBy(partitions, key_partition)
+                     .mapPartitions(lambda pairs: check_partition(pairs, settings)))
+    findings = summary.Findings(totals=summary.Totals(files=len(files), how=f"Spark {sc.master}"))
+    for part in per_partition.collect():  # one small Findings per partition
+        findings.violations.extend(part.violations)
+        findings.coverage.update(part.coverage)
+        for total in ("keys", "events", "unchecked"):
+            setattr(findings.totals, total, getattr(findings.totals, total) + getattr(part.totals, total))
+    return findings
 
 
 def run_pipeline(inputs: list[str], output: Path, master: str | None = None, settings: Settings | None = None,
@@ -204,31 +215,19 @@ def run_pipeline(inputs: list[str], output: Path, master: str | None = None, set
 
 
 def _job(spark, files, output, settings, partitions, out, started) -> summary.Findings:
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     print(f"checking {len(files)} file{'s' * (len(files) != 1)} on {spark.sparkContext.master}…", file=out, flush=True)
-    rows = check_on_spark(spark, files, settings, partitions).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        totals = rows.filter("row = 'key'").agg(
-            F.count(F.when(F.col("group_id") != "", 1)), F.sum("events"), F.sum("unchecked")).first()
+        findings = check_on_spark(spark, files, settings, partitions)
     except _spark_errors() as exc:  # a bad line on an executor: its TraceError is in the text
         raise PipelineError(_first_line(exc)) from None
-    violations = rows.filter("row = 'violation'").select(*_VIOLATION_FIELDS)
-    coverage = rows.filter("row = 'coverage'").groupBy("cov_kind", "cov_name").agg(F.sum("count").alias("count"))
-    coverage = coverage.withColumnRenamed("cov_kind", "kind").withColumnRenamed("cov_name", "name")
     print(f"writing {output}…", file=out, flush=True)
+    violations = [[v[name] for name in _VIOLATION_FIELDS] for v in findings.violations]
+    coverage = [[kind, name, count] for (kind, name), count in findings.coverage.items()]
     try:
-        violations.write.mode("overwrite").parquet(str(output / "violations"))
-        coverage.write.mode("overwrite").parquet(str(output / "coverage"))
+        spark.createDataFrame(violations, VIOLATION_COLUMNS).coalesce(1).write.mode("overwrite").parquet(str(output / "violations"))
+        spark.createDataFrame(coverage, COVERAGE_COLUMNS).coalesce(1).write.mode("overwrite").parquet(str(output / "coverage"))
     except _spark_errors() as exc:
         raise PipelineError(f"cannot write {output}: {_first_line(exc)}") from None
-    findings = summary.Findings(
-        violations=[row.asDict() for row in violations.collect()],
-        coverage=Counter({(r["kind"], r["name"]): r["count"] for r in coverage.collect()}),
-        totals=summary.Totals(files=len(files), keys=totals[0], events=totals[1] or 0, unchecked=totals[2] or 0,
-                              how=f"Spark {spark.sparkContext.master}"))
-    rows.unpersist()
     findings.totals.wall_s = time.perf_counter() - started
     summary.write(findings, output)
     return findings
