@@ -223,6 +223,9 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
         with Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
             say(f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}")
             say(f"bootstrap: {cluster.bootstrap}")
+            traces = cluster.data_dir / "broker-*" / "trace.jsonl"
+            say(f"traces of the group protocol: {traces} (one run); to check them against the reference: "
+                f"cat {traces} > {cluster.data_dir / 'trace.jsonl'} && coordspec trace check {cluster.data_dir / 'trace.jsonl'}")
             shown = cluster.describe()
             for line in shown:
                 say(line)
