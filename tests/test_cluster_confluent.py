@@ -2,9 +2,9 @@
 3 replicas produced with acks=all: a group whose coordinator is the leader of its
 ``__consumer_offsets`` partition consumes and commits, and finds its commits there; a
 static member (group.instance.id) restarts within its session and gets its partitions
-back while the other member sees no rebalance; cooperative-sticky moves only the
-partitions it must, one rebalance at a time; a member that dies without leaving is
-expired by the coordinator after its session.
+back in the same generation (the coordinator's trace) while the other member sees no
+rebalance; cooperative-sticky moves only the partitions it must, one rebalance at a time;
+a member that dies without leaving is expired by the coordinator after its session.
 
 One cluster serves the module (cluster_fixtures); every wait is bounded.
 """
@@ -48,6 +48,13 @@ def produce(cluster: Cluster, topic: str, batch: list[bytes]) -> None:
     for value in batch:
         producer.produce(topic, value=value, partition=partition_of(value, PARTITIONS))
     assert producer.flush(20) == 0
+
+
+def join_responses(cluster: Cluster, group: str) -> list[dict]:
+    """The successful JoinGroup answers to ``group``'s members, from the brokers' traces of the group protocol."""
+    records = [json.loads(line) for path in cluster.trace_files() for line in path.read_text().splitlines()]
+    return [r["fields"] for r in records if r["kind"] == "response" and r["api"] == "JoinGroup" and r["group_id"] == group
+            and r["fields"]["error_code"] == 0]
 
 
 def describe(cluster: Cluster, group: str) -> ConsumerGroupDescription:
@@ -172,6 +179,10 @@ def test_static_member_restarts_without_a_rebalance(cluster: Cluster) -> None:
         old_ids = {m.group_instance_id: m.member_id for m in before.members}
         assert instances["auditor-1"].member_id != old_ids["auditor-1"] and instances["auditor-2"].member_id == old_ids["auditor-2"]
         assert {tp.partition for tp in instances["auditor-1"].assignment.topic_partitions} == kept
+        # Its coordinator answered the rejoin from the Stable group: the generation did not move.
+        *earlier, rejoin = join_responses(cluster, "static")
+        assert rejoin["member_id"] == instances["auditor-1"].member_id
+        assert rejoin["generation_id"] == max(j["generation_id"] for j in earlier)
         assert after.coordinator.id == cluster.coordinator("static")
     finally:
         for member in members:
