@@ -194,6 +194,18 @@ def test_a_null_array_the_schema_forbids_closes_the_connection(broker: BrokerPro
     assert api_versions_works(broker)
 
 
+def test_a_topic_of_two_billion_partitions_is_refused_as_kraft_does(broker: BrokerProcess) -> None:
+    # Found by benchmarks/fuzz_frames.py: a flipped byte in num_partitions made the next
+    # Metadata build two billion partition entries, and the broker grew past 10 GB.
+    topics = [{"name": "huge", "num_partitions": 2**31 - 1, "replication_factor": 1}, {"name": "small", "num_partitions": 1, "replication_factor": 1}]
+    (frame,) = exchange(broker, framed(encode_request(19, 7, {"topics": topics, "timeout": 1000})))
+    response, _ = entity_reader(kio.index.load_response_schema(19, 7))(frame, 5)
+    assert [(t.name, t.error_code) for t in response.topics] == [("huge", 44), ("small", 44)]  # POLICY_VIOLATION, the whole request
+    (frame,) = exchange(broker, framed(encode_request(3, 12, {"topics": [{"name": "huge"}, {"name": "small"}], "allow_auto_topic_creation": False})))
+    response, _ = entity_reader(kio.index.load_response_schema(3, 12))(frame, 5)
+    assert [(t.name, t.error_code) for t in response.topics] == [("huge", 3), ("small", 3)]  # neither was created
+
+
 # -- random and mutated frames ---------------------------------------------------
 
 def test_every_seed_is_answered(broker: BrokerProcess) -> None:

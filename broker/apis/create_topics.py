@@ -3,7 +3,9 @@
 Errors follow Kafka: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION for a bad name,
 INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR for anything but 1
 (or -1, the broker default) on a one-broker cluster, INVALID_REQUEST for a name given
-twice. Not supported here, and refused rather than ignored: manual assignments
+twice, and, as KRaft's controller, POLICY_VIOLATION for the whole request when its new
+topics would take more than 10,000 metadata records (one per topic and per partition).
+Not supported here, and refused rather than ignored: manual assignments
 (INVALID_REQUEST) and topic configs (INVALID_CONFIG; no retention, compaction or
 timestamp type is applied by this broker).
 """
@@ -17,10 +19,12 @@ from broker.context import BrokerContext, Client
 from broker.log.topics import topic_name_error
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 0, 17, 36
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 37, 38, 40, 42
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST, POLICY_VIOLATION = 37, 38, 40, 42, 44
+MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController
 
 
-def _create(ctx: BrokerContext, topic: Any, validate_only: bool, duplicated: bool) -> dict[str, Any]:
+def _check(ctx: BrokerContext, topic: Any, duplicated: bool) -> dict[str, Any]:
+    """The topic's answer: an error, or NONE with the partition count it would get."""
     answer = {"name": topic.name, "error_message": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
     partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     if duplicated:
@@ -39,12 +43,19 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, duplicated: boo
     if topic.replication_factor not in (-1, 1):
         return {**answer, "error_code": INVALID_REPLICATION_FACTOR,
                 "error_message": f"Replication factor: {topic.replication_factor} larger than available brokers: 1."}
-    if validate_only:
-        return {**answer, "error_code": NONE, "num_partitions": partitions, "replication_factor": 1, "configs": []}
-    entry = ctx.topics.create(topic.name, partitions)
-    return {**answer, "error_code": NONE, "topic_id": entry.topic_id, "num_partitions": partitions, "replication_factor": 1, "configs": []}
+    return {**answer, "error_code": NONE, "num_partitions": partitions, "replication_factor": 1, "configs": []}
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     counts = Counter(t.name for t in body.topics)
-    return {"topics": [_create(ctx, t, body.validate_only, counts[t.name] > 1) for t in body.topics]}
+    answers = [_check(ctx, t, counts[t.name] > 1) for t in body.topics]
+    creating = [a for a in answers if a["error_code"] == NONE]
+    # KRaft's controller writes a TopicRecord and a PartitionRecord per partition, at most
+    # MAX_RECORDS_PER_USER_OP in one operation; beyond, the whole request is refused.
+    if sum(1 + a["num_partitions"] for a in creating) > MAX_RECORDS_PER_USER_OP:
+        return {"topics": [{**a, "error_code": POLICY_VIOLATION, "error_message": "Unable to perform excessively large batch operation.",
+                            "num_partitions": -1, "replication_factor": -1, "configs": None} for a in answers]}
+    if not body.validate_only:
+        for answer in creating:
+            answer["topic_id"] = ctx.topics.create(answer["name"], answer["num_partitions"]).topic_id
+    return {"topics": answers}
