@@ -104,6 +104,17 @@ def consumer(bootstrap: str, group: str) -> Consumer:
                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "log_level": 3})
 
 
+def unanswered(trace: Path) -> list[tuple[str, str]]:
+    """(api, group id) of the requests in a broker's trace that have no response there."""
+    waiting = {}
+    for record in map(json.loads, trace.read_text().splitlines()):
+        if record["kind"] == "request":
+            waiting[(record["client"], record["correlation_id"])] = (record["api"], record["group_id"])
+        elif record["kind"] == "response":
+            waiting.pop((record["client"], record["correlation_id"]), None)
+    return list(waiting.values())
+
+
 def consume_as_a_group(bootstrap: str, topic: str, group: str, count: int) -> None:
     """A consumer of ``group`` reads ``count`` records, commits, fetches its commits back, and leaves."""
     client = consumer(bootstrap, group)
@@ -218,6 +229,8 @@ def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper
         assert [(tp.partition, tp.offset) for tp in fetched] == [(tp.partition, tp.offset) for tp in acknowledged]
         assert_no_errors(cluster)
     assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=20, moved=True)
+    # The second member's JoinGroup was parked on the victim when it died: no response in its trace.
+    assert ("JoinGroup", GROUP) in unanswered(tmp_path / f"broker-{victim}" / "trace.jsonl"), unanswered(tmp_path / f"broker-{victim}" / "trace.jsonl")
 
 
 def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:
