@@ -135,12 +135,29 @@ def test_the_one_machine_checker_finds_what_the_simulator_reported(planted_trace
         assert cluster_sim.BUGS[bug] in rules
 
 
-def test_spark_and_one_machine_report_the_same_partition_violations(planted_traces, tmp_path):
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    session = pipeline.session("local[2]", tmp_path_factory.mktemp("spark"), io.StringIO())
+    yield session
+    session.stop()
+
+
+def test_spark_and_one_machine_report_the_same_partition_violations(spark, planted_traces, tmp_path):
     local = check_files([planted_traces], Settings(), out=io.StringIO())
-    spark = pipeline.run_pipeline([str(planted_traces)], tmp_path / "out", master="local[2]", out=io.StringIO())
+    on_spark = pipeline.run_pipeline([str(planted_traces)], tmp_path / "out", out=io.StringIO(), spark=spark)
 
     def seen(findings):
-        return sorted((v["file"], v["line"], v["rule"], v["invariant"], v["partition"], v["group_id"]) for v in findings.violations)
+        return sorted((v["file"], v["line"], v["rule"], v["invariant"], v["partition"], v["group_id"], v["message"],
+                       tuple(v["context"])) for v in findings.violations)
 
-    assert seen(spark) == seen(local) and any(v["partition"] for v in spark.violations)
-    assert spark.totals.keys == local.totals.keys and spark.totals.events == local.totals.events
+    assert seen(on_spark) == seen(local) and any(v["partition"] for v in on_spark.violations)
+    assert on_spark.totals.keys == local.totals.keys and on_spark.totals.events == local.totals.events
+
+
+def test_cluster_runs_fan_out_over_executors_with_the_same_results(spark, tmp_path):
+    options = simulate.Options(cluster=True, bug="isr-write-skips-version")
+    on_spark, _ = simulate.simulate(8, 0, options, tmp_path / "spark", spark)
+    here, _ = simulate.simulate(8, 0, options, tmp_path / "here")
+    assert [(r.seed, r.events, r.invariant, [v["rule"] for v in r.violations]) for r in on_spark] == [
+        (r.seed, r.events, r.invariant, [v["rule"] for v in r.violations]) for r in here]
+    assert any(r.violations for r in here) and len(list((tmp_path / "spark").glob("sim-*.jsonl"))) > 1
