@@ -109,7 +109,7 @@ def _faults(text: str) -> tuple[str, ...]:
 
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=int, required=True, help="number of simulated groups")
+    parser.add_argument("--runs", type=int, required=True, help="number of runs (a group each, or a cluster with --cluster)")
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed SEED+i (default 0)")
     parser.add_argument("--faults", type=_faults, default=FAULTS, metavar="F,F",
                         help=f"faults to inject: {', '.join(FAULTS)} (default all), or none")

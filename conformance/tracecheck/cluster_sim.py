@@ -129,8 +129,9 @@ class PartitionRecorder:
         states = [(o, state_path_partition(o.path)) for o in ops if isinstance(o, (SetData, Create))]
         states = [(o, tp) for o, tp in states if tp is not None]
         tree = self.cluster.zk.tree
-        before = {o.path: tree.node(o.path) for o, _ in states}
-        published_before = {tp: PartitionState.decode(o.path, before[o.path].data) for o, tp in states if before[o.path] is not None}
+        nodes = {o.path: tree.node(o.path) for o, _ in states}
+        before = {path: (node.version, node.data) if node is not None else None for path, node in nodes.items()}  # nodes change in place
+        published_before = {tp: PartitionState.decode(o.path, before[o.path][1]) for o, tp in states if before[o.path] is not None}
         epoch_node = tree.node(CONTROLLER_EPOCH)
         zk_epoch = decode_controller_epoch(CONTROLLER_EPOCH, epoch_node.data) if epoch_node else -1
         written = len(self.cluster.state_writes)
@@ -153,7 +154,7 @@ class PartitionRecorder:
             self._writes.append({
                 "tp": tp, "event": event, "broker": broker_id,
                 "expected_zk_version": -1 if isinstance(o, Create) else meant if meant is not None else o.version,
-                "zk_version_before": before[o.path].version if before[o.path] is not None else None,
+                "zk_version_before": before[o.path][0] if before[o.path] is not None else None,
                 "outcome": "ok" if ok else result.code.name, "zk_controller_epoch": zk_epoch,
                 "leader": state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
                 "controller_epoch": state.controller_epoch, "zk_version": node.version if ok and node is not None else None,
