@@ -109,3 +109,25 @@ def test_simulated_runs_fan_out_over_executors_with_the_same_results(spark, tmp_
     assert [(r.seed, r.events, [v["rule"] for v in r.violations]) for r in on_spark] == [
         (r.seed, r.events, [v["rule"] for v in r.violations]) for r in here]
     assert len(list((tmp_path / "spark").glob("sim-*.jsonl"))) > 1  # one file per partition
+
+
+def test_any_number_of_partitions_finds_what_one_machine_finds(spark, traces, tmp_path):
+    local = check_files([traces], SETTINGS, out=io.StringIO())
+    for partitions in (1, 5):
+        findings = pipeline.run_pipeline([str(traces)], tmp_path / f"out-{partitions}", settings=SETTINGS, spark=spark,
+                                         partitions=partitions, out=io.StringIO())
+        assert sorted(map(key, findings.violations)) == sorted(map(key, local.violations)), partitions
+        assert findings.coverage == local.coverage, partitions
+        assert (findings.totals.keys, findings.totals.events) == (local.totals.keys, local.totals.events), partitions
+
+
+def test_partitions_hold_a_bounded_share_of_the_input_in_whole_waves(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "PARTITION_BYTES", 1000)
+    small, big, packed = tmp_path / "small.jsonl", tmp_path / "big.jsonl", tmp_path / "packed.jsonl.gz"
+    small.write_text("x" * 10)
+    big.write_text("x" * 9_500)
+    packed.write_bytes(b"x" * 500)  # read as about ten times that
+    assert pipeline.partitions_for([small], 2) == 4  # two per core at least
+    assert pipeline.partitions_for([small, big], 2) == 10  # 9,510 bytes: 10 partitions, 5 per core
+    assert pipeline.partitions_for([small, big], 4) == 12  # 10 rounded up to whole waves of 4
+    assert pipeline.partitions_for([small, big, packed], 2) == 16  # 14,510 bytes: 15, rounded up to 16
