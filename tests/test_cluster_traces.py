@@ -91,3 +91,21 @@ def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path) -> None:
     assert records[2]["fields"]["error_code"] == 79  # MEMBER_ID_REQUIRED
     findings = check(path)
     assert findings.violations == [] and findings.totals.events == 4 and findings.totals.unchecked == 0
+
+
+def test_a_cluster_started_again_keeps_its_run(tmp_path: Path, zookeeper_connect: str) -> None:
+    """Stopped and started again over the same data, the cluster's brokers go on with the same
+    run and clock: the group, loaded back from its log, is checked across the restart."""
+    runs = []
+    for first in (True, False):
+        with Cluster(tmp_path / "cluster", 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=BROKER_ARGS) as cluster:
+            if first:
+                create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+            produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(6)])
+            consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 6)
+            runs.append((cluster.trace_run, cluster.trace_epoch_ms))
+    assert runs[0] == runs[1]
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=20)
+    records = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert {r["run"] for r in records} == {runs[0][0]}
+    assert sum(1 for r in records if r["group_id"] == GROUP and r["kind"] == "fault") >= 2  # loaded at each start

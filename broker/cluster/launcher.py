@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Self
 
 from kazoo.client import KazooClient
+from pydantic import ValidationError
 
 from broker.cluster.published import PublishedView
+from broker.trace import TraceRun
 from broker.zookeeper.process import ZooKeeperUnavailable, free_ports, zookeeper
 from reference.failover.placement import OFFSETS_TOPIC, partition_for
 from reference.replication.znodes import TopicPartition
@@ -61,8 +63,7 @@ class Cluster:
         self.peers: dict[int, tuple[str, int]] = {}
         self.processes: dict[int, subprocess.Popen] = {}
         self.view: PublishedView | None = None
-        self.trace_epoch_ms = int(time.time() * 1000)
-        self.trace_run = f"cluster-{data_dir.name}-{self.trace_epoch_ms}"
+        self.trace_run, self.trace_epoch_ms = "", 0  # the cluster's trace run, kept in <data_dir>/traces.run
         self._stack = ExitStack()
 
     @property
@@ -82,6 +83,7 @@ class Cluster:
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._trace_run()
         if self.zookeeper_connect is None:
             try:
                 self.zookeeper_connect = self._stack.enter_context(zookeeper(1)).connect_string
@@ -98,6 +100,20 @@ class Cluster:
         self.wait(lambda view: view.live_brokers == set(self.broker_ids) and view.controller in self.broker_ids
                   and all(self.coordinator_of(p) in self.broker_ids for p in range(self.offsets_partitions)),
                   "registration of every broker and a leader for every offsets partition", self.start_timeout_s)
+
+    def _trace_run(self) -> None:
+        """One run for the brokers' traces across restarts of the cluster over the same data,
+        as the single broker keeps its run (the groups reload from their logs)."""
+        path = self.data_dir / "traces.run"
+        try:
+            run = TraceRun.model_validate_json(path.read_bytes()) if path.exists() else None
+        except ValidationError:
+            raise ClusterError(f"{path}: cannot read the traces' run") from None
+        if run is None:
+            now = int(time.time() * 1000)
+            run = TraceRun(run=f"cluster-{self.data_dir.name}-{now}", start_ms=now)
+            path.write_text(run.model_dump_json())
+        self.trace_run, self.trace_epoch_ms = run.run, run.start_ms
 
     def start_broker(self, broker_id: int) -> None:
         peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
