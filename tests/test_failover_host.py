@@ -461,6 +461,18 @@ def test_stable_offset_fetch_waits_for_pending_commits():
     assert broker.reply(stable).topics[0].partitions[0].committed_offset == 8  # it sees the pending commit
 
 
+def test_stable_offset_fetch_reads_when_its_commits_are_committed_not_when_it_came():
+    """Time passes while it waits: it is answered at the high watermark's advance (a cluster
+    broker hit this: the coordinator refused the fetch as older than its clock)."""
+    broker = OneBroker()
+    broker.lead()
+    broker.commit(8)
+    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    broker.sleep(200)
+    broker.replicate()
+    assert broker.reply(stable).topics[0].partitions[0].committed_offset == 8
+
+
 def test_stable_offset_fetch_fails_with_its_partition():
     broker = OneBroker()
     broker.lead()

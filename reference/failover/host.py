@@ -18,7 +18,7 @@ only when the partition's high watermark passes them. This follows Kafka 4.0's
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from reference.choices import Choices, SeededChoices
@@ -262,8 +262,10 @@ class CoordinatorHost:
         hosted.deferred = [d for d in hosted.deferred if d.end_offset > event.high_watermark]
         for reply in due:
             if reply.response is None:
-                self._requests[reply.request.request_id] = reply.request
-                self._drive(hosted, reply.request)
+                # A stable OffsetFetch reads now, at this event's time, not when it came.
+                request = replace(reply.request, now_ms=self.now_ms)
+                self._requests[request.request_id] = request
+                self._drive(hosted, request)
             else:
                 self._deliver(reply.request, reply.response)
 
