@@ -13,7 +13,8 @@ Every decision is the reference's. :class:`ClusterNode` owns
   events as in :class:`reference.failover.cluster.FailoverCluster` (BecameLeader is
   BecomeCoordinator, LeadershipLost / BecameFollower / ReplicaStopped ResignCoordinator,
   HighWatermarkMoved HighWatermarkUpdated), and the host's appends are produces to the
-  model's leader replica, answered once the high watermark passes them.
+  model's leader replica, answered once the high watermark passes them;
+- ``trace``, the JSONL trace of what its coordinators decide (:mod:`broker.cluster.group_trace`).
 
 All of it runs on one asyncio loop; a step (one model or host event) runs to completion,
 its logs are written (:mod:`broker.cluster.replica_logs`), and one timer is armed for the
