@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from test_cluster_failover import PARTITIONS, assert_traces_replay, check, consume_as_a_group, create_topic, produce
 
@@ -51,7 +52,11 @@ def test_a_planted_wrong_answer_is_reported(tmp_path: Path, zookeeper_connect: s
     assert [(v["api"], v["line"]) for v in violations] == [("OffsetFetch", index + 1)], violations
 
 
-def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path) -> None:
+# (when the broker started, the load_group's down_ms): a broker that has run for 1.5 ZooKeeper
+# session timeouts before it became coordinator (at 8000) knows the previous one was up until
+# then; one that has just started knows only when the previous one last wrote (1500).
+@pytest.mark.parametrize(("started_ms", "down_ms"), [(0, 2000), (7000, 1500)])
+def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path, started_ms: int, down_ms: int) -> None:
     """GroupTrace on the reference's coordinator host, driven as a cluster broker drives it:
     a request for a partition the broker does not serve is not traced, a group's first
     request is preceded by its load_group fault (stamped at the load), and a write in
@@ -59,7 +64,7 @@ def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path) -> None:
     host = CoordinatorHost(1, 2, GroupConfig(initial_rebalance_delay_ms=0))
     served, other = (next(g for g in (f"g{i}" for i in range(20)) if host.partition_for(g) == p) for p in (0, 1))
     path = tmp_path / "trace.jsonl"
-    trace = GroupTrace(Trace(path, 1, 0, run="cluster-test", epoch_ms=0), host, 4000)
+    trace = GroupTrace(Trace(path, 1, 0, run="cluster-test", epoch_ms=0), host, 4000, started_ms)
 
     def handle(event, now_ms: int) -> list:
         effects = host.handle(event)
@@ -73,7 +78,7 @@ def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path) -> None:
     trace.became(0, 8000)
     handle(BecomeCoordinator(0, 3, 8000), 8000)
     handle(LoadGroup(0, 3, (), 0, 8100), 8100)
-    trace.loaded(0, 8100)
+    trace.loaded(0, 8100, last_write_ms=1500)
     join = JoinGroup(1, 5, 9000, group_id=served, member_id="", protocols=(Protocol("range", b"\x00"),))
     elsewhere = JoinGroup(2, 5, 9000, group_id=other, member_id="", protocols=(Protocol("range", b"\x00"),))
     commit = OffsetCommit(3, 8, 9100, group_id=served, topics=(CommitTopic("t", (CommitPartition(0, 7),)),))
@@ -87,7 +92,7 @@ def test_only_what_a_coordinator_decides_is_traced(tmp_path: Path) -> None:
     assert [(r["kind"], r.get("api") or r["fault"], r["group_id"], r["t_ms"]) for r in records] == [
         ("fault", "load_group", served, 8100), ("request", "JoinGroup", served, 9000), ("response", "JoinGroup", served, 9000),
         ("request", "OffsetCommit", served, 9100)]
-    assert records[0]["down_ms"] == 2000  # became coordinator at 8000, less 1.5 ZooKeeper session timeouts
+    assert records[0]["down_ms"] == down_ms
     assert records[2]["fields"]["error_code"] == 79  # MEMBER_ID_REQUIRED
     findings = check(path)
     assert findings.violations == [] and findings.totals.events == 4 and findings.totals.unchecked == 0

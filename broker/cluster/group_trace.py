@@ -13,9 +13,13 @@ coordinator decides is traced:
 - when the broker has loaded a partition, a ``load_group`` fault, stamped at the load, is
   written for every group it loaded, and for any other group of the partition before that
   group's first traced request (a group the previous coordinator had in memory only). Its
-  ``down_ms`` is a time by which the previous coordinator had surely not stopped: its
-  ZooKeeper session had not expired yet (become coordinator − 1.5 × session timeout); a
-  checker fires no timer of the old state after it.
+  ``down_ms`` is a time by which the previous coordinator had surely not stopped, and a
+  checker fires no timer of the old state after it: the later of the last write in the
+  partition's log (the previous coordinator wrote it) and, when this broker has run for
+  longer than 1.5 ZooKeeper session timeouts, becoming coordinator less that much (a
+  crashed or paused coordinator's session expires one timeout after it stopped). A broker
+  that has just started (the cluster starting again) cannot tell how long ago the previous
+  coordinator stopped.
 """
 
 from __future__ import annotations
@@ -48,23 +52,27 @@ def says_not_coordinator(response: Any) -> bool:
 
 
 class GroupTrace:
-    def __init__(self, trace: Trace, host: CoordinatorHost, zookeeper_session_timeout_ms: int) -> None:
+    def __init__(self, trace: Trace, host: CoordinatorHost, zookeeper_session_timeout_ms: int, started_ms: int) -> None:
         self.trace = trace
         self.host = host
         self.stop_margin_ms = zookeeper_session_timeout_ms * 3 // 2
+        self.started_ms = started_ms
         self._tenures: dict[int, _Tenure] = {}
         self._traced: dict[int | str, int] = {}  # request id -> its group's offsets partition, until answered
 
     def became(self, partition: int, now_ms: int) -> None:
         if partition not in self._tenures:
-            self._tenures[partition] = _Tenure(max(now_ms - self.stop_margin_ms, 0))
+            seen_long_enough = now_ms - self.started_ms >= self.stop_margin_ms
+            self._tenures[partition] = _Tenure(now_ms - self.stop_margin_ms if seen_long_enough else 0)
 
-    def loaded(self, partition: int, now_ms: int) -> None:
+    def loaded(self, partition: int, now_ms: int, last_write_ms: int) -> None:
+        """``last_write_ms``: when the last batch in the partition's log was written (0: none)."""
         tenure = self._tenures.get(partition)
         coordinator = self.host.serving(partition)
         if tenure is None or coordinator is None:
             return
         tenure.loaded_ms = now_ms
+        tenure.down_ms = max(tenure.down_ms, last_write_ms)
         for group_id in sorted(coordinator.groups):
             self._announce(partition, tenure, group_id)
 

@@ -40,6 +40,7 @@ from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, P
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
 from broker.cluster.zk_session import ZkSession, now_ms
+from broker.log.batches import read_header
 from broker.trace import Trace
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode
@@ -103,7 +104,7 @@ class ClusterNode:
         self.replica = Broker(config.broker_id, config.replication, logs=self.files.logs)
         self.host = CoordinatorHost(config.broker_id, config.offsets_partitions, config.group, SeededChoices(secrets.randbits(64)), now_ms=now_ms())
         trace = Trace(config.trace, config.broker_id, now_ms(), run=config.trace_run, epoch_ms=config.trace_epoch_ms)
-        self.trace = GroupTrace(trace, self.host, config.replication.zookeeper_session_timeout_ms)
+        self.trace = GroupTrace(trace, self.host, config.replication.zookeeper_session_timeout_ms, now_ms())
         self.zk: ZkSession | None = None
         self.view: PublishedView | None = None
         self.progress = asyncio.Event()  # set (and replaced) when a log grows or a high watermark moves
@@ -507,7 +508,8 @@ class ClusterNode:
         batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
         now = self.now()
         self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, now))
-        self.trace.loaded(number, now)
+        last = read_header(replica_log.records[-1].value) if replica_log.records else None
+        self.trace.loaded(number, now, last.max_timestamp if last is not None else 0)
 
 
 def _take(records, max_bytes: int) -> bytes:
