@@ -91,6 +91,10 @@ class Trace:
             run_file.write_text(TraceRun(run=self._run, start_ms=self._start_ms).model_dump_json())
         self._out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the broker's life
 
+    @property
+    def enabled(self) -> bool:
+        return self._out is not None
+
     def restart(self, now_ms: int, loaded_groups: set[str]) -> None:
         """After a restart on an existing run: every group starts again from its log."""
         if not self.restarted or self._out is None:

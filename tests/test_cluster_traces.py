@@ -114,3 +114,12 @@ def test_a_cluster_started_again_keeps_its_run(tmp_path: Path, zookeeper_connect
     records = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert {r["run"] for r in records} == {runs[0][0]}
     assert sum(1 for r in records if r["group_id"] == GROUP and r["kind"] == "fault") >= 2  # loaded at each start
+
+
+def test_no_trace(tmp_path: Path, zookeeper_connect: str) -> None:
+    with Cluster(tmp_path / "cluster", 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
+                 broker_args=(*BROKER_ARGS, "--no-trace")) as cluster:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(3)])
+        consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 3)
+    assert cluster.trace_files() == []

@@ -90,6 +90,8 @@ class GroupTrace:
             self.trace.fault(tenure.loaded_ms, group_id, LOAD_GROUP, down_ms=tenure.down_ms)
 
     def request(self, client: str, request: Any) -> None:
+        if not self.trace.enabled:
+            return
         group_id = group_key(request)
         partition = self.host.partition_for(group_id)
         tenure = self._tenures.get(partition)

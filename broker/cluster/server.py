@@ -9,7 +9,7 @@ Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so 
 ephemerals go at once); SIGKILL is a crash (the session expires).
 
 The broker writes its JSONL trace of the group protocol to ``<data>/trace.jsonl``
-(``--trace``); ``--trace-run`` and ``--trace-epoch-ms`` must be the same for every broker
+(``--trace``, ``--no-trace``); ``--trace-run`` and ``--trace-epoch-ms`` must be the same for every broker
 of a cluster, so that their files together are one run on one clock
 (:mod:`broker.cluster.group_trace`).
 """
@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
     parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms, help="group.min.session.timeout.ms")
     parser.add_argument("--trace", type=Path, default=None, help="the JSONL trace of the group protocol (default <data>/trace.jsonl)")
+    parser.add_argument("--no-trace", action="store_true", help="write no trace of the group protocol")
     parser.add_argument("--trace-run", default=None, help="the trace's run, the same for every broker (default cluster@<zookeeper>)")
     parser.add_argument("--trace-epoch-ms", type=int, default=0,
                         help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)")
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             ReplicationConfig(min_insync_replicas=args.min_insync_replicas, replica_lag_time_max_ms=args.replica_lag_time_max_ms,
                               zookeeper_session_timeout_ms=args.zookeeper_session_timeout_ms),
             GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms, min_session_timeout_ms=args.min_session_timeout_ms),
-            trace=args.trace or args.data / "trace.jsonl", trace_run=args.trace_run or f"cluster@{args.zookeeper}",
+            trace=None if args.no_trace else args.trace or args.data / "trace.jsonl", trace_run=args.trace_run or f"cluster@{args.zookeeper}",
             trace_epoch_ms=args.trace_epoch_ms,
         )
         asyncio.run(serve(config))
