@@ -4,6 +4,8 @@ The group APIs are the single broker's handlers (:mod:`broker.apis.groups`), wit
 node's coordinator host behind ``ctx.groups``. Metadata and FindCoordinator answer from
 what ZooKeeper publishes (:mod:`broker.cluster.published`); Produce, Fetch and ListOffsets
 go to the partition's leader replica, and a Fetch with ``replica_id`` set is a follower's.
+InitProducerId hands out ids from blocks reserved in ZooKeeper (:mod:`broker.cluster.producer_ids`)
+and a leader checks idempotent batches' sequences (:mod:`broker.cluster.producer_state`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from broker.apis import api_versions, groups
 from broker.apis.registry import Api
 from broker.cluster.node import ClusterNode
 from broker.cluster.peer_wire import ERROR_CODES
+from broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
+from broker.cluster.producer_state import LeaderProducers, committed
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import index_holding, kafka_offset
 from broker.context import Client
 from broker.log.batches import InvalidBatch, check_single_batch, read_header
+from broker.log.producers import SequenceError
 from broker.log.topics import topic_name_error
 from broker.wire.entities import build, ms, type_hints
 from broker.wire.protocol import response_class
@@ -52,6 +57,8 @@ class ClusterContext:
     # reach it while it starts); as Kafka's, it handles clients' requests only after.
     serving: asyncio.Event = field(default_factory=asyncio.Event)
     cluster_id: str = "coordspec"
+    producer_ids: ProducerIds = field(default_factory=ProducerIds)
+    producers: LeaderProducers = field(default_factory=LeaderProducers)
 
     @property
     def groups(self) -> ClusterNode:
@@ -176,7 +183,7 @@ async def create_topics_handle(ctx: ClusterContext, client: Client, version: int
 # -- Produce, Fetch, ListOffsets ----------------------------------------------------------------
 
 
-async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: int) -> dict[str, Any]:
+async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: int, timeout_ms: int) -> dict[str, Any]:
     answer = {"index": data.index, "base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": [], "error_message": None}
     if acks not in (-1, 0, 1):
         return {**answer, "error_code": INVALID_REQUIRED_ACKS}
@@ -184,10 +191,21 @@ async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: i
         return {**answer, "error_code": INVALID_TOPIC_EXCEPTION}
     records = bytes(data.records or b"")
     try:
-        check_single_batch(records)
+        header = check_single_batch(records)
     except InvalidBatch as e:
         return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
-    outcome = await ctx.node.produce(TopicPartition(topic, data.index), records, acks)
+    tp = TopicPartition(topic, data.index)
+    replica_log = ctx.node.leader_log(tp)
+    if replica_log is not None:  # no await from this check to node.produce's append
+        try:
+            earlier = ctx.producers.check(tp, replica_log, header)
+        except SequenceError as e:
+            return {**answer, "error_code": e.error_code, "error_message": str(e)}
+        if earlier is not None:  # a retry: the first append's offset, once committed for acks=all
+            base = replica_log.records[earlier].payload_id
+            error = await committed(ctx.node, tp, replica_log, earlier, timeout_ms) if acks == -1 else NONE
+            return {**answer, "error_code": error, "base_offset": base if error == NONE else -1, "log_start_offset": 0 if error == NONE else -1}
+    outcome = await ctx.node.produce(tp, records, acks)
     if isinstance(outcome, ProduceFailed):
         return {**answer, "error_code": ERROR_CODES.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
     return {**answer, "error_code": NONE, "base_offset": outcome.payload_id, "log_start_offset": 0}
@@ -201,9 +219,22 @@ async def produce_handle(ctx: ClusterContext, client: Client, version: int, body
     else:
         responses = []
         for t in body.topic_data:
-            answers = await asyncio.gather(*(_produce_partition(ctx, t.name, p, body.acks) for p in t.partition_data))
+            answers = await asyncio.gather(*(_produce_partition(ctx, t.name, p, body.acks, ms(body.timeout)) for p in t.partition_data))
             responses.append({"name": t.name, "partition_responses": list(answers)})
     return None if body.acks == 0 else {"responses": responses}
+
+
+async def init_producer_id_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+    """A fresh id at epoch 0 for an idempotent producer, as the single broker's
+    (broker.apis.init_producer_id); no transaction coordinator, so none for a transactional id."""
+    unavailable = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+    if body.transactional_id is not None or ctx.node.zk is None:
+        return unavailable
+    try:
+        producer_id = await ctx.producer_ids.allocate(ctx.node.zk.client, ctx.node_id)
+    except ProducerIdsUnavailable:
+        return unavailable  # clients retry it
+    return {"error_code": NONE, "producer_id": producer_id, "producer_epoch": 0}
 
 
 def _consumer_read(ctx: ClusterContext, topic: str, p: Any, budget: int) -> tuple[dict[str, Any], int]:
@@ -313,5 +344,6 @@ APIS: dict[int, Api] = dict([
     _group_api("ListGroups", groups.list_groups),
     (18, Api("ApiVersions", range(5), api_versions_handle)),
     (19, Api("CreateTopics", range(2, 8), create_topics_handle)),
+    (22, Api("InitProducerId", range(5), init_producer_id_handle)),
     _group_api("DeleteGroups", groups.delete_groups),
 ])
