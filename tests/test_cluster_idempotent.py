@@ -11,6 +11,8 @@
 - kill -9 of a partition's leader while an idempotent producer sends: it carries on with
   the new leader, and the partition holds every record once.
 
+And CreateTopics with a topic config answers INVALID_CONFIG, as the single broker does.
+
 One cluster serves the module (cluster_fixtures); the kill comes last. Every wait is bounded.
 """
 
@@ -22,6 +24,7 @@ import json
 import threading
 import time
 
+import pytest
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     assert_no_errors,
     cluster_fixture,
@@ -31,7 +34,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     wait_replicated,
     zookeeper_fixture,
 )
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPartition
@@ -237,6 +240,15 @@ def test_the_leader_checks_sequences(cluster: Cluster) -> None:
     assert sorted(read_all(cluster, topic, partitions=1)) == [b"a", b"b", b"c"]
     assert [(h.base_offset, h.base_sequence) for h in batch_headers(cluster, topic, 0)] == [(0, 0), (2, 2)]
     assert_no_errors(cluster)
+
+
+def test_create_topics_with_a_config_is_invalid_config(cluster: Cluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    future = admin.create_topics([NewTopic("configured", 1, 3, config={"cleanup.policy": "compact"})])["configured"]
+    with pytest.raises(KafkaException) as refused:
+        future.result(15)
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, refused.value
+    assert cluster.view is not None and "configured" not in cluster.view.assignments
 
 
 def test_idempotent_producer_carries_on_after_its_leader_is_killed(cluster: Cluster) -> None:

@@ -37,7 +37,7 @@ from reference.replication.znodes import TopicPartition
 
 NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 1, 2, 3, 5
 NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
-TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REQUEST = 36, 37, 38, 42
+TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 36, 37, 38, 40, 42
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
 MAX_REPLICATION_FACTOR = 3
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511's client software name and version
@@ -160,8 +160,10 @@ async def create_topics_handle(ctx: ClusterContext, client: Client, version: int
         partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
         factor = min(MAX_REPLICATION_FACTOR, len(_live(ctx))) if topic.replication_factor == -1 else topic.replication_factor
         assignment = _assignment(ctx, partitions, factor) if partitions >= 1 and factor >= 1 else None
-        if counts[topic.name] > 1 or topic.assignments or topic.configs:
-            error, message = INVALID_REQUEST, "duplicate names, manual assignments and topic configs are not supported"
+        if counts[topic.name] > 1 or topic.assignments:
+            error, message = INVALID_REQUEST, "duplicate names and manual assignments are not supported"
+        elif topic.configs:  # Kafka's answer to a config it refuses, as the single broker's
+            error, message = INVALID_CONFIG, f"topic configs are not supported here ({', '.join(c.name for c in topic.configs)})"
         elif (why := topic_name_error(topic.name)) is not None:
             error, message = INVALID_TOPIC_EXCEPTION, why
         elif topic.name in ctx.view.assignments:
