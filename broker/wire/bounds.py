@@ -140,6 +140,23 @@ def walk(cls: type, cursor: _Cursor) -> None:
         step(cursor)
 
 
+@functools.cache
+def _kio_reads_safely(cls: type) -> bool:
+    """Whether ``cls`` has only fixed-size fields, strings and structs of those: kio refuses
+    an overrunning or forbidden-null string itself (BufferUnderflow, UnexpectedNull), so only
+    arrays and byte strings need the walk (a Heartbeat, the most frequent request, does not)."""
+    annotations = type_hints(cls)
+    for field in dataclasses.fields(cls):
+        annotation = annotations[field.name]
+        entity = annotation if dataclasses.is_dataclass(annotation) else entity_of(annotation)
+        if is_array(annotation) or field.metadata.get("kafka_type") in ("bytes", "records"):
+            return False
+        if entity is not None and not _kio_reads_safely(entity):
+            return False
+    return True
+
+
 def check_lengths(cls: type, data: bytes, position: int) -> None:
     """Raise LengthError if a length in the body of ``cls`` at ``position`` overruns ``data``."""
-    walk(cls, _Cursor(data, position))
+    if not _kio_reads_safely(cls):
+        walk(cls, _Cursor(data, position))

@@ -8,6 +8,8 @@ UNSUPPORTED_VERSION so the client can retry at a version both know (KIP-511).
 
 from __future__ import annotations
 
+import functools
+
 from broker.apis import api_versions
 from broker.apis.registry import APIS
 from broker.context import BrokerContext, Client
@@ -24,17 +26,24 @@ from broker.wire.protocol import (
 
 async def respond(ctx: BrokerContext, peer: tuple[str, int], payload: bytes) -> bytes | None:
     header = peek_header(payload)
-    api = APIS.get(header.api_key)
+    api_key, api_version = header.api_key, header.api_version
+    api = APIS.get(api_key)
     if api is None:
-        raise BadRequest(f"unknown API key {header.api_key}")
-    if header.api_key == API_VERSIONS_KEY and header.api_version >= api.versions.stop:
+        raise BadRequest(f"unknown API key {api_key}")
+    if api_key == API_VERSIONS_KEY and api_version >= api.versions.stop:
         values = api_versions.unsupported(APIS)
         return encode_response(API_VERSIONS_KEY, 0, header.correlation_id, build(response_class(API_VERSIONS_KEY, 0), values))
-    if header.api_version not in api.versions:
-        raise BadRequest(f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
-    full, body = decode_request(payload, header.api_key, header.api_version)
-    values = await api.handler(ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body)
+    if api_version not in api.versions:
+        raise BadRequest(f"{api.name} v{api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
+    full, body = decode_request(payload, api_key, api_version)
+    values = await api.handler(ctx, _client(full.client_id or "", peer[0], peer[1]), api_version, body)
     if values is None:
         return None
-    entity = build(response_class(header.api_key, header.api_version), values)
-    return encode_response(header.api_key, header.api_version, header.correlation_id, entity)
+    entity = build(response_class(api_key, api_version), values)
+    return encode_response(api_key, api_version, header.correlation_id, entity)
+
+
+@functools.lru_cache(maxsize=4096)
+def _client(client_id: str, host: str, port: int) -> Client:
+    """One Client per connection and client id (they are frozen), not one per request."""
+    return Client(client_id, f"/{host}", port)
