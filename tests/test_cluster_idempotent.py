@@ -9,7 +9,9 @@
 - the leader's sequence checks, batch by batch: a retried batch gets its first offset back
   and is not appended again, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER;
 - kill -9 of a partition's leader while an idempotent producer sends: it carries on with
-  the new leader, and the partition holds every record once.
+  the new leader, and the partition holds every record once; the new leader of another
+  partition knows the sequences its log holds (a retry of the last batch the dead leader
+  acknowledged gets its offset back, a gap is refused).
 
 And CreateTopics with a topic config answers INVALID_CONFIG, as the single broker does.
 
@@ -251,10 +253,23 @@ def test_create_topics_with_a_config_is_invalid_config(cluster: Cluster) -> None
     assert cluster.view is not None and "configured" not in cluster.view.assignments
 
 
-def test_idempotent_producer_carries_on_after_its_leader_is_killed(cluster: Cluster) -> None:
-    topic = "idempotent-failover"
+def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Cluster) -> None:
+    topic, retried = "idempotent-failover", "retried-after-failover"
     create_topic(cluster, topic, partitions=1)
+    create_topic(cluster, retried, partitions=1)
     victim = leader_of(cluster, topic, 0)
+    assert leader_of(cluster, retried, 0) == victim  # both led by the first live broker (Kafka's spread)
+
+    # Two batches acknowledged by the leader about to die (so every replica has them).
+    connection = connect(cluster, victim)
+    try:
+        _, producer_id, _ = init_producer_id(connection)
+        second = idempotent_batch(producer_id, 2, b"c")
+        assert produce(connection, retried, idempotent_batch(producer_id, 0, b"a", b"b")) == (NONE, 0)
+        assert produce(connection, retried, second) == (NONE, 2)
+    finally:
+        connection.close()
+
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=2, request_timeout_ms=10_000)
     batch = [f"record-{i}".encode() for i in range(400)]
     futures: list = []
@@ -275,10 +290,21 @@ def test_idempotent_producer_carries_on_after_its_leader_is_killed(cluster: Clus
         offsets = [f.get(10).offset for f in futures]
     finally:
         producer.close(10)
-    assert leader_of(cluster, topic, 0) != victim
+    assert leader_of(cluster, topic, 0) not in (victim, -1)
     assert offsets == list(range(len(batch)))  # each record once, in the order sent
     assert read_all(cluster, topic, partitions=1) == batch
     assert len(assert_sequenced(cluster, topic, partitions=1)) == 1
+
+    # The new leader read the sequences from its log: a retry of the last batch is not appended again.
+    wait_for(lambda: leader_of(cluster, retried, 0) not in (victim, -1), 30, f"a new leader of {retried}")
+    connection = connect(cluster, leader_of(cluster, retried, 0))
+    try:
+        assert produce(connection, retried, second) == (NONE, 2)
+        assert produce(connection, retried, idempotent_batch(producer_id, 4, b"e"))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert produce(connection, retried, idempotent_batch(producer_id, 3, b"d")) == (NONE, 3)
+    finally:
+        connection.close()
+    assert read_all(cluster, retried, partitions=1) == [b"a", b"b", b"c", b"d"]
 
     cluster.start_broker(victim)  # back for the module's last check
     cluster.wait(lambda view: victim in view.live_brokers, f"broker {victim} registered again", 30)

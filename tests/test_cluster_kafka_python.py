@@ -40,9 +40,7 @@ ROUND = 30  # records produced per round, ROUND // PARTITIONS to each partition
 
 
 def produce(bootstrap: str, batch: list[bytes]) -> None:
-    # Not idempotent, kafka-python's default: the cluster's brokers do not answer
-    # InitProducerId (API 22) yet, and kafka-python then fails every send.
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=False)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")  # idempotent, kafka-python's default
     futures = [producer.send(TOPIC, value=value, partition=partition_of(value, PARTITIONS)) for value in batch]
     producer.flush(20)
     for future in futures:
