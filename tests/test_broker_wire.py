@@ -1,5 +1,6 @@
 """Kafka's answers on the wire, checked with raw requests (kio) where clients hide them:
-acks=0, Fetch's long poll, ListOffsets, Produce's errors, batched FindCoordinator, Metadata v0."""
+acks=0, Fetch's long poll, ListOffsets, Produce's errors, batched FindCoordinator, Metadata v0, and
+pipelined requests answered in order behind a parked JoinGroup."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kio.records.writers import write_new_batch
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import TZAwareMicros
 
+from broker import testing
 from broker.testing import BrokerProcess
 from broker.wire.entities import build
 
@@ -170,3 +172,23 @@ def test_metadata_creates_a_topic_for_the_next_request_as_kafka_4_does(broker: B
     assert connection.call(3, 12, ask).topics[0].error_code == 3  # being created
     (created,) = connection.call(3, 12, ask).topics
     assert created.error_code == 0 and [p.leader_id for p in created.partitions] == [1]
+
+
+def test_pipelined_requests_are_answered_in_order_behind_a_parked_join(broker: BrokerProcess) -> None:
+    join = {"group_id": "pipelined", "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
+            "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+    parked, other = testing.Connection(broker.host, broker.port), testing.Connection(broker.host, broker.port)
+    member_id = parked.request(11, 5, join).member_id  # MEMBER_ID_REQUIRED, with the id to join with
+    started = time.monotonic()
+    parked.send(11, 5, {**join, "member_id": member_id})  # parks for the initial rebalance delay (3 s)
+    parked.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+    parked.send(12, 4, {"group_id": "pipelined", "generation_id": 1, "member_id": member_id})
+    # Another connection is not held up by the parked one.
+    assert other.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
+    assert time.monotonic() - started < 2
+    answers = [parked.receive() for _ in range(3)]
+    assert time.monotonic() - started > 2  # the first answer, the join's, came after the delay
+    assert [correlation_id for correlation_id, _ in answers] == [2, 3, 4]
+    assert answers[0][1].error_code == 0 and answers[0][1].member_id == member_id and answers[1][1].error_code == 0
+    parked.close()
+    other.close()
