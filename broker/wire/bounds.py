@@ -143,8 +143,9 @@ def walk(cls: type, cursor: _Cursor) -> None:
 @functools.cache
 def _kio_reads_safely(cls: type) -> bool:
     """Whether ``cls`` has only fixed-size fields, strings and structs of those: kio refuses
-    an overrunning or forbidden-null string itself (BufferUnderflow, UnexpectedNull), so only
-    arrays and byte strings need the walk (a Heartbeat, the most frequent request, does not)."""
+    an overrunning or forbidden-null string itself (BufferUnderflow, UnexpectedNull), so the
+    walk is kept for arrays (and, untried, byte strings); a Heartbeat, the most frequent
+    request, needs none."""
     annotations = type_hints(cls)
     for field in dataclasses.fields(cls):
         annotation = annotations[field.name]
