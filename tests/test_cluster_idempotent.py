@@ -8,10 +8,10 @@
   new block once one is used up;
 - the leader's sequence checks, batch by batch: a retried batch gets its first offset back
   and is not appended again, a gap is OUT_OF_ORDER_SEQUENCE_NUMBER;
-- kill -9 of a partition's leader while an idempotent producer sends: it carries on with
-  the new leader, and the partition holds every record once; the new leader of another
-  partition knows the sequences its log holds (a retry of the last batch the dead leader
-  acknowledged gets its offset back, a gap is refused).
+- kill -9 of a partition's leader while idempotent producers (kafka-python, librdkafka)
+  send: they carry on with the new leader, and the partition holds every record once;
+  the new leader of another partition knows the sequences its log holds (a retry of the
+  last batch the dead leader acknowledged gets its offset back, a gap is refused).
 
 And CreateTopics with a topic config answers INVALID_CONFIG, as the single broker does.
 
@@ -254,11 +254,11 @@ def test_create_topics_with_a_config_is_invalid_config(cluster: Cluster) -> None
 
 
 def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Cluster) -> None:
-    topic, retried = "idempotent-failover", "retried-after-failover"
-    create_topic(cluster, topic, partitions=1)
-    create_topic(cluster, retried, partitions=1)
+    topic, rdkafka_topic, retried = "idempotent-failover", "idempotent-failover-librdkafka", "retried-after-failover"
+    for name in (topic, rdkafka_topic, retried):
+        create_topic(cluster, name, partitions=1)
     victim = leader_of(cluster, topic, 0)
-    assert leader_of(cluster, retried, 0) == victim  # both led by the first live broker (Kafka's spread)
+    assert leader_of(cluster, rdkafka_topic, 0) == leader_of(cluster, retried, 0) == victim  # the first live broker (Kafka's spread)
 
     # Two batches acknowledged by the leader about to die (so every replica has them).
     connection = connect(cluster, victim)
@@ -271,12 +271,23 @@ def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Clu
         connection.close()
 
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=2, request_timeout_ms=10_000)
+    rdkafka_errors: list[KafkaError] = []
+    rdkafka_offsets: list[int] = []
+    rdkafka = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2, "log_level": 0})
     batch = [f"record-{i}".encode() for i in range(400)]
     futures: list = []
 
-    def send_slowly() -> None:
+    def delivered(error: KafkaError | None, message) -> None:
+        if error is not None:
+            rdkafka_errors.append(error)
+        else:
+            rdkafka_offsets.append(message.offset())
+
+    def send_slowly() -> None:  # both producers, the same records
         for value in batch:
             futures.append(producer.send(topic, value=value, partition=0))
+            rdkafka.produce(rdkafka_topic, value=value, partition=0, on_delivery=delivered)
+            rdkafka.poll(0)
             time.sleep(0.01)
 
     sender = threading.Thread(target=send_slowly, daemon=True)
@@ -288,12 +299,15 @@ def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Clu
         assert not sender.is_alive()
         producer.flush(90)
         offsets = [f.get(10).offset for f in futures]
+        assert rdkafka.flush(90) == 0
     finally:
         producer.close(10)
     assert leader_of(cluster, topic, 0) not in (victim, -1)
     assert offsets == list(range(len(batch)))  # each record once, in the order sent
-    assert read_all(cluster, topic, partitions=1) == batch
-    assert len(assert_sequenced(cluster, topic, partitions=1)) == 1
+    assert (rdkafka_errors, rdkafka_offsets) == ([], list(range(len(batch))))
+    for name in (topic, rdkafka_topic):
+        assert read_all(cluster, name, partitions=1) == batch
+        assert len(assert_sequenced(cluster, name, partitions=1)) == 1
 
     # The new leader read the sequences from its log: a retry of the last batch is not appended again.
     wait_for(lambda: leader_of(cluster, retried, 0) not in (victim, -1), 30, f"a new leader of {retried}")
