@@ -40,12 +40,13 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPartition
+from kazoo.client import KazooClient
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
 from broker.cluster.launcher import Cluster
-from broker.cluster.producer_ids import BLOCK_SIZE, PATH
+from broker.cluster.producer_ids import BLOCK_SIZE, PATH, ProducerIdBlock, reserve_block
 from broker.log.batches import BatchHeader, read_header
 from broker.testing import Connection
 from reference.replication.znodes import TopicPartition
@@ -213,6 +214,42 @@ def test_producer_ids_come_from_blocks_unique_across_brokers(cluster: Cluster) -
     assert json.loads(data) == {"version": 1, "broker": first, "block_start": str(latest * BLOCK_SIZE),
                                 "block_end": str(latest * BLOCK_SIZE + BLOCK_SIZE - 1)}
     assert_no_errors(cluster)
+
+
+def test_brokers_reserving_at_once_get_distinct_consecutive_blocks(zookeeper_connect: str) -> None:
+    """The versioned write, raced: two brokers' sessions reserve 15 blocks each at the same
+    time, starting from the empty node Kafka creates (read as no block yet)."""
+    root = KazooClient(zookeeper_connect)
+    root.start(timeout=10)
+    root.ensure_path("/reserving")  # the brokers' chroot
+    root.stop()
+    root.close()
+    clients = [KazooClient(f"{zookeeper_connect}/reserving") for _ in range(2)]
+    for client in clients:
+        client.start(timeout=10)
+    try:
+        clients[0].create(PATH, b"")
+        reserved: dict[int, list[ProducerIdBlock]] = {1: [], 2: []}
+
+        def reserve(broker: int) -> None:
+            for _ in range(15):
+                reserved[broker].append(reserve_block(clients[broker - 1], broker))
+
+        threads = [threading.Thread(target=reserve, args=(broker,)) for broker in reserved]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not any(thread.is_alive() for thread in threads)
+        every = sorted(reserved[1] + reserved[2], key=lambda b: b.first)
+        assert [(b.first, b.last) for b in every] == [(i * BLOCK_SIZE, i * BLOCK_SIZE + BLOCK_SIZE - 1) for i in range(30)]
+        assert all(b.broker == broker for broker, blocks in reserved.items() for b in blocks)
+        data, stat = clients[0].get(PATH)
+        assert ProducerIdBlock.decode(data) == every[-1] and stat.version == 30
+    finally:
+        for client in clients:
+            client.stop()
+            client.close()
 
 
 def test_the_leader_checks_sequences(cluster: Cluster) -> None:
