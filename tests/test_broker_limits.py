@@ -1,4 +1,5 @@
-"""The broker's connection limits: the number of connections and the idle time between requests."""
+"""The broker's connection limits: the number of connections, the idle time between requests, and a
+client that sends without reading its answers."""
 
 from __future__ import annotations
 
@@ -64,3 +65,25 @@ def test_an_idle_connection_is_closed(broker: BrokerProcess) -> None:
         started = time.monotonic()
         assert sock.recv(1) == b""  # closed by the broker, not by the 5 s timeout
         assert 0.4 < time.monotonic() - started < 4
+
+
+def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(broker: BrokerProcess) -> None:
+    with socket.create_connection((broker.host, broker.port), timeout=5) as flood:
+        flood.setblocking(False)
+        chunk, sent = api_versions() * 1000, 0
+
+        def send_for(seconds: float) -> None:
+            nonlocal sent
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:
+                try:
+                    sent += flood.send(chunk[sent % len(chunk):])
+                except BlockingIOError:
+                    time.sleep(0.01)
+
+        send_for(3)  # the answers back up, the broker stops serving and then stops reading
+        before = sent
+        send_for(2)
+        assert sent - before < 1024 * 1024, f"the broker read {sent - before} more bytes from a client that reads nothing"
+        with socket.create_connection((broker.host, broker.port), timeout=5) as other:
+            assert answered(other)
