@@ -347,14 +347,22 @@ class ClusterRun:
         partition = partition_for(group.name, OFFSETS_PARTITIONS)
         if broker is None or not self.cluster.running(broker) or self.cluster.hosts[broker].serving(partition) is not group.coordinator:
             return
-        if self.cluster.hosts[broker].hosted[partition].uncommitted():
-            return  # a write is waiting for the high watermark: the oracle completes writes at once, so wait too
+        if self.cluster.hosts[broker].hosted[partition].uncommitted() or not self._commits_at_once(broker, partition):
+            return
         self.ids += 1
         request = request_for(c, group.name, self.ids, self.now, self.rng)
         group.sent[c.name] = (broker, request)
         c.waiting = True
         self._group_record(group, self.now, kind="request", client=c.name, **message(request))
         self.cluster.send(broker, request)
+
+    def _commits_at_once(self, broker: int, partition: int) -> bool:
+        """The oracle completes a write at once, so a client sends only when the coordinator's
+        write would be committed in this step: every member of the ISR it holds runs and
+        follows it (the invariants' ``can_commit`` counts a paused follower as following)."""
+        tp = self.cluster.tp(partition)
+        isr = self.cluster.cluster.broker(broker).partitions[tp].isr
+        return invariants.can_commit(self.cluster.cluster, broker, tp) and all(self.cluster.running(b) for b in isr)
 
     def _settle(self) -> None:
         """What the cluster does between the driver's steps: watches and controller requests
