@@ -24,7 +24,8 @@ from broker.testing import encode_request
 
 T = TypeVar("T")
 PLACEHOLDER = "fuzz-group-0000000000000000"
-MUTATIONS = ("flip", "truncate", "insert", "version", "key", "length")
+MUTATIONS = ("flip", "body", "truncate", "insert", "version", "key", "length")
+_HEADER = 15  # a request header v2 with client id "fuzz": key, version, correlation id, client id, no tags
 
 
 class Choices(Protocol):
@@ -93,14 +94,17 @@ def _placeholder_seeds() -> tuple[bytes, ...]:
 
 
 def mutated(choose: Choices) -> bytes:
-    """A seed under a fresh group name, then one mutation: bytes flipped, cut short, bytes
-    inserted, another version or API key, or a length prefix that lies about the frame."""
+    """A seed under a fresh group name, then one mutation: bytes flipped anywhere or one in
+    the body, cut short, bytes inserted, another version or API key, or a length prefix that
+    lies about the frame."""
     group = f"fuzz-group-{choose.integer(0, 2**64 - 1):016x}".encode()
     payload = bytearray(choose.element(_placeholder_seeds()).replace(PLACEHOLDER.encode(), group))
     kind = choose.element(MUTATIONS)
     if kind == "flip":
         for _ in range(choose.integer(1, 8)):
             payload[choose.integer(0, len(payload) - 1)] = choose.integer(0, 255)
+    elif kind == "body":  # one byte of the body: mostly still a request, with an odd value
+        payload[choose.integer(min(_HEADER, len(payload) - 1), len(payload) - 1)] = choose.integer(0, 255)
     elif kind == "truncate":
         del payload[choose.integer(0, len(payload) - 1):]
     elif kind == "insert":
