@@ -8,30 +8,37 @@ NOT_COORDINATOR for the groups another broker coordinates). The bootstrap broker
 the three; requests follow FindCoordinator to the partition's leader. Everything stops, and
 the directory goes, when the target stops or this process exits.
 
-With ``faults=True`` a coordinator kill is kill -9 of the partition's leader: the hook
-returns once ZooKeeper publishes a new leader (the group fails over and reloads from the
-replicated log) and starts the killed broker again, which rejoins as a follower in the
-background. A restart is the same with SIGTERM. Each fault first waits for the last one's
-victim to be back in the ISR, so every fault leaves a full ISR to fail over to.
+With ``faults=True`` a coordinator kill is kill -9 of the partition's leader, a restart the
+same with SIGTERM. The hook returns once ZooKeeper names a new leader and it serves the
+partition (the group has failed over and reloaded from the replicated log); from then on
+the bootstrap broker is that leader. The victim starts again and rejoins as a follower in
+the background; the next fault waits for it to be back in the ISR first, so every fault
+has a full ISR to fail over to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from broker.cluster.launcher import Cluster, ClusterError
+from broker.testing import Connection
 from conformance.suite.kafka_target import FaultCommands, KafkaTarget
 from conformance.suite.target import TargetError
+from reference.errors import ErrorCode
 from reference.failover.placement import OFFSETS_TOPIC
+from reference.group.requests import API_KEYS
 from reference.replication.znodes import TopicPartition
 
 OFFSETS = TopicPartition(OFFSETS_TOPIC, 0)
+DESCRIBE_GROUPS = API_KEYS["DescribeGroups"]
 
 
 class EmbeddedCluster:
@@ -50,13 +57,13 @@ class EmbeddedCluster:
             raise TargetError(f"the embedded cluster did not start: {exc}") from None
         return self
 
-    async def kill_coordinator(self) -> None:
-        await asyncio.to_thread(self._fail_over, self.cluster.kill)
+    async def fail_over(self, stop: Callable[[int], None], clients: KafkaTarget) -> None:
+        """A fault hook: ``stop`` (kill or SIGTERM) the coordinator; return once its successor
+        serves. ``clients`` then find coordinators through the successor, not through the
+        victim while it starts again (it would hold their requests until then)."""
+        clients.host, clients.port = await asyncio.to_thread(self._fail_over, stop)
 
-    async def restart(self) -> None:
-        await asyncio.to_thread(self._fail_over, self.cluster.stop_broker)
-
-    def _fail_over(self, stop: Callable[[int], None]) -> None:
+    def _fail_over(self, stop: Callable[[int], None]) -> tuple[str, int]:
         # The runner counts the coordinator as down from the hook's start and the group as
         # loaded at its end, so the hook does nothing else: the wait for the last fault's
         # victim to catch up ran in the background since then.
@@ -69,11 +76,31 @@ class EmbeddedCluster:
         stop(victim)
         try:
             self.cluster.wait(lambda view: view.leader(OFFSETS) not in (victim, -1), "a new coordinator", 30)
+            successor = self.cluster.coordinator_of(0)
+            self._until_serving(successor)
         except ClusterError as exc:
             raise TargetError(f"embedded cluster: {exc}") from None
         self.cluster.start_broker(victim)
         self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
         self._settling.start()
+        return self.cluster.peers[successor]
+
+    def _until_serving(self, leader: int, timeout_s: float = 30.0) -> None:
+        """Until the new leader has loaded the partition: ZooKeeper names it before it has
+        (it answers NOT_COORDINATOR, then COORDINATOR_LOAD_IN_PROGRESS, meanwhile)."""
+        host, port = self.cluster.peers[leader]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with contextlib.closing(Connection(host, port, timeout_s=5.0)) as connection:
+                    answer = connection.request(DESCRIBE_GROUPS, 0, {"groups": ["coordspec-probe"]})
+                if answer.groups[0].error_code == ErrorCode.NONE:
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise ClusterError(f"broker {leader} did not serve __consumer_offsets within {timeout_s:g} s of its election")
+            time.sleep(0.02)
 
     def _settle(self) -> None:
         everyone = set(self.cluster.broker_ids)
@@ -90,7 +117,10 @@ class EmbeddedCluster:
 
 def start_embedded(*, faults: bool = False) -> KafkaTarget:
     embedded = EmbeddedCluster().start()
-    hooks = FaultCommands(kill_coordinator=embedded.kill_coordinator, restart=embedded.restart) if faults else None
+    hooks = None
+    if faults:
+        hooks = FaultCommands(kill_coordinator=lambda: embedded.fail_over(embedded.cluster.kill, target),
+                              restart=lambda: embedded.fail_over(embedded.cluster.stop_broker, target))
     target = KafkaTarget(embedded.cluster.bootstrap.split(",")[0], name="embedded", faults=hooks)
     target.on_stop(embedded.stop)
     try:
