@@ -89,8 +89,12 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
         raise SuiteError(f"--loop must be at least 1, got {loop}")
     if not catalog:
         raise SuiteError(f"no scenario matches --tags {' '.join(tags)}")
-    # Real brokers keep groups (and offsets) between runs: a fresh token per run keeps them apart.
-    token = f"s{seed}" if chosen.clock == "virtual" else hashlib.blake2b(os.urandom(8), digest_size=4).hexdigest()
+    # A token of its own per invocation: real brokers keep groups (and offsets) from earlier
+    # invocations, and a trace's (group, run) must not recur in another invocation's trace,
+    # or the checkers would replay the two as one.
+    token = hashlib.blake2b(os.urandom(8), digest_size=4).hexdigest()
+    if chosen.clock == "virtual":
+        token = f"s{seed}-{token}"
     jobs, results = [], []
     for scenario in catalog:
         plans = planned(scenario, chosen, mode, limits)
