@@ -1,6 +1,6 @@
 """Heartbeats per second one broker serves (goal: at least 20,000/s).
 
-    .venv/bin/python benchmarks/heartbeats.py [--groups 64] [--clients 1] [--depth 16] [--seconds 10] [--profile out.prof]
+    .venv/bin/python benchmarks/heartbeats.py [--groups 128] [--clients 2] [--depth 16] [--seconds 10] [--profile out.prof]
 
 The broker (``coordspec broker``, one child process) gets ``--groups`` groups of one
 member each, joined and synced through a minimal client. Then ``--clients`` load
@@ -136,8 +136,8 @@ def measure(args: argparse.Namespace, broker_args: list[str], profile: Path | No
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--groups", type=int, default=64, help="groups of one member, one connection each")
-    parser.add_argument("--clients", type=int, default=1, help="load processes")
+    parser.add_argument("--groups", type=int, default=128, help="groups of one member, one connection each")
+    parser.add_argument("--clients", type=int, default=2, help="load processes (one alone cannot keep the broker busy)")
     parser.add_argument("--depth", type=int, default=16, help="heartbeats in flight per connection")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
