@@ -6,16 +6,16 @@ Traces come from the simulator (``coordspec simulate``: three consumers per grou
 pauses, coordinator restarts; a few runs with the ``stale-commit`` bug planted, so there
 are violations to agree on): the base runs are simulated once, then copied under new group
 and run names until there are ``--events`` events, spread over ``--files`` files (a fleet's
-logs), written by one process per core. The traces stay in ``--workdir`` (about 410 bytes
-an event: 4.1 GB at 10M) and are reused by the next run with the same sizes.
+logs), written by one process per core. The traces stay in ``--workdir`` (about 434 bytes
+an event: 4.34 GB at 10M) and are reused by the next run with the same sizes.
 
 Each checker then checks all of them: the one-machine checker in this process, the pipeline
 on Spark with one and with two executor cores. Printed: the job time (for Spark without its
 start-up: the JVM and a warm-up job that starts the Python workers), events/s, the ratio to
 the one process, and CPU seconds (this process for the one machine; the JVM and its Python
 workers for Spark), which a machine shared with other work does not distort as it does the
-wall clock. The run fails unless all checkers agree on events, groups, unchecked events,
-violations (by rule) and coverage.
+wall clock, and the cores each got on average (CPU over job time). The run fails unless all
+checkers agree on events, groups, unchecked events, violations (by rule) and coverage.
 Issue 7's goal: the pipeline on local[2] at least 1.6x the single process at 10M events.
 """
 
@@ -152,10 +152,10 @@ def main() -> int:
         print(f"{master} done in {rows[-1][2]:.0f} s", flush=True)
     single = rows[0][2]
     print(f"{'checker':<16}{'start-up s':>11}{'job s':>9}{'events/s':>10}{'vs one':>8}{'CPU s':>9}{'CPU ms/event':>13}"
-          f"{'groups':>9}{'violations':>11}")
+          f"{'cores used':>11}{'groups':>9}{'violations':>11}")
     for name, up, job, cpu, f in rows:
         print(f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{single / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
-              f"{f.totals.keys:>9,}{len(f.violations):>11,}")
+              f"{cpu / job:>11.2f}{f.totals.keys:>9,}{len(f.violations):>11,}")
     differ = [name for name, *_, f in rows[1:] if digest(f) != digest(rows[0][-1])]
     if differ:
         print(f"DISAGREE: {', '.join(differ)} and the one process differ in events, groups, unchecked, violations or coverage")
