@@ -145,18 +145,17 @@ def main() -> int:
     traces, events = generate(args.workdir, args.events, args.files, args.base_runs)
     size = sum(f.stat().st_size for f in traces.iterdir()) / 1e9
     print(f"{events:,} events in {args.files} files ({size:.2f} GB, {traces}) ready in {time.perf_counter() - started:.1f} s", flush=True)
-    rows = [("one process", *one_process(traces))]
-    print(f"one process done in {rows[0][2]:.0f} s", flush=True)
-    for master in args.masters.split(","):
-        rows.append((f"Spark {master}", *on_spark(traces, master, args.workdir)))
-        print(f"{master} done in {rows[-1][2]:.0f} s", flush=True)
-    single = rows[0][2]
     print(f"{'checker':<16}{'start-up s':>11}{'job s':>9}{'events/s':>10}{'vs one':>8}{'CPU s':>9}{'CPU ms/event':>13}"
-          f"{'cores used':>11}{'groups':>9}{'violations':>11}")
-    for name, up, job, cpu, f in rows:
-        print(f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{single / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
-              f"{cpu / job:>11.2f}{f.totals.keys:>9,}{len(f.violations):>11,}")
-    differ = [name for name, *_, f in rows[1:] if digest(f) != digest(rows[0][-1])]
+          f"{'cores used':>11}{'groups':>9}{'violations':>11}", flush=True)
+    checkers = [("one process", lambda: one_process(traces))] + [
+        (f"Spark {master}", lambda master=master: on_spark(traces, master, args.workdir)) for master in args.masters.split(",")]
+    rows: list[tuple[str, float, Findings]] = []  # printed as each checker finishes
+    for name, measure in checkers:
+        up, job, cpu, f = measure()
+        rows.append((name, job, f))
+        print(f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{rows[0][1] / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
+              f"{cpu / job:>11.2f}{f.totals.keys:>9,}{len(f.violations):>11,}", flush=True)
+    differ = [name for name, _, f in rows[1:] if digest(f) != digest(rows[0][2])]
     if differ:
         print(f"DISAGREE: {', '.join(differ)} and the one process differ in events, groups, unchecked, violations or coverage")
         return 1
