@@ -12,10 +12,7 @@ worker thread while the loop keeps serving, and only then does the coordinator h
 SyncGroup) is sent only once the write is durable. Appends issued meanwhile form the
 next batch.
 
-While a group has a write in flight, its next requests wait for it, in arrival order
-(an OffsetCommit behind commits only excepted): the coordinator sees each request of a
-group after that group's earlier writes completed, as in a replay of the trace, whose
-reference completes every write at once.
+While a group has a write in flight, its next requests wait for it (:mod:`broker.group_turns`).
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ import io
 import logging
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +35,7 @@ from kio.records.writers import write_new_batch
 from kio.serial.errors import SerialError as KioError
 from kio.static.primitive import TZAwareMicros
 
+from broker.group_turns import GroupTurns
 from broker.log.batches import read_header
 from broker.log.group_records import (
     CorruptRecord,
@@ -56,7 +53,6 @@ from reference.group import (
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
-    OffsetCommit,
     Tick,
 )
 from reference.group.effects import AppendRecords, Reply
@@ -85,20 +81,6 @@ class _Write:
     batch: bytes
 
 
-@dataclass
-class _Unwritten:
-    """A group's writes in flight."""
-
-    commits: int = 0
-    others: int = 0  # group metadata and tombstones
-
-
-@dataclass
-class _Held:
-    request: Any
-    turn: asyncio.Future
-
-
 class GroupService:
     def __init__(self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace | None) -> None:
         self._topics = topics
@@ -116,8 +98,7 @@ class GroupService:
         self._timer_deadline = 0  # what _timer is armed for
         self._writes: list[_Write] = []  # the next batch of the group commit
         self._writer: asyncio.Task | None = None
-        self._unwritten: dict[str, _Unwritten] = {}
-        self._held: dict[str, deque[_Held]] = {}  # group id -> requests waiting for its writes, in order
+        self._turns = GroupTurns()
         self._run(LoadGroups(self._read_records(), self._now()))
 
     def _now(self) -> int:
@@ -129,8 +110,7 @@ class GroupService:
         self._request_ids += 1
         request = make(self._request_ids, self._now())
         group_id = group_key(request)
-        if group_id in self._held or self._must_wait(group_id, request):
-            await self._wait_turn(group_id, request)
+        if await self._turns.wait(group_id, request):
             request = dataclasses.replace(request, now_ms=self._now())
         future = asyncio.get_running_loop().create_future()
         self._waiting[request.request_id] = future
@@ -140,40 +120,10 @@ class GroupService:
             try:
                 self._run(request)
             finally:  # the next request of the group may now go, if its writes allow
-                self._pass_turn(group_id)
+                self._turns.ran(group_id)
             return await future
         finally:
             self._waiting.pop(request.request_id, None)
-
-    def _must_wait(self, group_id: str, request: Any) -> bool:
-        unwritten = self._unwritten.get(group_id)
-        if unwritten is None:
-            return False
-        return unwritten.others > 0 or not isinstance(request, OffsetCommit)
-
-    async def _wait_turn(self, group_id: str, request: Any) -> None:
-        queue = self._held.setdefault(group_id, deque())
-        held = _Held(request, asyncio.get_running_loop().create_future())
-        queue.append(held)
-        try:
-            await held.turn
-        except BaseException:  # its connection went while it waited: the next may go in its place
-            self._leave(group_id, held)
-            self._pass_turn(group_id)
-            raise
-        self._leave(group_id, held)  # the caller passes the turn on once its request ran
-
-    def _leave(self, group_id: str, held: _Held) -> None:
-        queue = self._held[group_id]
-        queue.remove(held)
-        if not queue:
-            del self._held[group_id]
-
-    def _pass_turn(self, group_id: str) -> None:
-        """Let the first request waiting for ``group_id`` go once the group's writes allow it."""
-        queue = self._held.get(group_id)
-        if queue and not queue[0].turn.done() and not self._must_wait(group_id, queue[0].request):
-            queue[0].turn.set_result(None)
 
     def _run(self, event: Any) -> None:
         events = [event]
@@ -203,11 +153,7 @@ class GroupService:
         assert log_ is not None
         commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in effect.records)
         self._writes.append(_Write(effect.append_id, effect.group_id, commits_only, log_, _encode_batch(effect.records, self._now_ms)))
-        unwritten = self._unwritten.setdefault(effect.group_id, _Unwritten())
-        if commits_only:
-            unwritten.commits += 1
-        else:
-            unwritten.others += 1
+        self._turns.writing(effect.group_id, commits_only)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_batches())
 
@@ -230,18 +176,12 @@ class GroupService:
             self._writer = None
 
     def _complete(self, write: _Write, error: ErrorCode) -> None:
-        unwritten = self._unwritten[write.group_id]
-        if write.commits_only:
-            unwritten.commits -= 1
-        else:
-            unwritten.others -= 1
-        if unwritten.commits == unwritten.others == 0:
-            del self._unwritten[write.group_id]
         try:
             self._run(AppendCompleted(write.append_id, self._now(), error))
         except Exception:  # a bug in this step: log it and keep serving
             log.exception("group coordinator failed on a completed append")
-        self._pass_turn(write.group_id)
+        finally:
+            self._turns.written(write.group_id, write.commits_only)
 
     def _arm_timer(self) -> None:
         """One timer for the coordinator's earliest deadline. A timer armed for an earlier

@@ -14,6 +14,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
@@ -30,6 +31,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
 )
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from test_cluster_failover import assert_traces_replay
 
 from broker.cluster.launcher import Cluster
 
@@ -106,7 +108,7 @@ def committed_by_admin(admin: KafkaAdminClient) -> dict[int, int]:
     return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets({GROUP: None})[GROUP].items() if tp.topic == TOPIC}
 
 
-def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster) -> None:
+def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster, tmp_path: Path) -> None:
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     members: list[Member] = []
     try:
@@ -145,3 +147,6 @@ def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster
     finally:
         reader.close()
     assert_no_errors(cluster)
+    # Members joined while the leader's assignment was being written: the coordinator took
+    # them in turn with the write, so the brokers' trace replays.
+    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=40)

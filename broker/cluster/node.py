@@ -13,7 +13,8 @@ Every decision is the reference's. :class:`ClusterNode` owns
   events as in :class:`reference.failover.cluster.FailoverCluster` (BecameLeader is
   BecomeCoordinator, LeadershipLost / BecameFollower / ReplicaStopped ResignCoordinator,
   HighWatermarkMoved HighWatermarkUpdated), and the host's appends are produces to the
-  model's leader replica, answered once the high watermark passes them;
+  model's leader replica, answered once the high watermark passes them (meanwhile the
+  group's next requests wait their turn, :mod:`broker.group_turns`);
 - ``trace``, the JSONL trace of what its coordinators decide (:mod:`broker.cluster.group_trace`).
 
 All of it runs on one asyncio loop; a step (one model or host event) runs to completion,
@@ -28,7 +29,7 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,9 @@ from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, P
 from broker.cluster.published import PublishedView
 from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
 from broker.cluster.zk_session import ZkSession, now_ms
+from broker.group_turns import GroupTurns
 from broker.log.batches import read_header
-from broker.trace import Trace
+from broker.trace import Trace, group_key
 from reference.choices import SeededChoices
 from reference.errors import ErrorCode
 from reference.failover.effects import AppendToPartition, LoadPartition
@@ -50,6 +52,7 @@ from reference.failover.host import CoordinatorHost
 from reference.failover.placement import OFFSETS_TOPIC
 from reference.group import GroupConfig, Tick
 from reference.group.effects import Reply
+from reference.group.records import GroupMetadataKey
 from reference.replication.broker import Broker
 from reference.replication.config import ReplicationConfig
 from reference.replication.effects import (
@@ -96,6 +99,15 @@ class NodeConfig:
     trace_epoch_ms: int = 0  # the cluster's clock for the trace's t_ms: ms since this instant
 
 
+@dataclass(frozen=True)
+class _Unwritten:
+    """A group's write in flight: the batch at ``offset`` of its offsets partition."""
+
+    offset: int
+    group_id: str
+    commits_only: bool
+
+
 class ClusterNode:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
@@ -113,6 +125,8 @@ class ClusterNode:
         self._draining = False
         self._produces: dict[tuple[str, int, int], tuple[asyncio.Future, bool]] = {}  # (topic, p, payload id) -> future, acks=all
         self._replies: dict[int, asyncio.Future] = {}
+        self._turns = GroupTurns()
+        self._unwritten: dict[int, list[_Unwritten]] = {}  # offsets partition -> its group writes in flight
         self._request_ids = 0
         self._fetchers: dict[TopicPartition, asyncio.Task] = {}
         self._channels: dict[int, asyncio.Queue] = {}
@@ -454,11 +468,17 @@ class ClusterNode:
         """A group request built by ``make(request_id, now_ms)``; its response (broker.apis.groups)."""
         self._request_ids += 1
         request = make(self._request_ids, self.now())
+        group_id = group_key(request)
+        if await self._turns.wait(group_id, request):
+            request = replace(request, now_ms=self.now())
         future = asyncio.get_running_loop().create_future()
         self._replies[request.request_id] = future
         self.trace.request(client, request)
         try:
-            self._host(request)
+            try:
+                self._host(request)
+            finally:  # the next request of the group may now go, if its writes allow
+                self._turns.ran(group_id)
             return await future
         finally:
             self._replies.pop(request.request_id, None)
@@ -473,11 +493,32 @@ class ClusterNode:
                     future.set_result(effect.response)
             elif isinstance(effect, LoadPartition):
                 asyncio.get_running_loop().call_soon(self._load, effect.partition)
-            elif effect.partition not in refused and not self._append(effect):
-                refused.add(effect.partition)
-        if isinstance(event, ResignCoordinator):
+            elif effect.partition not in refused:
+                self._writing(effect)
+                if not self._append(effect):
+                    refused.add(effect.partition)
+        if isinstance(event, HighWatermarkUpdated):
+            self._written(event.partition, lambda w: w.offset < event.high_watermark)
+        elif isinstance(event, AppendFailed):  # that write and every later one failed
+            self._written(event.partition, lambda w: w.offset >= event.offset)
+        elif isinstance(event, ResignCoordinator):
+            self._written(event.partition, lambda w: True)
             self.trace.resigned(event.partition)
         self._arm_timer()
+
+    def _writing(self, append: AppendToPartition) -> None:
+        """The groups of ``append`` take turns with it (broker.group_turns) until it ends."""
+        commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in append.records)
+        for group_id in {r.key.group for r in append.records}:
+            self._unwritten.setdefault(append.partition, []).append(_Unwritten(append.offset, group_id, commits_only))
+            self._turns.writing(group_id, commits_only)
+
+    def _written(self, partition: int, ended: Callable[[_Unwritten], bool]) -> None:
+        pending = self._unwritten.get(partition, [])
+        self._unwritten[partition] = [w for w in pending if not ended(w)]
+        for write in pending:
+            if ended(write):
+                self._turns.written(write.group_id, write.commits_only)
 
     def _append(self, append: AppendToPartition) -> bool:
         """The host's batch as a produce to the leader replica; False if the log refused it."""
