@@ -79,8 +79,8 @@ def test_clean_cluster_runs_move_coordinators_and_keep_every_invariant(tmp_path)
 
 
 def test_a_group_bug_is_found_in_a_cluster_too(tmp_path):
-    results, _ = simulate.simulate(20, 0, simulate.Options(cluster=True, bug="stale-commit"), tmp_path)
-    assert "NoStaleGenerationCommit" in {v["invariant"] for r in results for v in r.violations}
+    results, _ = simulate.simulate(20, 0, simulate.Options(cluster=True, bug="generation-not-bumped"), tmp_path)
+    assert "GM-17" in {v["rule"] for r in results for v in r.violations}
 
 
 def test_the_reported_seed_replays_a_cluster_violation(tmp_path, capsys):

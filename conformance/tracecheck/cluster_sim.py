@@ -293,26 +293,8 @@ class ClusterRun:
 
     def step(self) -> None:
         roll = self.rng.random()
-        slots = self.cluster.cluster.slots
-        running = [b for b in BROKERS if self.cluster.running(b)]
-        if roll < 0.04 and "crash" in self.faults and len(running) > 1:
-            self.cluster.crash(self.rng.choice(running))
-        elif roll < 0.08 and "crash" in self.faults:
-            down = [b for b in BROKERS if slots[b].broker is None and self._session_closed(b)]
-            if down:
-                self.cluster.restart(self.rng.choice(down))
-        elif roll < 0.11 and "pause" in self.faults and len(running) > 1:
-            self.cluster.pause(self.rng.choice(running))
-        elif roll < 0.15 and "pause" in self.faults:
-            paused = [b for b in BROKERS if slots[b].broker is not None and slots[b].paused]
-            if paused:
-                self.cluster.resume(self.rng.choice(paused))
-                if self.rng.random() < 0.5:  # it acts before the controller's news reach it: a zombie
-                    self._tick(REPLICATION.replica_lag_time_max_ms + 1)
-        elif roll < 0.17 and "expire" in self.faults:
-            open_ = [b for b in BROKERS if slots[b].broker is not None and not self._session_closed(b)]
-            if open_:
-                self.cluster.expire_session(self.rng.choice(open_))
+        if roll < 0.17:
+            self._fault(roll)
         elif roll < 0.35:
             longest = 25_000 if self.faults and self.rng.random() < 0.15 else 3_000
             self._tick(self.rng.randrange(100, longest))
@@ -325,6 +307,33 @@ class ClusterRun:
                 self._send(group, self.rng.choice(idle))
             elif self.rng.random() < 0.03 and "crash" in self.faults:
                 self.rng.choice(group.clients).crashed = True
+
+    def _fault(self, roll: float) -> None:
+        """A broker crashes or starts again, pauses or resumes, or loses its ZooKeeper session
+        (each in its band of ``roll``; nothing if that fault is not enabled)."""
+        slots = self.cluster.cluster.slots
+        running = [b for b in BROKERS if self.cluster.running(b)]
+        fault = "crash" if roll < 0.08 else "pause" if roll < 0.15 else "expire"
+        if fault not in self.faults:
+            return
+        if roll < 0.04 and len(running) > 1:
+            self.cluster.crash(self.rng.choice(running))
+        elif 0.04 <= roll < 0.08:
+            down = [b for b in BROKERS if slots[b].broker is None and self._session_closed(b)]
+            if down:
+                self.cluster.restart(self.rng.choice(down))
+        elif 0.08 <= roll < 0.11 and len(running) > 1:
+            self.cluster.pause(self.rng.choice(running))
+        elif 0.11 <= roll < 0.15:
+            paused = [b for b in BROKERS if slots[b].broker is not None and slots[b].paused]
+            if paused:
+                self.cluster.resume(self.rng.choice(paused))
+                if self.rng.random() < 0.5:  # it acts before the controller's news reach it: a zombie
+                    self._tick(REPLICATION.replica_lag_time_max_ms + 1)
+        elif fault == "expire":
+            open_ = [b for b in BROKERS if slots[b].broker is not None and not self._session_closed(b)]
+            if open_:
+                self.cluster.expire_session(self.rng.choice(open_))
 
     def _session_closed(self, broker_id: int) -> bool:
         session = self.cluster.cluster.slots[broker_id].session_id
