@@ -130,8 +130,9 @@ class PartitionRecorder:
         states = [(o, tp) for o, tp in states if tp is not None]
         tree = self.cluster.zk.tree
         nodes = {o.path: tree.node(o.path) for o, _ in states}
-        before = {path: (node.version, node.data) if node is not None else None for path, node in nodes.items()}  # nodes change in place
-        published_before = {tp: PartitionState.decode(o.path, before[o.path][1]) for o, tp in states if before[o.path] is not None}
+        before = {path: node.version if node is not None else None for path, node in nodes.items()}  # nodes change in place
+        replica = self.cluster.broker(broker_id).partitions if broker_id is not None else {}
+        held = {tp: replica[tp].isr if tp in replica else () for _, tp in states}
         epoch_node = tree.node(CONTROLLER_EPOCH)
         zk_epoch = decode_controller_epoch(CONTROLLER_EPOCH, epoch_node.data) if epoch_node else -1
         written = len(self.cluster.state_writes)
@@ -144,9 +145,8 @@ class PartitionRecorder:
                 event = "InitLeaders"
             elif by_controller:
                 event = "ElectLeader"
-            else:
-                old = published_before.get(tp)
-                event = "ShrinkIsr" if old is not None and len(state.isr) < len(old.isr) else "ExpandIsr"
+            else:  # a leader's: ShrinkIsr or ExpandIsr of the ISR it holds
+                event = "ShrinkIsr" if len(state.isr) < len(held[tp]) else "ExpandIsr"
             node = tree.node(o.path)
             ok = result.code == Code.OK
             if not ok and not by_controller:
@@ -154,7 +154,7 @@ class PartitionRecorder:
             self._writes.append({
                 "tp": tp, "event": event, "broker": broker_id,
                 "expected_zk_version": -1 if isinstance(o, Create) else meant if meant is not None else o.version,
-                "zk_version_before": before[o.path][0] if before[o.path] is not None else None,
+                "zk_version_before": before[o.path],
                 "outcome": "ok" if ok else result.code.name, "zk_controller_epoch": zk_epoch,
                 "leader": state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
                 "controller_epoch": state.controller_epoch, "zk_version": node.version if ok and node is not None else None,
