@@ -1,8 +1,18 @@
 """A cluster broker process: ``python -m broker.cluster.server --id 1 --port P --zookeeper H:P --peers 1=127.0.0.1:P1,... --data DIR``.
 
-Connections are served one request at a time, as the single broker does
-(:mod:`broker.server`); the controller's LeaderAndIsr and StopReplica arrive on the same
-port in their internal framing (:mod:`broker.cluster.peer_wire`). ``--peers`` names every
+Connections are served as the single broker serves them (:mod:`broker.server`, over
+:class:`~broker.wire.connection.FrameConnection`): one request at a time, in order, a frame
+above ``--max-frame-bytes`` or a request that does not decode closes the connection.
+Other brokers reach this one on the same port: the controller's LeaderAndIsr and
+StopReplica in their internal framing (:mod:`broker.cluster.peer_wire`) and the followers'
+Fetches. A connection is a peer's when its first request is one of these (a Fetch whose
+``replica_id`` names a broker of ``--peers``); as Kafka permits inter-broker connections
+beyond ``max.connections``, only clients' connections count toward ``--max-connections``,
+and only theirs are closed after ``--connections-max-idle-ms`` without a byte (the
+controller's connection to a broker can be quiet for longer, and reconnecting would delay
+the next LeaderAndIsr). Connections that have not sent a whole request yet are bounded by
+``--max-connections`` too, as a pool of their own, so clients at their limit do not keep a
+peer from connecting. ``--peers`` names every
 broker of the cluster with the address it listens on: the model's registration in
 ZooKeeper carries no usable address, so brokers and clients are pointed at these.
 Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so its
@@ -31,16 +41,20 @@ from broker.cluster.apis import APIS, ClusterContext
 from broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
 from broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
 from broker.context import Client
+from broker.server import BrokerError, Limits
+from broker.wire.connection import FrameConnection
 from broker.wire.entities import build
-from broker.wire.framing import FrameError, read_frame
+from broker.wire.framing import FrameError
 from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, encode_response, peek_header, response_class
 from reference.errors import UsageError
 from reference.group import GroupConfig
 from reference.replication.config import ReplicationConfig
 
 log = logging.getLogger("broker.cluster")
-MAX_FRAME_BYTES = 100 * 1024 * 1024
 INVALID_REQUEST = 42
+FETCH_KEY = 1
+_FAIR_SHARE = 64  # requests one connection is served in a row before the others get a turn
+_IDLE = object()
 
 
 class ClusterBrokerError(Exception):
@@ -73,22 +87,112 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
     return encode_response(header.api_key, header.api_version, header.correlation_id, entity)
 
 
-async def _connection(ctx: ClusterContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    peer = writer.get_extra_info("peername") or ("?", 0)
-    try:
-        while (payload := await read_frame(reader, MAX_FRAME_BYTES, 600.0)) is not None:
-            response = await respond(ctx, peer[:2], payload)
-            if response is not None:
-                writer.write(response)
-                await writer.drain()
-    except (FrameError, BadRequest) as e:
-        log.info("closing %s:%s: %s", peer[0], peer[1], e)
-    except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-        pass
-    except Exception:  # a bug: this connection goes, the broker stays
-        log.exception("closing %s:%s after an internal error", peer[0], peer[1])
-    finally:
-        writer.close()
+def _from_a_peer(first: bytes, peers: dict[int, tuple[str, int]]) -> bool:
+    """Whether a connection's first request is another broker's: an internal one or a follower's Fetch."""
+    header = peek_header(first)
+    if header.api_key in INTERNAL_KEYS:
+        return True
+    if header.api_key != FETCH_KEY or header.api_version not in APIS[FETCH_KEY].versions:
+        return False
+    _, body = decode_request(first, FETCH_KEY, header.api_version)
+    return body.replica_id in peers
+
+
+class Connections:
+    """The broker's connections, each served by one task; the limits apply to clients' (module docstring)."""
+
+    def __init__(self, ctx: ClusterContext, limits: Limits) -> None:
+        self.ctx = ctx
+        self.limits = limits
+        self.waiting: set[asyncio.Task] = set()  # no whole request yet: a client's or a peer's
+        self.clients: set[asyncio.Task] = set()
+        self.peers: set[asyncio.Task] = set()
+
+    def protocol(self) -> FrameConnection:
+        return FrameConnection(self.limits.max_frame_bytes, self._serve)
+
+    async def _serve(self, connection: FrameConnection) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self.waiting) >= self.limits.max_connections:
+            connection.close()
+            return
+        kind = self.waiting
+        kind.add(task)
+        peer = connection.peer
+        try:
+            served = 0
+            while True:
+                frame = connection.next_frame()
+                if isinstance(frame, asyncio.Future):
+                    if not await self._wait_for_frame(connection, frame, idle=kind is not self.peers):
+                        break
+                    continue
+                if frame is None:
+                    break
+                if isinstance(frame, FrameError):
+                    raise frame
+                if kind is self.waiting:
+                    kind = self._admit(task, frame)
+                    if kind is self.waiting:  # a client above the limit
+                        break
+                response = await respond(self.ctx, peer, frame)
+                if response is not None:
+                    connection.write(response)
+                    if (writable := connection.writable()) is not None:
+                        await writable
+                served += 1
+                if served % _FAIR_SHARE == 0:  # a client that pipelines does not hold up the others
+                    await asyncio.sleep(0)
+        except (FrameError, BadRequest) as e:
+            log.info("closing %s:%s: %s", peer[0], peer[1], e)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:  # a bug: this connection goes, the broker stays
+            log.exception("closing %s:%s after an internal error", peer[0], peer[1])
+        finally:
+            kind.discard(task)
+            connection.close()
+
+    def _admit(self, task: asyncio.Task, first: bytes) -> set[asyncio.Task]:
+        """The set the connection now belongs to, by its first request; ``waiting`` if it is refused."""
+        if _from_a_peer(first, self.ctx.node.config.peers):
+            kind = self.peers
+        elif len(self.clients) < self.limits.max_connections:
+            kind = self.clients
+        else:
+            return self.waiting
+        self.waiting.discard(task)
+        kind.add(task)
+        return kind
+
+    async def _wait_for_frame(self, connection: FrameConnection, ready: asyncio.Future, idle: bool) -> bool:
+        """Wait for more bytes; False once nothing came for the idle time (connections.max.idle.ms), when ``idle``."""
+        if not idle:
+            await ready
+            return True
+        loop = asyncio.get_running_loop()
+
+        def check_idle() -> None:
+            nonlocal timer
+            quiet = loop.time() - connection.last_read
+            if quiet >= self.limits.idle_s:
+                if not ready.done():
+                    ready.set_result(_IDLE)
+            else:
+                timer = loop.call_later(self.limits.idle_s - quiet, check_idle)
+
+        timer = loop.call_later(self.limits.idle_s, check_idle)
+        try:
+            return await ready is not _IDLE
+        finally:
+            timer.cancel()
+
+    async def close(self) -> None:
+        tasks = self.waiting | self.clients | self.peers
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _lock(data_dir: Path):
@@ -105,7 +209,7 @@ def _lock(data_dir: Path):
     return lock
 
 
-async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
+async def serve(config: NodeConfig, limits: Limits | None = None, stop: asyncio.Event | None = None) -> None:
     lock = _lock(config.data_dir)
     host, port = config.peers[config.broker_id]
     try:
@@ -113,19 +217,10 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
     except OSError as e:
         lock.close()
         raise ClusterBrokerError(f"trace {config.trace}: {e.strerror or e}") from None
-    connections: set[asyncio.Task] = set()
-
-    async def accept(reader, writer) -> None:
-        task = asyncio.current_task()
-        connections.add(task)
-        try:
-            await _connection(ctx, reader, writer)
-        finally:
-            connections.discard(task)
-
     ctx = ClusterContext(config.broker_id, host, port, node, None)  # the view comes with start()
+    connections = Connections(ctx, limits or Limits())
     try:
-        server = await asyncio.start_server(accept, host, port)
+        server = await asyncio.get_running_loop().create_server(connections.protocol, host, port)
     except OSError as e:
         lock.close()
         raise ClusterBrokerError(f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}") from None
@@ -150,9 +245,7 @@ async def serve(config: NodeConfig, stop: asyncio.Event | None = None) -> None:
         await stop.wait()
     finally:
         server.close()
-        for task in list(connections):
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
+        await connections.close()
         await node.stop()
         lock.close()
 
@@ -185,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-run", default=None, help="the trace's run, the same for every broker (default cluster@<zookeeper>)")
     parser.add_argument("--trace-epoch-ms", type=int, default=0,
                         help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)")
+    parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
+    parser.add_argument("--max-connections", type=int, default=Limits.max_connections, help="max.connections (clients' only)")
+    parser.add_argument("--connections-max-idle-ms", type=int, default=int(Limits.idle_s * 1000),
+                        help="connections.max.idle.ms (clients' only)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -199,8 +296,9 @@ def main(argv: list[str] | None = None) -> int:
             trace=None if args.no_trace else args.trace or args.data / "trace.jsonl", trace_run=args.trace_run or f"cluster@{args.zookeeper}",
             trace_epoch_ms=args.trace_epoch_ms,
         )
-        asyncio.run(serve(config))
-    except (ClusterBrokerError, UsageError) as e:
+        limits = Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)
+        asyncio.run(serve(config, limits))
+    except (ClusterBrokerError, BrokerError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
