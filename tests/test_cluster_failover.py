@@ -40,25 +40,19 @@ GROUP = "failover-group"
 TRACE_SETTINGS = Settings(config={"initial_rebalance_delay_ms": 0})  # BROKER_ARGS' group setting
 
 
-def merged_trace(cluster: Cluster, into: Path) -> Path:
-    """The brokers' files in one file: the checker replays a run within one file."""
+def check(*paths: Path) -> Findings:
+    return check_files(list(paths), TRACE_SETTINGS, out=io.StringIO())
+
+
+def assert_traces_replay(cluster: Cluster, group: str, *, min_checked: int = 20, moved: bool = False) -> Findings:
+    """The cluster's trace replays through the reference with no violation, and a fair part
+    of it was checked: ``min_checked`` events of ``group`` at least; with ``moved``, events
+    of the group from two brokers and a ``load_group`` fault on the second."""
     files = cluster.trace_files()
     assert files, f"no broker wrote a trace under {cluster.data_dir}"
     for path in files:
         validate_file(path)
-    into.write_text("".join(path.read_text() for path in files))
-    return into
-
-
-def check(path: Path) -> Findings:
-    return check_files([path], TRACE_SETTINGS, out=io.StringIO())
-
-
-def assert_traces_replay(cluster: Cluster, into: Path, group: str, *, min_checked: int = 20, moved: bool = False) -> Findings:
-    """The cluster's trace replays through the reference with no violation, and a fair part
-    of it was checked: ``min_checked`` events of ``group`` at least; with ``moved``, events
-    of the group from two brokers and a ``load_group`` fault on the second."""
-    findings = check(merged_trace(cluster, into))
+    findings = check(*files)  # the brokers' files as they are: one run, replayed together
     assert findings.violations == [], json.dumps(findings.violations[:1], indent=1)
     assert findings.totals.events - findings.totals.unchecked >= min_checked, findings.totals
     lines = [json.loads(line) for path in cluster.trace_files() for line in path.read_text().splitlines()]
@@ -188,7 +182,7 @@ def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str
         assert lost == {}, f"acknowledged commits lost (partition: acknowledged, fetched): {lost}"
         assert recovered_s < 30
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=40, moved=True)
+    assert_traces_replay(cluster, GROUP, min_checked=40, moved=True)
 
 
 def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper_connect: str) -> None:
@@ -228,7 +222,7 @@ def test_kill_coordinator_in_the_middle_of_a_rebalance(tmp_path: Path, zookeeper
             second.close()
         assert [(tp.partition, tp.offset) for tp in fetched] == [(tp.partition, tp.offset) for tp in acknowledged]
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=20, moved=True)
+    assert_traces_replay(cluster, GROUP, min_checked=20, moved=True)
     # The second member's JoinGroup was parked on the victim when it died: no response in its trace.
     assert ("JoinGroup", GROUP) in unanswered(tmp_path / f"broker-{victim}" / "trace.jsonl"), unanswered(tmp_path / f"broker-{victim}" / "trace.jsonl")
 
@@ -248,7 +242,7 @@ def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:
         # And serves groups: one consumes what was written, on whichever broker coordinates it now.
         consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 6)
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)
+    assert_traces_replay(cluster, GROUP, min_checked=10)
 
 
 def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> None:
@@ -272,4 +266,4 @@ def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> 
                      "the restarted broker's logs equal to the leaders'", 10)
         consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 60)
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)
+    assert_traces_replay(cluster, GROUP, min_checked=10)

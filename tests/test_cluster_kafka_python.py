@@ -149,4 +149,4 @@ def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster
     assert_no_errors(cluster)
     # Members joined while the leader's assignment was being written: the coordinator took
     # them in turn with the write, so the brokers' trace replays.
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=40)
+    assert_traces_replay(cluster, GROUP, min_checked=40)

@@ -34,10 +34,11 @@ def test_a_planted_wrong_answer_is_reported(tmp_path: Path, zookeeper_connect: s
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(12)])
         consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 12)
-        findings = assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=6)
+        findings = assert_traces_replay(cluster, GROUP, min_checked=6)
+        files = cluster.trace_files()
     assert findings.totals.keys >= 1
     # The coordinator's last OffsetFetch answer (after the commit), with the offsets one further on.
-    lines = (tmp_path / "trace.jsonl").read_text().splitlines()
+    lines = [line for path in files for line in path.read_text().splitlines()]
     index = max(i for i, line in enumerate(lines)
                 if (record := json.loads(line))["kind"] == "response" and record["api"] == "OffsetFetch" and record["group_id"] == GROUP)
     record = json.loads(lines[index])
@@ -110,8 +111,8 @@ def test_a_cluster_started_again_keeps_its_run(tmp_path: Path, zookeeper_connect
             consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 6)
             runs.append((cluster.trace_run, cluster.trace_epoch_ms))
     assert runs[0] == runs[1]
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=20)
-    records = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert_traces_replay(cluster, GROUP, min_checked=20)
+    records = [json.loads(line) for path in cluster.trace_files() for line in path.read_text().splitlines()]
     assert {r["run"] for r in records} == {runs[0][0]}
     assert sum(1 for r in records if r["group_id"] == GROUP and r["kind"] == "fault") >= 2  # loaded at each start
 

@@ -99,7 +99,7 @@ def test_paused_leader_whose_session_expired_writes_nothing(tmp_path: Path, zook
         # A group reads what was committed (not the zombie's record), and its trace replays.
         consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 9)
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", GROUP, min_checked=10)
+    assert_traces_replay(cluster, GROUP, min_checked=10)
 
 
 def test_paused_coordinator_resumes_as_a_zombie(tmp_path: Path, zookeeper_connect: str) -> None:
@@ -154,4 +154,4 @@ def test_paused_coordinator_resumes_as_a_zombie(tmp_path: Path, zookeeper_connec
         assert cluster.coordinator(group) == successor != zombie
         assert {tp.partition: tp.offset for tp in fetched} == acknowledged
         assert_no_errors(cluster)
-    assert_traces_replay(cluster, tmp_path / "trace.jsonl", group, min_checked=30, moved=True)
+    assert_traces_replay(cluster, group, min_checked=30, moved=True)

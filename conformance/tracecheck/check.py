@@ -2,8 +2,8 @@
 
 Reads every line (a bad one stops the check with ``file:line: field: what``: lines are
 checked in full when their key is replayed), groups the
-lines by key (group id, run, file: writers reuse run names across files, so a run is taken
-to live in one file), and checks each key with
+lines by key (group id, run: the files of one run, a cluster's brokers' for one, are
+replayed together), and checks each key with
 :func:`~conformance.tracecheck.replay.check_key`, showing a progress bar on a terminal.
 """
 
@@ -41,9 +41,9 @@ class Progress:
             print("\r" + " " * 70 + "\r", end="", file=self.out, flush=True)
 
 
-def group_lines(files: list[Path], out: TextIO) -> tuple[dict[tuple[str, str, str], list[records.Line]], int]:
+def group_lines(files: list[Path], out: TextIO) -> tuple[dict[tuple[str, str], list[records.Line]], int]:
     """Every line of the files, validated, by key; and the number of lines."""
-    keys: dict[tuple[str, str, str], list[records.Line]] = {}
+    keys: dict[tuple[str, str], list[records.Line]] = {}
     progress = Progress(out, "bytes read", sum(f.stat().st_size for f in files))
     count = 0
     try:
@@ -51,7 +51,7 @@ def group_lines(files: list[Path], out: TextIO) -> tuple[dict[tuple[str, str, st
             plain, before = not path.name.endswith(".gz"), progress.done
             for line in records.read(path):
                 group_id, run, _ = records.quick_key(line)
-                keys.setdefault((group_id, run, line.path), []).append(line)
+                keys.setdefault((group_id, run), []).append(line)
                 count += 1
                 if plain:  # characters for bytes: close enough for a bar
                     progress.add(len(line.text))
@@ -77,7 +77,7 @@ def check_files(paths: Iterable[str | Path], settings: Settings, out: TextIO | N
     findings = Findings(totals=Totals(files=len(files), events=count, how="one machine"))
     progress = Progress(out, "groups checked", len(keys))
     try:
-        for (group_id, run, _), lines in keys.items():
+        for (group_id, run), lines in keys.items():
             add(findings, check_key(group_id, run, lines, settings))
             progress.add()
     finally:

@@ -1,7 +1,7 @@
 """``coordspec pipeline``: the trace check as a PySpark job, at any scale.
 
 1. The driver lists the input files; one task per file reads it (gzip or not) and emits
-   each line as (key, (line number, text)), the key (group id, run, file) read cheaply.
+   each line as (key, (file, line number, text)), the key (group id, run) read cheaply.
 2. The lines are hash-partitioned by key in Python (``RDD.partitionBy``): the JVM moves
    pickled batches without looking into them, so a line is decoded once on each side.
 3. Each partition groups its lines by key and hands each key to
@@ -71,15 +71,15 @@ class PipelineError(RuntimeError):
 # -- on the executors ------------------------------------------------------------------
 
 
-def key_lines(path: str) -> Iterator[tuple[tuple[str, str, str], tuple[int, str]]]:
-    """A file's lines as (key, (line number, text)); the key is read cheaply, and the line is
-    checked in full when its key is replayed."""
+def key_lines(path: str) -> Iterator[tuple[tuple[str, str], records.Line]]:
+    """A file's lines as (key, line); the key is read cheaply, and the line is checked in
+    full when its key is replayed."""
     for line in records.read(Path(path)):
         group_id, run, _ = records.quick_key(line)
-        yield (group_id, run, line.path), (line.number, line.text)
+        yield (group_id, run), line
 
 
-def key_partition(key: tuple[str, str, str]) -> int:
+def key_partition(key: tuple[str, str]) -> int:
     """The same number for a key in every Python worker (``hash`` of a str is salted per process)."""
     return zlib.crc32("\0".join(key).encode())
 
@@ -87,12 +87,12 @@ def key_partition(key: tuple[str, str, str]) -> int:
 def check_partition(pairs: Iterator, settings: Settings) -> Iterator[summary.Findings]:
     """All the lines of a partition's keys, grouped by key: each key checked, the partition's
     findings added up as the one-machine checker adds them."""
-    keys: dict[tuple[str, str, str], list[records.Line]] = {}
-    for key, (number, text) in pairs:
-        keys.setdefault(key, []).append(records.Line(key[2], number, text))
+    keys: dict[tuple[str, str], list[records.Line]] = {}
+    for key, line in pairs:
+        keys.setdefault(key, []).append(line)
     findings = summary.Findings()
     while keys:
-        (group_id, run, _), lines = keys.popitem()  # a key's lines are freed once checked
+        (group_id, run), lines = keys.popitem()  # a key's lines are freed once checked
         report = check_key(group_id, run, lines, settings)
         add(findings, report)
         findings.totals.events += report.events
