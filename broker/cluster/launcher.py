@@ -241,7 +241,7 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
             say(f"bootstrap: {cluster.bootstrap}")
             traces = cluster.data_dir / "broker-*" / "trace.jsonl"
             say(f"traces of the group protocol: {traces} (one run); to check them against the reference: "
-                f"cat {traces} > {cluster.data_dir / 'trace.jsonl'} && coordspec trace check {cluster.data_dir / 'trace.jsonl'}")
+                f"coordspec trace check {traces}")
             shown = cluster.describe()
             for line in shown:
                 say(line)
