@@ -31,7 +31,7 @@ from typing import TextIO
 
 from conformance.suite.trace import FORMAT_VERSION, TraceWriter
 from conformance.tracecheck import planted
-from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for
+from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
 from reference.errors import InvariantViolation
 from reference.failover import FailoverCluster, partition_for
 from reference.replication import invariants
@@ -262,7 +262,7 @@ class ClusterRun:
         self.rng = random.Random(seed)
         self.options, self.out = options, out
         self.trace = TraceWriter(out, SOURCE)
-        self.run_id = f"sim-{seed}"
+        self.run_id = run_name(seed, options)
         self.faults = options.faults
         self.recorder = PartitionRecorder(self._partition_record, options.bug if options.bug in BUGS else None)
         self.cluster = FailoverCluster(list(BROKERS), OFFSETS_PARTITIONS, replication_monitor=self.recorder, seed=seed,

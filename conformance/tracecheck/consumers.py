@@ -95,3 +95,9 @@ def learn(c: Client, request, response) -> None:
         c.phase = "stable" if error == ErrorCode.NONE else "join"
     elif error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
         c.phase = "join"
+
+
+def run_name(seed: int, options) -> str:
+    """A simulated run's name: its seed, and the invocation's token (two invocations with the
+    same seeds must not give one run)."""
+    return f"sim-{seed}-{options.token}" if options.token else f"sim-{seed}"

@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import io
 import random
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 from conformance.suite.reference_target import ReferenceSession
 from conformance.suite.trace import TraceWriter
 from conformance.tracecheck import cluster_sim, planted
-from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for
+from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
 from conformance.tracecheck.names import FAULTS
 from conformance.tracecheck.records import Line, quick_key
 from conformance.tracecheck.replay import Settings, check_key
@@ -44,6 +45,7 @@ class Options:
     faults: tuple[str, ...] = FAULTS
     bug: str | None = None
     cluster: bool = False  # whole clusters (conformance/tracecheck/cluster_sim.py), not one coordinator
+    token: str = ""  # this invocation's, in every run name: run names stay unique across invocations
 
 
 @dataclass
@@ -59,7 +61,7 @@ class _Run:
     def __init__(self, seed: int, options: Options, trace: TraceWriter) -> None:
         self.rng = random.Random(seed)
         self.options, self.trace = options, trace
-        self.group = self.run_id = f"sim-{seed}"
+        self.group, self.run_id = f"sim-{seed}", run_name(seed, options)
         self.session = ReferenceSession(GroupConfig(), SeededChoices(seed, arbitrary=True))
         self.clients = [Client(f"c{i + 1}") for i in range(options.clients)]
         self.rewrite = planted.BUGS[options.bug][0] if options.bug in planted.BUGS else None
@@ -159,6 +161,7 @@ def simulate(runs: int, seed: int, options: Options, directory: Path, spark=None
     """All runs, on Spark executors when ``spark`` is a session; and the wall time."""
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    options = options if options.token else dataclasses.replace(options, token=secrets.token_hex(3))
     if spark is None:
         results = simulate_partition(range(runs), seed, options, str(directory), 0)
     else:
