@@ -237,7 +237,7 @@ def test_an_idle_client_connection_is_closed(cluster: Cluster) -> None:
         sock.settimeout(IDLE_MS / 1000 + ANSWER_TIMEOUT_S)
         assert sock.recv(1) == b""  # closed by the broker, not by the timeout
         assert IDLE_MS / 1000 - 0.5 < time.monotonic() - started < IDLE_MS / 1000 + ANSWER_TIMEOUT_S
-    commit_and_fetch(cluster, "after-idle", 4)  # the peers' connections, idle as long, still work
+    commit_and_fetch(cluster, "after-idle", 4)  # replication (its peers never idle-closed) still serves the group
 
 
 def test_client_connections_beyond_the_maximum_are_closed_while_peers_still_connect(cluster: Cluster) -> None:
