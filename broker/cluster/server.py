@@ -1,20 +1,22 @@
-"""A cluster broker process: ``python -m broker.cluster.server --id 1 --port P --zookeeper H:P --peers 1=127.0.0.1:P1,... --data DIR``.
+"""A cluster broker process: ``python -m broker.cluster.server --id 1 --peers 1=127.0.0.1:P1,... --zookeeper H:P --data DIR``.
+
+``--peers`` names every broker of the cluster with the address it listens on: the model's
+registration in ZooKeeper carries no usable address, so brokers and clients are pointed at these.
 
 Connections are served as the single broker serves them (:mod:`broker.server`, over
-:class:`~broker.wire.connection.FrameConnection`): one request at a time, in order, a frame
+:class:`~broker.wire.connection.FrameConnection`): one request at a time, in order; a frame
 above ``--max-frame-bytes`` or a request that does not decode closes the connection.
 Other brokers reach this one on the same port: the controller's LeaderAndIsr and
 StopReplica in their internal framing (:mod:`broker.cluster.peer_wire`) and the followers'
 Fetches. A connection is a peer's when its first request is one of these (a Fetch whose
-``replica_id`` names a broker of ``--peers``); as Kafka permits inter-broker connections
-beyond ``max.connections``, only clients' connections count toward ``--max-connections``,
-and only theirs are closed after ``--connections-max-idle-ms`` without a byte (the
-controller's connection to a broker can be quiet for longer, and reconnecting would delay
-the next LeaderAndIsr). Connections that have not sent a whole request yet are bounded by
-``--max-connections`` too, as a pool of their own, so clients at their limit do not keep a
-peer from connecting. ``--peers`` names every
-broker of the cluster with the address it listens on: the model's registration in
-ZooKeeper carries no usable address, so brokers and clients are pointed at these.
+``replica_id`` names a broker of ``--peers``). As Kafka lets inter-broker connections past
+``max.connections``, only clients' connections count toward ``--max-connections``, and only
+theirs are closed after ``--connections-max-idle-ms`` without a byte (the controller's
+connection to a broker can be quiet for longer, and reconnecting would delay the next
+LeaderAndIsr). Connections that have not sent a whole request yet are a pool of their own,
+also bounded by ``--max-connections``, so clients at their limit do not keep a peer from
+connecting (silent connections can fill that pool until the idle time closes them).
+
 Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so its
 ephemerals go at once); SIGKILL is a crash (the session expires).
 
