@@ -273,6 +273,28 @@ def test_client_connections_beyond_the_maximum_are_closed_while_peers_still_conn
     wait_for(lambda: all(api_versions_works(cluster, b) for b in cluster.broker_ids), 15, "connections served again")
 
 
+def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(cluster: Cluster) -> None:
+    with connect(cluster, 3) as flood:
+        flood.setblocking(False)
+        chunk, sent = api_versions() * 1000, 0
+
+        def send_for(seconds: float) -> None:
+            nonlocal sent
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:
+                try:
+                    sent += flood.send(chunk[sent % len(chunk):])
+                except BlockingIOError:
+                    time.sleep(0.01)
+
+        send_for(3)  # the answers back up, the broker stops serving and then stops reading
+        before = sent
+        send_for(2)
+        assert sent - before < 1024 * 1024, f"the broker read {sent - before} more bytes from a client that reads nothing"
+        assert api_versions_works(cluster, 3)
+        commit_and_fetch(cluster, "beside-a-flood", 6)
+
+
 def _replicated(cluster: Cluster, topic: str, partitions: int) -> bool:
     try:
         wait_replicated(cluster, topic, partitions, timeout_s=0)
