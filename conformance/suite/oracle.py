@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from conformance.suite import codec
 from conformance.suite.unify import TOKEN, Binding, unify
 from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from reference.group.coordinator import Observer
 from reference.group.effects import AppendRecords, Reply
 from reference.group.records import Record
 from reference.group.requests import Request
@@ -92,6 +93,12 @@ class Hypothesis:
     def choices(self) -> ExploringChoices:
         return self.coordinator.choices
 
+    def __deepcopy__(self, memo: dict) -> Hypothesis:
+        # Copies share the records of the log (they are frozen): copying a log that grows
+        # with the run at every branch made long runs quadratic.
+        memo.update((id(record), record) for record in self.log)
+        return Hypothesis(*(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self)))
+
 
 @dataclass(frozen=True)
 class Disagreement:
@@ -105,10 +112,12 @@ class Disagreement:
 class Oracle:
     """The reference, following a broker. ``latency_ms``: see the module docstring."""
 
-    def __init__(self, config: GroupConfig, latency_ms: int = 0) -> None:
+    def __init__(self, config: GroupConfig, latency_ms: int = 0, observer: Observer | None = None) -> None:
+        """``observer`` watches the reference's steps (each hypothesis has a copy of it, kept
+        across coordinator restarts)."""
         self.config = config
         self.latency_ms = latency_ms
-        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices()))]
+        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
 
     # -- time -----------------------------------------------------------------------------
@@ -187,7 +196,8 @@ class Oracle:
         self.in_flight.clear()
         for hypothesis in self.hypotheses:
             hypothesis.replies.clear()
-            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms)
+            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms,
+                                                      observer=hypothesis.coordinator.observer)
         self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), up_ms))
 
     # -- observations -------------------------------------------------------------------

@@ -10,7 +10,6 @@ rest of the key's events are counted as unchecked.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections import Counter
@@ -18,8 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from conformance.suite.oracle import (
-    ExploringChoices,
-    Hypothesis,
     Oracle,
     OracleOverflow,
 )
@@ -34,7 +31,7 @@ from conformance.suite.unify import TOKEN
 from conformance.tracecheck import partitions, rules
 from conformance.tracecheck.records import Line, order, parse
 from reference.errors import InvariantViolation, UsageError
-from reference.group import GroupConfig, GroupCoordinator, LoadGroups
+from reference.group import GroupConfig
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 4, 2
 # How far a writer's clock may run ahead of the broker's (see the oracle's latency_ms): the
@@ -87,41 +84,6 @@ class KeyReport:
     coverage: Counter = field(default_factory=Counter)  # (kind, name) -> count; kind: rule, state, transition, api
 
 
-class _SharingHypothesis(Hypothesis):
-    """A hypothesis whose copies share the records of its log: they are frozen, and copying
-    a log that grows with the trace at every event made long runs quadratic."""
-
-    def __deepcopy__(self, memo: dict) -> _SharingHypothesis:
-        memo.update((id(record), record) for record in self.log)
-        return _SharingHypothesis(*(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self)))
-
-
-class _CoverageOracle(Oracle):
-    """The oracle with a Coverage observer on its reference, kept across restarts."""
-
-    def __init__(self, config: GroupConfig, latency_ms: int) -> None:
-        super().__init__(config, latency_ms)
-        self.coverage = rules.Coverage()
-        self.hypotheses = [_SharingHypothesis(GroupCoordinator(config, ExploringChoices(), observer=self.coverage))]
-
-    def fault(self, down_ms: int, up_ms: int | None = None) -> None:
-        # As Oracle.fault, with the observer on each new coordinator: the coordinator stopped
-        # at down_ms, and one loaded the group from its log at up_ms; no timer fires between.
-        up_ms = down_ms if up_ms is None else max(up_ms, down_ms)
-        self.advance(down_ms)
-        self.in_flight.clear()
-        for hypothesis in self.hypotheses:
-            hypothesis.replies.clear()
-            observer = hypothesis.coordinator._observer
-            observer.seen.clear()  # a reloaded group is not a transition
-            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms, observer=observer)
-        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), up_ms))
-
-    def observed(self) -> rules.Coverage:
-        """The coverage of the first surviving hypothesis (each hypothesis has its own copy)."""
-        return self.hypotheses[0].coordinator._observer
-
-
 def summary(line: Line, record) -> str:
     """One event in one line, for a violation's context."""
     text = f"{line.path}:{line.number} t={record.t_ms} {record.kind}"
@@ -159,7 +121,8 @@ def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings
     if first.source.startswith("conformance:") and first.scenario in settings.scenarios:
         overrides.update(settings.scenarios[first.scenario])
     latency = settings.latency_ms if settings.latency_ms is not None else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
-    oracle = _CoverageOracle(dataclasses.replace(GroupConfig(), **overrides), latency)
+    coverage = rules.Coverage()
+    oracle = Oracle(dataclasses.replace(GroupConfig(), **overrides), latency, observer=coverage)
     open_requests: dict[tuple[str, int], tuple[str, object]] = {}  # (client, correlation id) -> (oracle client, request)
 
     def violate(index: int, kind: str, rule: str, invariant: str, message: str, allowed=(), broker=None) -> None:
@@ -207,7 +170,8 @@ def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings
         except (OracleOverflow, InvariantViolation, UsageError) as exc:
             violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
             break
-    coverage = oracle.observed() if oracle.hypotheses else oracle.coverage
+    if oracle.hypotheses:  # each hypothesis has its own copy: the first surviving one's
+        coverage = oracle.hypotheses[0].coordinator.observer
     for state, count in coverage.states.items():
         report.coverage[("state", state)] += count
     for transition, count in coverage.transitions.items():

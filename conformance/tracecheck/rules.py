@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from reference.errors import ErrorCode as E
+from reference.group.requests import LoadGroups
 from reference.group.transitions import TRANSITIONS
 
 API_RULES = {
@@ -105,7 +106,10 @@ class Coverage:
         self.transitions: Counter[str] = Counter()
 
     def before(self, coordinator, event) -> None:
-        """Nothing to note before a step: a step's changes show in the states after it."""
+        """A step's changes show in the states after it; but a group loaded again starts
+        afresh: what it was before the restart is not a transition."""
+        if isinstance(event, LoadGroups):
+            self.seen.clear()
 
     def after(self, coordinator, event, effects) -> None:
         for group_id, group in coordinator.groups.items():

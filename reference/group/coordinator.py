@@ -47,8 +47,8 @@ from reference.group.requests import (
 )
 from reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
 from reference.group.state import Group, Parked
-from reference.group.transitions import DEAD
 from reference.group.timers import Timers
+from reference.group.transitions import DEAD
 
 OnWritten = Callable[[ErrorCode], None]
 
@@ -98,7 +98,7 @@ class GroupCoordinator:
         self.cause = "Tick"  # the input being handled, for the transition table
         self.complete_appends = complete_appends
         self.appends_issued = 0
-        self._observer = observer
+        self.observer = observer  # see Observer; a reloaded coordinator is given the same one
         self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
         self._effects: list[Effect] = []
@@ -123,8 +123,8 @@ class GroupCoordinator:
         self.touched_groups = set()
         self._fire_timers(now_ms)
         self.now_ms = now_ms
-        if self._observer is not None:
-            self._observer.before(self, event)
+        if self.observer is not None:
+            self.observer.before(self, event)
         if handler is not None:
             self.cause = type(event).__name__
             self._open_requests.add(event.request_id)
@@ -141,8 +141,8 @@ class GroupCoordinator:
             self.touched_groups.update(self.groups)
         self._fire_timers(now_ms)
         effects, self._effects = self._effects, []
-        if self._observer is not None:
-            self._observer.after(self, event, effects)
+        if self.observer is not None:
+            self.observer.after(self, event, effects)
         return effects
 
     def next_deadline_ms(self) -> int | None:
