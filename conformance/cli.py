@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     tracecheck.add_trace_check_arguments(trace_commands.add_parser("check", help="replay trace files through the oracle on one machine"))
     tracecheck.add_pipeline_arguments(commands.add_parser("pipeline", help="the trace check as a PySpark job (local[*], --master, or spark-submit)"))
     tracecheck.add_simulate_arguments(commands.add_parser(
-        "simulate", help="seeded simulated groups on the reference, with faults and planted bugs, written as traces and checked"))
+        "simulate", help="seeded simulated groups, or whole clusters with --cluster, on the reference, with faults and planted bugs, "
+                     "written as traces and checked"))
     tracecheck.add_record_arguments(commands.add_parser("record", help="a Kafka-protocol proxy that records the group protocol as a trace"))
 
     commands.add_parser("broker", help="serve one broker over Kafka's wire protocol: the reference group coordinator on real "
