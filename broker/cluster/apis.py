@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.apis import api_versions, groups
+from broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
 from broker.apis.registry import Api
 from broker.cluster.node import ClusterNode
 from broker.cluster.peer_wire import ERROR_CODES
@@ -38,6 +39,7 @@ from reference.replication.znodes import TopicPartition
 NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 1, 2, 3, 5
 NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
 TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 36, 37, 38, 40, 42
+UNKNOWN_SERVER_ERROR = -1
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
 MAX_REPLICATION_FACTOR = 3
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511's client software name and version
@@ -155,9 +157,17 @@ async def find_coordinator_handle(ctx: ClusterContext, client: Client, version: 
 async def create_topics_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     counts = Counter(t.name for t in body.topics)
     results = []
+    def partitions_of(topic: Any) -> int:
+        return ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+
+    # As the single broker (KRaft's limit): a request for more than that many topics and
+    # partitions is refused whole, before any assignment is built or written to ZooKeeper.
+    if sum(1 + max(partitions_of(t), 0) for t in body.topics) > MAX_RECORDS_PER_USER_OP:
+        return {"topics": [{"name": t.name, "error_code": POLICY_VIOLATION, "error_message": "Unable to perform excessively large batch operation.",
+                            "num_partitions": -1, "replication_factor": -1, "configs": None} for t in body.topics]}
     for topic in body.topics:
         answer = {"name": topic.name, "error_message": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
-        partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+        partitions = partitions_of(topic)
         factor = min(MAX_REPLICATION_FACTOR, len(_live(ctx))) if topic.replication_factor == -1 else topic.replication_factor
         assignment = _assignment(ctx, partitions, factor) if partitions >= 1 and factor >= 1 else None
         if counts[topic.name] > 1 or topic.assignments:
@@ -172,10 +182,12 @@ async def create_topics_handle(ctx: ClusterContext, client: Client, version: int
             error, message = INVALID_PARTITIONS, "Number of partitions must be larger than 0."
         elif assignment is None:
             error, message = INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: {len(_live(ctx))}."
-        elif body.validate_only or await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment):
+        elif body.validate_only or (created := await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment)) is True:
             error, message = NONE, None
-        else:
+        elif created is False:
             error, message = TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists."
+        else:
+            error, message = UNKNOWN_SERVER_ERROR, created
         if error == NONE:
             answer.update(num_partitions=partitions, replication_factor=factor, configs=[])
         results.append({**answer, "error_code": error, "error_message": message})

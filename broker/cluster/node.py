@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import KazooException, NodeExistsError
 
 from broker.cluster.group_batches import decode_group_batch, encode_group_batch
 from broker.cluster.group_trace import GroupTrace
@@ -185,13 +185,16 @@ class ClusterNode:
         assignment = {p: tuple(ids[(p + i) % len(ids)] for i in range(factor)) for p in range(self.config.offsets_partitions)}
         await asyncio.to_thread(self.create_topic, OFFSETS_TOPIC, assignment)
 
-    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool:
-        """Write the topic's assignment (the controller's child watch does the rest); False if it exists."""
+    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool | str:
+        """Write the topic's assignment (the controller's child watch does the rest): True,
+        False if it exists, or what ZooKeeper said instead."""
         assert self.view is not None
         try:
             self.view.client.create(topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True)
         except NodeExistsError:
             return False
+        except KazooException as e:
+            return f"ZooKeeper did not create the topic: {type(e).__name__}"
         return True
 
     def _spawn(self, coroutine) -> asyncio.Task:
