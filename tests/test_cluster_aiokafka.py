@@ -14,8 +14,6 @@ import asyncio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
-    HEARTBEAT_INTERVAL_MS,
-    SESSION_TIMEOUT_MS,
     assert_no_errors,
     cluster_fixture,
     is_partitioned,
@@ -25,6 +23,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     wait_replicated,
     zookeeper_fixture,
 )
+from test_broker_aiokafka import Member  # the same consumer task as on the single broker
 
 from broker.cluster.launcher import Cluster
 
@@ -42,39 +41,6 @@ async def produce(bootstrap: str, batch: list[bytes]) -> None:
         await asyncio.wait_for(asyncio.gather(*sent), 20)
     finally:
         await producer.stop()
-
-
-class Member:
-    def __init__(self, bootstrap: str) -> None:
-        self.consumer = AIOKafkaConsumer(
-            TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest", enable_auto_commit=False,
-            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-        )
-        self.received: list[bytes] = []
-        self._task: asyncio.Task | None = None
-
-    async def start(self) -> Member:
-        await self.consumer.start()
-        self._task = asyncio.create_task(self._consume())
-        return self
-
-    async def _consume(self) -> None:
-        while True:
-            for records in (await self.consumer.getmany(timeout_ms=100)).values():
-                self.received.extend(r.value for r in records)
-
-    @property
-    def assigned(self) -> set[int]:
-        return {tp.partition for tp in self.consumer.assignment()}
-
-    async def stop(self) -> None:
-        """Stop consuming and leave the group (LeaveGroup)."""
-        if self._task is None:
-            return
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        self._task = None
-        await asyncio.wait_for(self.consumer.stop(), 15)
 
 
 async def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None:
@@ -102,19 +68,20 @@ async def group_scenario(cluster: Cluster) -> None:
         await admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
         wait_replicated(cluster, TOPIC, PARTITIONS)
 
-        members = [await Member(cluster.bootstrap).start(), await Member(cluster.bootstrap).start()]
+        members = [await Member(cluster.bootstrap, GROUP, TOPIC).start(), await Member(cluster.bootstrap, GROUP, TOPIC).start()]
         a, b = members
         await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "two members sharing the partitions")
         await consume_a_round(cluster, [a, b], 0)
         assert await committed_by_admin(admin) == {p: 10 for p in range(PARTITIONS)}
 
-        c = await Member(cluster.bootstrap).start()
+        c = await Member(cluster.bootstrap, GROUP, TOPIC).start()
         members.append(c)
         await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS), 40, "a rebalance over three members")
         await consume_a_round(cluster, [a, b, c], ROUND)  # each resumes where the previous owner committed
         assert await committed_by_admin(admin) == {p: 20 for p in range(PARTITIONS)}
 
         await c.stop()
+        members.remove(c)
         await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "a rebalance after a member left")
         await consume_a_round(cluster, [a, b], 2 * ROUND)
         assert await committed_by_admin(admin) == {p: 30 for p in range(PARTITIONS)}

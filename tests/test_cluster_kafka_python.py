@@ -10,16 +10,9 @@ thread-safe; the test hands them to the member's thread). Every wait is bounded.
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
-    HEARTBEAT_INTERVAL_MS,
-    SESSION_TIMEOUT_MS,
     assert_no_errors,
     cluster_fixture,
     is_partitioned,
@@ -31,6 +24,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
 )
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from test_broker_kafka_python import Member  # the same consumer thread as on the single broker
 from test_cluster_failover import assert_traces_replay
 
 from broker.cluster.launcher import Cluster
@@ -48,47 +42,6 @@ def produce(bootstrap: str, batch: list[bytes]) -> None:
     for future in futures:
         future.get(10)
     producer.close()
-
-
-class Member(threading.Thread):
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(daemon=True)
-        self.consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest", enable_auto_commit=False,
-            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-            # A leader whose metadata did not list the new topic yet assigns nothing, and only
-            # a metadata refresh (every 5 minutes by default) makes kafka-python rejoin.
-            metadata_max_age_ms=500,
-        )
-        self.consumer.subscribe([TOPIC])
-        self.received: list[bytes] = []
-        self.assigned: set[int] = set()
-        self._calls: queue.Queue = queue.Queue()
-        self._stopping = threading.Event()
-        self.start()
-
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            for records in self.consumer.poll(100).values():
-                self.received.extend(r.value for r in records)
-            self.assigned = {tp.partition for tp in self.consumer.assignment()}
-            while not self._calls.empty():
-                fn, future = self._calls.get()
-                try:
-                    future.set_result(fn(self.consumer))
-                except Exception as e:  # noqa: BLE001 - handed back to the test
-                    future.set_exception(e)
-        self.consumer.close()  # LeaveGroup
-
-    def call(self, fn: Callable[[KafkaConsumer], Any]) -> Any:
-        future: Future = Future()
-        self._calls.put((fn, future))
-        return future.result(15)
-
-    def close(self) -> None:
-        self._stopping.set()
-        self.join(15)
-        assert not self.is_alive()
 
 
 def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None:
@@ -115,13 +68,13 @@ def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
         wait_replicated(cluster, TOPIC, PARTITIONS)
 
-        members = [Member(cluster.bootstrap), Member(cluster.bootstrap)]
+        members = [Member(cluster.bootstrap, GROUP, TOPIC), Member(cluster.bootstrap, GROUP, TOPIC)]
         a, b = members
         wait_for(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "two members sharing the partitions")
         consume_a_round(cluster, [a, b], 0)
         assert committed_by_admin(admin) == {p: 10 for p in range(PARTITIONS)}
 
-        c = Member(cluster.bootstrap)
+        c = Member(cluster.bootstrap, GROUP, TOPIC)
         members.append(c)
         wait_for(lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS), 40, "a rebalance over three members")
         consume_a_round(cluster, [a, b, c], ROUND)  # each resumes where the previous owner committed
