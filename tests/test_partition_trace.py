@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite.trace import TraceError
 from conformance.tracecheck import cluster_sim, pipeline, simulate
 from conformance.tracecheck.check import check_files
+from conformance.tracecheck.partitions import group_of, is_partition_key
 from conformance.tracecheck.records import Line, parse, quick_key
-from conformance.tracecheck.replay import Settings
+from conformance.tracecheck.replay import Settings, check_key
 
 LEADER = {"role": "leader", "leader": 1, "leader_epoch": 0, "isr": [1, 2], "zk_version": 0, "controller_epoch": 1}
 FOLLOWER = {**LEADER, "role": "follower"}
@@ -94,13 +94,19 @@ def test_each_replication_invariant_is_caught_at_its_record_with_its_rule(tmp_pa
     assert any(c.startswith(f"{violation['file']}:{line} ") for c in violation["context"])
 
 
-def test_a_partition_key_cannot_be_a_group_id():
+def test_a_partition_key_cannot_be_a_group_key():
+    """Kafka takes any group id, NUL first included (a fuzzer sends them): such a group is
+    still a group, whatever it is called."""
     partition = Line("f", 1, json.dumps(committed_once()[0]))
     group = {"v": 1, "source": "test", "run": "r1", "ts_ms": 0.0, "t_ms": 0, "kind": "time", "group_id": "t-0", "advance_ms": 1}
     assert quick_key(partition)[0] != quick_key(Line("f", 2, json.dumps(group)))[0]
-    sneaky = Line("f", 3, json.dumps({**group, "group_id": quick_key(partition)[0]}))
-    with pytest.raises(TraceError, match="^f:3: group_id: .*reserved for the keys of partition records"):
-        parse(sneaky)
+    for name in (quick_key(partition)[0], "\x00", "\x00g"):
+        sneaky = Line("f", 3, json.dumps({**group, "group_id": name}))
+        parse(sneaky)  # a valid record
+        key = quick_key(sneaky)[0]
+        assert not is_partition_key(key) and group_of(key) == name and key != quick_key(partition)[0]
+        report = check_key(key, "r1", [sneaky], Settings())
+        assert report.group_id == name and report.violations == []
 
 
 def test_a_partition_record_missing_what_its_event_needs_is_one_line(tmp_path, capsys):

@@ -19,15 +19,12 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from reference.group.requests import API_KEYS, VERSIONS
 
 FORMAT_VERSION = 1
-# Partition records are keyed apart from groups by this prefix, which no group id may carry.
-RESERVED_KEY_PREFIX = "\x00"
 
 
 class _Envelope(BaseModel):
@@ -42,14 +39,7 @@ class _Envelope(BaseModel):
 
 
 class _Record(_Envelope):
-    group_id: str
-
-    @field_validator("group_id")
-    @classmethod
-    def _not_reserved(cls, group_id: str) -> str:
-        if group_id.startswith(RESERVED_KEY_PREFIX):
-            raise ValueError("a group id must not begin with NUL (reserved for the keys of partition records)")
-        return group_id
+    group_id: str  # any string, as Kafka takes any
 
 
 class _Message(_Record):

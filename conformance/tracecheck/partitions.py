@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.suite.trace import RESERVED_KEY_PREFIX, WRITE_EVENTS, PartitionRecord
+from conformance.suite.trace import WRITE_EVENTS, PartitionRecord
 from reference.errors import InvariantViolation
 from reference.replication import invariants
 from reference.replication.cluster import StateWrite
@@ -37,18 +37,32 @@ EVENT_RULES = {**WRITE_RULES, "LeaderAndIsr": "ISR-11", "Produce": "ISR-12", "Ad
                "ResumeBroker": "ISR-18", "CrashBroker": "ISR-18", "StartBroker": "ISR-18"}
 
 
+# The checkers' keys are strings: a group's is its id, a partition's begins with NUL and "p".
+# Kafka takes any group id, so one that itself begins with NUL gets NUL and "g" in front.
+_PARTITION, _ESCAPED_GROUP = "\x00p", "\x00g"
+
+
 def key_of(topic: str, partition: int) -> str:
-    """The key of a partition's records where a group id goes: no group id can equal it."""
-    return f"{RESERVED_KEY_PREFIX}{topic}{RESERVED_KEY_PREFIX}{partition}"
+    """The key of a partition's records: no group's key can equal it."""
+    return f"{_PARTITION}{topic}\x00{partition}"
+
+
+def group_key(group_id: str) -> str:
+    return _ESCAPED_GROUP + group_id if group_id.startswith("\x00") else group_id
 
 
 def is_partition_key(key: str) -> bool:
-    return key.startswith(RESERVED_KEY_PREFIX)
+    return key.startswith(_PARTITION)
+
+
+def group_of(key: str) -> str:
+    """The group id of a group's key."""
+    return key.removeprefix(_ESCAPED_GROUP) if key.startswith(_ESCAPED_GROUP) else key
 
 
 def shown(key: str) -> str:
     """``topic-partition`` for people."""
-    _, topic, partition = key.split(RESERVED_KEY_PREFIX)
+    topic, partition = key.removeprefix(_PARTITION).rsplit("\x00", 1)
     return f"{topic}-{partition}"
 
 

@@ -119,8 +119,8 @@ def _first_line(exc: Exception) -> str:
 
 def quick_key(line: Line) -> tuple[str, str, int]:
     """(key, run, t_ms) of a line, read cheaply; the full check of the line happens when its
-    key is replayed. The key is the group id, or for a partition record a key no group id
-    can be (:func:`partitions.key_of`). A line without them gets the full check now, which
+    key is replayed. The key is the group's (:func:`partitions.group_key`) or the partition's
+    (:func:`partitions.key_of`), which cannot be equal. A line without them gets the full check now, which
     says why."""
     try:
         data = json.loads(line.text)
@@ -129,7 +129,7 @@ def quick_key(line: Line) -> tuple[str, str, int]:
             topic, number = data["topic"], data["partition"]
             key = partitions.key_of(topic, number) if isinstance(topic, str) and type(number) is int else None
         else:
-            key = data["group_id"]
+            key = partitions.group_key(data["group_id"]) if isinstance(data["group_id"], str) else None
         if isinstance(key, str) and isinstance(run, str) and type(t_ms) is int and t_ms >= 0:
             return key, run, t_ms
     except (ValueError, KeyError, TypeError, AttributeError):
@@ -137,7 +137,7 @@ def quick_key(line: Line) -> tuple[str, str, int]:
     record, _ = parse(line)
     if isinstance(record, PartitionRecord):
         return partitions.key_of(record.topic, record.partition), record.run, record.t_ms
-    return record.group_id, record.run, record.t_ms
+    return partitions.group_key(record.group_id), record.run, record.t_ms
 
 
 def order(line: Line, t_ms: int) -> tuple[int, str, int]:

@@ -104,15 +104,17 @@ def summary(line: Line, record) -> str:
     return text
 
 
-def check_key(group_id: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
-    """Replay one key's trace lines (in any order): a group's through the oracle (see the
-    module docstring), a partition's through :mod:`partitions`."""
+def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
+    """Replay one key's trace lines (in any order; the key from :func:`records.quick_key`): a
+    group's through the oracle (see the module docstring), a partition's through :mod:`partitions`."""
     parsed = sorted(((line, *parse(line)) for line in lines), key=lambda e: order(e[0], e[1].t_ms))
+    if partitions.is_partition_key(key):
+        report = KeyReport(key, run, events=len(parsed))
+        return _check_partition(report, parsed) if parsed else report
+    group_id = partitions.group_of(key)
     report = KeyReport(group_id, run, events=len(parsed))
     if not parsed:
         return report
-    if partitions.is_partition_key(group_id):
-        return _check_partition(report, parsed)
     if not group_id:  # requests about no single group (a broker's ListGroups): nothing to replay them on
         report.unchecked = len(parsed)
         return report
