@@ -20,9 +20,6 @@ the files of all of them together are one run, in which a group's coordinator ma
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import enum
 import json
 import time
 from pathlib import Path
@@ -30,22 +27,11 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ValidationError
 
+from conformance.suite.codec import encode  # the trace format's values
 from reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
 _ENVELOPE = ("request_id", "api_version", "now_ms")
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, enum.IntEnum):
-        return int(value)
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def group_key(request: Any) -> str:
@@ -120,12 +106,12 @@ class Trace:
     def request(self, now_ms: int, client: str, request: Any) -> None:
         group_id = group_key(request)
         self._open[request.request_id] = (client, group_id)
-        fields = {k: v for k, v in _plain(request).items() if k not in _ENVELOPE}
+        fields = {k: v for k, v in encode(request).items() if k not in _ENVELOPE}
         self._write(now_ms, "request", client, group_id, request.api, request.api_version, request.request_id, fields)
 
     def response(self, now_ms: int, api: str, api_version: int, request_id: int | str, response: Any) -> None:
         client, group_id = self._open.pop(request_id, ("", ""))
-        self._write(now_ms, "response", client, group_id, api, api_version, request_id, _plain(response))
+        self._write(now_ms, "response", client, group_id, api, api_version, request_id, encode(response))
 
     def _write(self, now_ms: int, kind: str, client: str, group_id: str, api: str, api_version: int,
                request_id: int | str, fields: dict) -> None:

@@ -22,15 +22,27 @@ from reference.group import responses as response_types
 _REQUEST_ENVELOPE = ("request_id", "api_version", "now_ms")
 
 
+_AS_THEY_ARE = frozenset({str, int, bool, float, type(None)})  # exact types: an IntEnum is not one
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, bytes):
+    """A reference value as JSON values (a broker's trace encodes two per request: kept cheap)."""
+    kind = type(value)
+    if kind in _AS_THEY_ARE:
+        return value
+    if kind is bytes:
         return base64.b64encode(value).decode()
     if isinstance(value, enum.IntEnum):
         return int(value)
-    if isinstance(value, (tuple, list)):
+    if kind is tuple or kind is list:
         return [encode(v) for v in value]
+    if dataclasses.is_dataclass(value):
+        return {name: encode(getattr(value, name)) for name in _field_names(kind)}
     return value
 
 
