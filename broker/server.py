@@ -30,16 +30,12 @@ from broker.log.group_records import CorruptRecord
 from broker.log.producers import ProducerIds
 from broker.log.topics import DataDirError, TopicStore
 from broker.trace import Trace, TraceFileError
-from broker.wire.connection import FrameConnection
+from broker.wire.connection import FrameConnection, serve_frames
 from broker.wire.dispatch import respond
-from broker.wire.framing import FrameError
-from broker.wire.protocol import BadRequest
 from reference.errors import UsageError
 from reference.group import GroupConfig
 
 log = logging.getLogger("broker")
-_FAIR_SHARE = 64  # requests one connection is served in a row before the others get a turn
-_IDLE = object()
 
 
 class BrokerError(Exception):
@@ -83,57 +79,10 @@ class Broker:
             connection.close()
             return
         self._connections.add(task)
-        peer = connection.peer
         try:
-            served = 0
-            while True:
-                frame = connection.next_frame()
-                if isinstance(frame, asyncio.Future):
-                    if not await self._wait_for_frame(connection, frame):
-                        break
-                    continue
-                if frame is None:
-                    break
-                if isinstance(frame, FrameError):
-                    raise frame
-                response = await respond(self.ctx, peer, frame)
-                if response is not None:
-                    connection.write(response)
-                    if (writable := connection.writable()) is not None:
-                        await writable
-                served += 1
-                if served % _FAIR_SHARE == 0:  # a client that pipelines does not hold up the others
-                    await asyncio.sleep(0)
-        except (FrameError, BadRequest) as e:
-            log.info("closing %s:%s: %s", peer[0], peer[1], e)
-        except ConnectionError:
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # a bug: this connection goes, the broker stays
-            log.exception("closing %s:%s after an internal error", peer[0], peer[1])
+            await serve_frames(connection, lambda frame: respond(self.ctx, connection.peer, frame), lambda: self.limits.idle_s, log)
         finally:
             self._connections.discard(task)
-            connection.close()
-
-    async def _wait_for_frame(self, connection: FrameConnection, ready: asyncio.Future) -> bool:
-        """Wait for more bytes; False once nothing came for the idle time (connections.max.idle.ms)."""
-        loop = asyncio.get_running_loop()
-
-        def check_idle() -> None:
-            nonlocal timer
-            quiet = loop.time() - connection.last_read
-            if quiet >= self.limits.idle_s:
-                if not ready.done():
-                    ready.set_result(_IDLE)
-            else:
-                timer = loop.call_later(self.limits.idle_s - quiet, check_idle)
-
-        timer = loop.call_later(self.limits.idle_s, check_idle)
-        try:
-            return await ready is not _IDLE
-        finally:
-            timer.cancel()
 
     async def stop(self) -> None:
         if self._server is not None:

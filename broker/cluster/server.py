@@ -44,9 +44,8 @@ from broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
 from broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
 from broker.context import Client
 from broker.server import BrokerError, Limits
-from broker.wire.connection import FrameConnection
+from broker.wire.connection import FrameConnection, serve_frames
 from broker.wire.entities import build
-from broker.wire.framing import FrameError
 from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, encode_response, peek_header, response_class
 from reference.errors import UsageError
 from reference.group import GroupConfig
@@ -55,8 +54,6 @@ from reference.replication.config import ReplicationConfig
 log = logging.getLogger("broker.cluster")
 INVALID_REQUEST = 42
 FETCH_KEY = 1
-_FAIR_SHARE = 64  # requests one connection is served in a row before the others get a turn
-_IDLE = object()
 
 
 class ClusterBrokerError(Exception):
@@ -121,40 +118,19 @@ class Connections:
             return
         kind = self.waiting
         kind.add(task)
-        peer = connection.peer
+
+        def admit(first: bytes) -> bool:
+            nonlocal kind
+            kind = self._admit(task, first)
+            return kind is not self.waiting  # else a client above the limit
+
+        def idle_s() -> float | None:
+            return None if kind is self.peers else self.limits.idle_s
+
         try:
-            served = 0
-            while True:
-                frame = connection.next_frame()
-                if isinstance(frame, asyncio.Future):
-                    if not await self._wait_for_frame(connection, frame, idle=kind is not self.peers):
-                        break
-                    continue
-                if frame is None:
-                    break
-                if isinstance(frame, FrameError):
-                    raise frame
-                if kind is self.waiting:
-                    kind = self._admit(task, frame)
-                    if kind is self.waiting:  # a client above the limit
-                        break
-                response = await respond(self.ctx, peer, frame)
-                if response is not None:
-                    connection.write(response)
-                    if (writable := connection.writable()) is not None:
-                        await writable
-                served += 1
-                if served % _FAIR_SHARE == 0:  # a client that pipelines does not hold up the others
-                    await asyncio.sleep(0)
-        except (FrameError, BadRequest) as e:
-            log.info("closing %s:%s: %s", peer[0], peer[1], e)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        except Exception:  # a bug: this connection goes, the broker stays
-            log.exception("closing %s:%s after an internal error", peer[0], peer[1])
+            await serve_frames(connection, lambda frame: respond(self.ctx, connection.peer, frame), idle_s, log, admit)
         finally:
             kind.discard(task)
-            connection.close()
 
     def _admit(self, task: asyncio.Task, first: bytes) -> set[asyncio.Task]:
         """The set the connection now belongs to, by its first request; ``waiting`` if it is refused."""
@@ -167,28 +143,6 @@ class Connections:
         self.waiting.discard(task)
         kind.add(task)
         return kind
-
-    async def _wait_for_frame(self, connection: FrameConnection, ready: asyncio.Future, idle: bool) -> bool:
-        """Wait for more bytes; False once nothing came for the idle time (connections.max.idle.ms), when ``idle``."""
-        if not idle:
-            await ready
-            return True
-        loop = asyncio.get_running_loop()
-
-        def check_idle() -> None:
-            nonlocal timer
-            quiet = loop.time() - connection.last_read
-            if quiet >= self.limits.idle_s:
-                if not ready.done():
-                    ready.set_result(_IDLE)
-            else:
-                timer = loop.call_later(self.limits.idle_s - quiet, check_idle)
-
-        timer = loop.call_later(self.limits.idle_s, check_idle)
-        try:
-            return await ready is not _IDLE
-        finally:
-            timer.cancel()
 
     async def close(self) -> None:
         tasks = self.waiting | self.clients | self.peers

@@ -15,12 +15,14 @@ its responses stops being read.
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from broker.wire.framing import FrameError
+from broker.wire.protocol import BadRequest
 
 _READ_AHEAD = 1 << 20
 _LENGTH = struct.Struct(">i")
@@ -149,3 +151,71 @@ class FrameConnection(asyncio.Protocol):
         if self._frame_ready is not None and not self._frame_ready.done():
             self._frame_ready.set_result(None)
         self._frame_ready = None
+
+
+# -- serving a connection -----------------------------------------------------------------
+
+_FAIR_SHARE = 64  # requests one connection is served in a row before the others get a turn
+_IDLE = object()
+
+
+async def serve_frames(connection: FrameConnection, respond: Callable[[bytes], Coroutine[Any, Any, bytes | None]],
+                idle_s: Callable[[], float | None], log: logging.Logger,
+                admit: Callable[[bytes], bool] = lambda first: True) -> None:
+    """Answer the connection's frames in order until it ends, goes quiet for ``idle_s()``
+    seconds (None: never; connections.max.idle.ms), or ``admit`` refuses its first request.
+    A bad frame or request closes it, logged in one line; a bug closes it, logged whole."""
+    peer = connection.peer
+    try:
+        served = 0
+        while True:
+            frame = connection.next_frame()
+            if isinstance(frame, asyncio.Future):
+                if not await _bytes_within(connection, frame, idle_s()):
+                    break
+                continue
+            if frame is None:
+                break
+            if isinstance(frame, FrameError):
+                raise frame
+            if served == 0 and not admit(frame):
+                break
+            response = await respond(frame)
+            if response is not None:
+                connection.write(response)
+                if (writable := connection.writable()) is not None:
+                    await writable
+            served += 1
+            if served % _FAIR_SHARE == 0:  # a client that pipelines does not hold up the others
+                await asyncio.sleep(0)
+    except (FrameError, BadRequest) as e:
+        log.info("closing %s:%s: %s", peer[0], peer[1], e)
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    except Exception:  # a bug: this connection goes, the broker stays
+        log.exception("closing %s:%s after an internal error", peer[0], peer[1])
+    finally:
+        connection.close()
+
+
+async def _bytes_within(connection: FrameConnection, ready: asyncio.Future, idle_s: float | None) -> bool:
+    """Wait for more bytes; False once nothing came for ``idle_s`` seconds."""
+    if idle_s is None:
+        await ready
+        return True
+    loop = asyncio.get_running_loop()
+
+    def check_idle() -> None:
+        nonlocal timer
+        quiet = loop.time() - connection.last_read
+        if quiet >= idle_s:
+            if not ready.done():
+                ready.set_result(_IDLE)
+        else:
+            timer = loop.call_later(idle_s - quiet, check_idle)
+
+    timer = loop.call_later(idle_s, check_idle)
+    try:
+        return await ready is not _IDLE
+    finally:
+        timer.cancel()
