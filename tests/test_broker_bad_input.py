@@ -14,11 +14,11 @@ import io
 import os
 import socket
 import struct
-import time
 from collections.abc import Iterator, Sequence
 
 import kio.index
 import pytest
+import raw_frames
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
@@ -63,48 +63,15 @@ def encode_request(api_key: int, version: int, values: dict, correlation_id: int
 
 
 def connect(broker: BrokerProcess) -> socket.socket:
-    sock = socket.create_connection((broker.host, broker.port), timeout=ANSWER_TIMEOUT_S)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # no TIME_WAIT pile-up
-    return sock
+    return raw_frames.connect((broker.host, broker.port), ANSWER_TIMEOUT_S)
 
 
 def read_until_closed(sock: socket.socket) -> bytes:
-    """Everything the broker sends until it closes; fails on a hang."""
-    deadline = time.monotonic() + ANSWER_TIMEOUT_S
-    data = b""
-    while True:
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        try:
-            chunk = sock.recv(65536)
-        except TimeoutError:
-            raise AssertionError(f"the broker neither answered nor closed within {ANSWER_TIMEOUT_S} s") from None
-        except ConnectionResetError:
-            return data
-        if not chunk:
-            return data
-        data += chunk
-
-
-def split_frames(data: bytes) -> list[bytes]:
-    frames, position = [], 0
-    while position < len(data):
-        assert len(data) - position >= 4, "a partial length prefix"
-        (length,) = struct.unpack_from(">i", data, position)
-        assert 4 <= length <= len(data) - position - 4, f"a response frame of {length} bytes is cut short"
-        frames.append(data[position + 4:position + 4 + length])
-        position += 4 + length
-    return frames
+    return raw_frames.read_until_closed(sock, ANSWER_TIMEOUT_S)
 
 
 def exchange(broker: BrokerProcess, data: bytes) -> list[bytes]:
-    """Send ``data``, half-close, and return the response frames the broker sent before closing."""
-    with connect(broker) as sock:
-        try:
-            sock.sendall(data)
-            sock.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the broker already closed on an earlier part of the data
-        return split_frames(read_until_closed(sock))
+    return raw_frames.exchange((broker.host, broker.port), data, ANSWER_TIMEOUT_S)
 
 
 def api_versions_works(broker: BrokerProcess) -> bool:
