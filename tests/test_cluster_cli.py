@@ -51,7 +51,7 @@ def test_cluster_up_serves_until_interrupted(tmp_path: Path) -> None:
         reported = read_until(process, f"broker {victim_id} exited with -9", 10)
         assert f"broker {victim_id} exited with -9" in reported and process.poll() is None, reported
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=60)  # every broker, then ZooKeeper: 10 s each at most
     finally:
         if process.poll() is None:
             process.kill()
