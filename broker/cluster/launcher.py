@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from broker.cluster.published import PublishedView
 from broker.trace import TraceRun
-from broker.zookeeper.process import ZooKeeperUnavailable, free_ports, zookeeper
+from broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, zookeeper
 from reference.failover.placement import OFFSETS_TOPIC, partition_for
 from reference.replication.znodes import TopicPartition
 
@@ -117,7 +117,9 @@ class Cluster:
 
     def start_broker(self, broker_id: int) -> None:
         peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
-        command = [sys.executable, "-m", "broker.cluster.server", "--id", str(broker_id), "--peers", peers,
+        # Like ZooKeeper's JVM, a broker dies with the thread that started it: a launcher killed
+        # from outside (a test's timeout, kill -9) leaves no broker behind in its own session.
+        command = [*die_with_parent(), sys.executable, "-m", "broker.cluster.server", "--id", str(broker_id), "--peers", peers,
                    "--zookeeper", self.zookeeper_connect, "--data", str(self.data_dir / f"broker-{broker_id}"),
                    "--offsets-partitions", str(self.offsets_partitions), "--trace-run", self.trace_run,
                    "--trace-epoch-ms", str(self.trace_epoch_ms), *self.broker_args]

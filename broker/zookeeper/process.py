@@ -77,7 +77,7 @@ def _classpath() -> str:
     return ":".join(str(j) for j in jars)
 
 
-def _die_with_parent() -> list[str]:
+def die_with_parent() -> list[str]:
     """A prefix that has the kernel SIGKILL the JVM when the thread that started it dies,
     so a test run killed from outside (a CI timeout) leaves no server behind: the JVM's
     own session keeps it out of the process-group kill. ``setpriv`` (util-linux) execs
@@ -184,7 +184,7 @@ class ZooKeeperNode:
         if self.is_running():
             return
         options = [o for o in JVM_OPTIONS if not (self.full_jit and o in FAST_START_ONLY)]
-        command = [*_die_with_parent(), _java(), *options, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
+        command = [*die_with_parent(), _java(), *options, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
         self._stopping = False
         with open(self.log_path, "ab") as log:
             try:

@@ -61,9 +61,16 @@ class EmbeddedCluster:
         """A fault hook: ``stop`` (kill or SIGTERM) the coordinator; return once its successor
         serves. ``clients`` then find coordinators through the successor, not through the
         victim while it starts again (it would hold their requests until then)."""
-        clients.host, clients.port = await asyncio.to_thread(self._fail_over, stop)
+        victim, successor = await asyncio.to_thread(self._fail_over, stop)
+        # Started from this thread, not the worker's: a broker dies with the thread that
+        # started it (broker.cluster.launcher), and this one lives as long as the run.
+        self.cluster.start_broker(victim)
+        self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
+        self._settling.start()
+        clients.host, clients.port = self.cluster.peers[successor]
 
-    def _fail_over(self, stop: Callable[[int], None]) -> tuple[str, int]:
+    def _fail_over(self, stop: Callable[[int], None]) -> tuple[int, int]:
+        """The victim and its successor."""
         # The runner counts the coordinator as down from the hook's start and the group as
         # loaded at its end, so the hook does nothing else: the wait for the last fault's
         # victim to catch up ran in the background since then.
@@ -80,10 +87,7 @@ class EmbeddedCluster:
             self._until_serving(successor)
         except ClusterError as exc:
             raise TargetError(f"embedded cluster: {exc}") from None
-        self.cluster.start_broker(victim)
-        self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
-        self._settling.start()
-        return self.cluster.peers[successor]
+        return victim, successor
 
     def _until_serving(self, leader: int, timeout_s: float = 30.0) -> None:
         """Until the new leader has loaded the partition: ZooKeeper names it before it has
