@@ -83,7 +83,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where violations/ and coverage/ (Parquet) and trace-check.md/.html go")
     parser.add_argument("--master", default=None,
                         help="Spark master URL (default local[*]; under spark-submit, spark-submit's --master)")
-    parser.add_argument("--partitions", type=int, default=None, help="shuffle partitions (default: 2 per core)")
+    parser.add_argument("--partitions", type=int, default=None, help="shuffle partitions (default: about 32 MB of trace text each, at least 2 per core)")
     _add_check_options(parser)
 
 
