@@ -20,6 +20,9 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000
 
+    def __deepcopy__(self, memo: dict) -> GroupConfig:
+        return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
+
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)

@@ -59,6 +59,9 @@ class OffsetCommitValue:
     def version(self) -> int:
         return 1 if self.expire_timestamp != -1 else 3
 
+    def __deepcopy__(self, memo: dict) -> OffsetCommitValue:
+        return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
+
 
 @dataclass(frozen=True, slots=True)
 class Record:

@@ -79,6 +79,9 @@ class Protocol:
     name: str
     metadata: bytes = b""
 
+    def __deepcopy__(self, memo: dict) -> Protocol:
+        return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
+
 
 @dataclass(frozen=True, slots=True)
 class JoinGroup(Request):
