@@ -51,3 +51,33 @@ def exchange(address: tuple[str, int], data: bytes, timeout_s: float) -> list[by
         except OSError:
             pass  # the broker already closed on an earlier part of the data
         return split_frames(read_until_closed(sock, timeout_s))
+
+
+def answered(sock: socket.socket, request: bytes) -> bool:
+    """Whether ``request`` on an open ``sock`` gets a response (False: the broker closed it)."""
+    try:
+        sock.sendall(request)
+        return len(sock.recv(65536)) > 0
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+
+
+def read_from_a_client_that_never_reads(sock: socket.socket, request: bytes) -> int:
+    """Pipeline ``request`` without reading any answer: 3 s for the answers to back up and
+    the broker to stop reading, then how many bytes it still took in 2 s more."""
+    sock.setblocking(False)
+    chunk, sent = request * 1000, 0
+
+    def send_for(seconds: float) -> None:
+        nonlocal sent
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            try:
+                sent += sock.send(chunk[sent % len(chunk):])
+            except BlockingIOError:
+                time.sleep(0.01)
+
+    send_for(3)
+    before = sent
+    send_for(2)
+    return sent - before

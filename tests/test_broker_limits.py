@@ -12,6 +12,7 @@ from pathlib import Path
 
 import kio.index
 import pytest
+import raw_frames
 from kio.serial import entity_writer
 
 from broker.testing import BrokerProcess
@@ -34,12 +35,7 @@ def api_versions() -> bytes:
 
 
 def answered(sock: socket.socket) -> bool:
-    """Whether an ApiVersions request on ``sock`` gets a response (False: the broker closed it)."""
-    try:
-        sock.sendall(api_versions())
-        return len(sock.recv(65536)) > 0
-    except (ConnectionResetError, BrokenPipeError):
-        return False
+    return raw_frames.answered(sock, api_versions())
 
 
 def test_connections_beyond_the_maximum_are_closed(broker: BrokerProcess) -> None:
@@ -69,21 +65,7 @@ def test_an_idle_connection_is_closed(broker: BrokerProcess) -> None:
 
 def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(broker: BrokerProcess) -> None:
     with socket.create_connection((broker.host, broker.port), timeout=5) as flood:
-        flood.setblocking(False)
-        chunk, sent = api_versions() * 1000, 0
-
-        def send_for(seconds: float) -> None:
-            nonlocal sent
-            until = time.monotonic() + seconds
-            while time.monotonic() < until:
-                try:
-                    sent += flood.send(chunk[sent % len(chunk):])
-                except BlockingIOError:
-                    time.sleep(0.01)
-
-        send_for(3)  # the answers back up, the broker stops serving and then stops reading
-        before = sent
-        send_for(2)
-        assert sent - before < 1024 * 1024, f"the broker read {sent - before} more bytes from a client that reads nothing"
+        read = raw_frames.read_from_a_client_that_never_reads(flood, api_versions())
+        assert read < 1024 * 1024, f"the broker read {read} more bytes from a client that reads nothing"
         with socket.create_connection((broker.host, broker.port), timeout=5) as other:
             assert answered(other)

@@ -79,18 +79,13 @@ def api_versions() -> bytes:
     return encode_request(18, 3, {"client_software_name": "t", "client_software_version": "1"}, correlation_id=7)
 
 
+def answered(sock: socket.socket) -> bool:
+    return raw_frames.answered(sock, api_versions())
+
+
 def api_versions_works(cluster: Cluster, broker: int = 1) -> bool:
     frames = exchange(cluster, api_versions(), broker)
     return len(frames) == 1 and struct.unpack_from(">ih", frames[0]) == (7, 0)
-
-
-def answered(sock: socket.socket) -> bool:
-    """Whether an ApiVersions request on an open ``sock`` gets its response (False: the broker closed it)."""
-    try:
-        sock.sendall(api_versions())
-        return len(sock.recv(65536)) > 0
-    except (ConnectionResetError, BrokenPipeError):
-        return False
 
 
 def rss_kib(cluster: Cluster, broker: int) -> int:
@@ -237,22 +232,8 @@ def test_client_connections_beyond_the_maximum_are_closed_while_peers_still_conn
 
 def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(cluster: Cluster) -> None:
     with connect(cluster, 3) as flood:
-        flood.setblocking(False)
-        chunk, sent = api_versions() * 1000, 0
-
-        def send_for(seconds: float) -> None:
-            nonlocal sent
-            until = time.monotonic() + seconds
-            while time.monotonic() < until:
-                try:
-                    sent += flood.send(chunk[sent % len(chunk):])
-                except BlockingIOError:
-                    time.sleep(0.01)
-
-        send_for(3)  # the answers back up, the broker stops serving and then stops reading
-        before = sent
-        send_for(2)
-        assert sent - before < 1024 * 1024, f"the broker read {sent - before} more bytes from a client that reads nothing"
+        read = raw_frames.read_from_a_client_that_never_reads(flood, api_versions())
+        assert read < 1024 * 1024, f"the broker read {read} more bytes from a client that reads nothing"
         assert api_versions_works(cluster, 3)
         commit_and_fetch(cluster, "beside-a-flood", 6)
 
