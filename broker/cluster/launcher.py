@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from broker.cluster.published import PublishedView
 from broker.trace import TraceRun
-from broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, zookeeper
+from broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, stopped_by_signals, zookeeper
 from reference.failover.placement import OFFSETS_TOPIC, partition_for
 from reference.replication.znodes import TopicPartition
 
@@ -236,9 +236,8 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
     keep serving. Exit status: 0 when stopped by the user, 2 when it did not start."""
     data_dir = data_dir or Path(f"coordspec-cluster-{os.getpid()}")
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnection attempts; failures are reported here, once
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        with Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
+        with stopped_by_signals(), Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
             say(f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}")
             say(f"bootstrap: {cluster.bootstrap}")
             traces = cluster.data_dir / "broker-*" / "trace.jsonl"
@@ -266,5 +265,4 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
     except (KeyboardInterrupt, SystemExit):
         say("cluster: stopped every broker")
         return 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+

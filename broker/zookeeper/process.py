@@ -19,6 +19,7 @@ directory is kept so the log can be read.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -84,6 +85,20 @@ def die_with_parent() -> list[str]:
     java, so the pid stays java's."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """For a command that runs until stopped: SIGTERM exits (SystemExit) and Ctrl-C interrupts
+    (KeyboardInterrupt), even when whoever started it ignored SIGINT (a background job of a
+    shell without job control passes that on, and Python then keeps it ignored)."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    previous_interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_interrupt)
 
 
 def free_ports(count: int) -> list[int]:
@@ -342,9 +357,8 @@ def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: fl
     if nodes < 1:
         print(f"zookeeper up: --nodes must be at least 1, got {nodes}", file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop the nodes on SIGTERM too
     try:
-        with zookeeper(nodes, tick_time_ms=tick_time_ms, keep=keep) as zk:
+        with stopped_by_signals(), zookeeper(nodes, tick_time_ms=tick_time_ms, keep=keep) as zk:
             modes = zk.modes()
             say(f"zookeeper: {nodes} node{'s' if nodes > 1 else ''} on {HOST}, data in {zk.directory}"
                 + (" (kept)" if keep else " (removed on exit)"))
@@ -369,5 +383,3 @@ def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: fl
     except (KeyboardInterrupt, SystemExit):
         say("zookeeper: stopped every node")
         return 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)
