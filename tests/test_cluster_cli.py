@@ -73,3 +73,4 @@ def test_cluster_up_mistakes_are_one_line() -> None:
     process = up("3", f"zookeeper_connect='127.0.0.1:{closed}'")
     _, err = process.communicate(timeout=30)
     assert process.returncode == 2 and len(err.strip().splitlines()) == 1 and "cannot reach ZooKeeper" in err, err
+    assert not (REPO / f"coordspec-cluster-{process.pid}").exists()  # its default data directory, unused, is gone

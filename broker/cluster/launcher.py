@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -234,7 +235,7 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
     address and each broker's state (with its pid: ``kill -9`` one to see a failover), and
     the state again whenever it changes; a broker that exits is reported once and the rest
     keep serving. Exit status: 0 when stopped by the user, 2 when it did not start."""
-    data_dir = data_dir or Path(f"coordspec-cluster-{os.getpid()}")
+    chosen, data_dir = data_dir, data_dir or Path(f"coordspec-cluster-{os.getpid()}")
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnection attempts; failures are reported here, once
     try:
         with stopped_by_signals(), Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
@@ -261,6 +262,9 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
                     shown = now
     except ClusterError as e:
         print(f"cluster up: {e}", file=sys.stderr)
+        # A directory of our naming goes if no broker wrote to it (ZooKeeper was not there).
+        if chosen is None and data_dir.is_dir() and {p.name for p in data_dir.iterdir()} <= {"traces.run"}:
+            shutil.rmtree(data_dir, ignore_errors=True)
         return 2
     except (KeyboardInterrupt, SystemExit):
         say("cluster: stopped every broker")
