@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import multiprocessing
 import os
 import shutil
@@ -43,16 +44,23 @@ BUGGED_EVERY = 20  # one base run in 20 has a planted bug
 
 
 def base_runs(directory: Path, runs: int) -> list[tuple[str, list[str]]]:
-    """Simulated runs as (run name, trace lines); the names are also the group ids."""
+    """Simulated runs as (group id, trace lines): run ``sim-<seed>-<token>`` is group ``sim-<seed>``."""
     bugged = max(1, runs // BUGGED_EVERY)
     clean, _ = simulate.simulate(runs - bugged, 0, simulate.Options(), directory / "clean")
     buggy, _ = simulate.simulate(bugged, runs - bugged, simulate.Options(bug="stale-commit"), directory / "bug")
-    text = [line for d in ("clean", "bug") for line in (directory / d / "sim-00000.jsonl").read_text().splitlines(keepends=True)]
-    return [(f"sim-{r.seed}", [line for line in text if f'"run":"sim-{r.seed}"' in line]) for r in clean + buggy]
+    by_group: dict[str, list[str]] = {}
+    for d in ("clean", "bug"):
+        for line in (directory / d / "sim-00000.jsonl").read_text().splitlines(keepends=True):
+            by_group.setdefault(json.loads(line)["group_id"], []).append(line)
+    named = [(f"sim-{r.seed}", by_group.get(f"sim-{r.seed}", [])) for r in clean + buggy]
+    empty = [name for name, lines in named if not lines]
+    if empty:  # copying nothing would never reach --events
+        raise SystemExit(f"pipeline_scale: the simulator wrote no events for group(s) {', '.join(empty[:5])}")
+    return named
 
 
 def write_part(path: Path, runs: list[tuple[str, list[str]]], copies: list[int]) -> None:
-    """Copy ``copies`` (copy c is base run c mod len(runs), renamed ``<name>x<c>``) to ``path``."""
+    """Copy ``copies`` (copy c is base run c mod len(runs), its group renamed ``<group>x<c>``) to ``path``."""
     with path.open("w", encoding="utf-8") as out:
         for c in copies:
             name, lines = runs[c % len(runs)]
