@@ -20,19 +20,51 @@ the files of all of them together are one run, in which a group's coordinator ma
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import functools
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ValidationError
 
-from conformance.suite.codec import encode  # the trace format's values
+from conformance.suite import codec  # the trace format's values
 from reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
-_ENVELOPE = ("request_id", "api_version", "now_ms")
+_ENVELOPE = frozenset({"request_id", "api_version", "now_ms"})
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps makes one per call with these
+_STRING = json.encoder.encode_basestring_ascii  # what _COMPACT writes for a str, without its dispatch
+
+
+def _json(value: Any) -> str:
+    """The JSON text of a value in the trace format, compact."""
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)  # error codes too: an IntEnum is written as its number
+    if dataclasses.is_dataclass(value):
+        return _object_writer(kind, frozenset())(value)
+    return _COMPACT.encode(codec.encode(value))
+
+
+@functools.cache
+def _object_writer(cls: type, leave_out: frozenset[str]) -> Callable[[Any], str]:
+    """Writes an instance of the dataclass ``cls`` as a JSON object without the fields
+    ``leave_out``: JSON text made directly, with no dict of JSON values in between."""
+    members = [(_STRING(name) + ":", name) for name, _ in codec.fields(cls) if name not in leave_out]
+
+    def write(value: Any) -> str:
+        return "{" + ",".join([key + _json(getattr(value, name)) for key, name in members]) + "}"
+    return write
 
 
 def group_key(request: Any) -> str:
@@ -59,6 +91,9 @@ class Trace:
         self._groups_file: Path | None = None
         self.restarted = False
         self._run, self._start_ms = f"broker-{node_id}-{now_ms}", now_ms
+        self._flush_due = False
+        self._head: str | None = None  # every line's first members, up to the group id's value
+        self._apis: dict[tuple[str, str, int], str] = {}  # (kind, api, version) -> their members' JSON
         if path is None:
             return
         if run is not None:  # a cluster's broker: the run and its clock are the cluster's
@@ -87,12 +122,12 @@ class Trace:
         if not self.restarted or self._out is None:
             return
         for group_id in sorted(self._seen | loaded_groups):
-            self._line(now_ms, group_id, {"kind": "fault", "fault": "restart"})
+            self._line(now_ms, group_id, '"kind":"fault","fault":"restart"}')
 
     def fault(self, now_ms: int, group_id: str, fault: str, down_ms: int | None = None) -> None:
         if self._out is not None:
             down = {} if down_ms is None else {"down_ms": min(max(down_ms - self._start_ms, 0), max(now_ms - self._start_ms, 0))}
-            self._line(now_ms, group_id, {"kind": "fault", "fault": fault, **down})
+            self._line(now_ms, group_id, _COMPACT.encode({"kind": "fault", "fault": fault, **down})[1:])
 
     def forget(self, request_id: int | str) -> None:
         """A request that will have no response in the trace (as if in flight at a fault)."""
@@ -107,28 +142,54 @@ class Trace:
     def request(self, now_ms: int, client: str, request: Any) -> None:
         group_id = group_key(request)
         self._open[request.request_id] = (client, group_id)
-        fields = {k: v for k, v in encode(request).items() if k not in _ENVELOPE}
+        fields = _object_writer(type(request), _ENVELOPE)(request)
         self._write(now_ms, "request", client, group_id, request.api, request.api_version, request.request_id, fields)
 
     def response(self, now_ms: int, api: str, api_version: int, request_id: int | str, response: Any) -> None:
         client, group_id = self._open.pop(request_id, ("", ""))
-        self._write(now_ms, "response", client, group_id, api, api_version, request_id, encode(response))
+        self._write(now_ms, "response", client, group_id, api, api_version, request_id, _json(response))
 
     def _write(self, now_ms: int, kind: str, client: str, group_id: str, api: str, api_version: int,
-               request_id: int | str, fields: dict) -> None:
+               request_id: int | str, fields: str) -> None:
         if self._out is None:
             return
         self._see(group_id)
-        self._line(now_ms, group_id, {"kind": kind, "client": client, "api": api, "api_key": API_KEYS[api],
-                                      "api_version": api_version, "correlation_id": request_id, "fields": fields})
+        api_members = self._apis.get((kind, api, api_version))
+        if api_members is None:
+            api_members = self._apis[kind, api, api_version] = f'"api":{_STRING(api)},"api_key":{API_KEYS[api]},"api_version":{api_version},'
+        correlation = str(request_id) if type(request_id) is int else _STRING(request_id)
+        self._line(now_ms, group_id, f'"kind":"{kind}","client":{_STRING(client)},{api_members}'
+                                     f'"correlation_id":{correlation},"fields":{fields}}}')
 
-    def _line(self, now_ms: int, group_id: str, record: dict) -> None:
+    def _line(self, now_ms: int, group_id: str, members: str) -> None:
+        """Write a line: the envelope, then ``members``, the record's own members and the closing brace.
+
+        A turn of the event loop flushes its lines once, before the callbacks it queued after
+        them (outside a loop, at once). A crash loses at most that turn's lines, and none of
+        their requests has a durable effect yet: a group's write starts from such a callback,
+        after its request's line is on disk.
+        """
         assert self._out is not None
-        line = {"v": FORMAT_VERSION, "source": "broker", "run": self._run, "scenario": None, "group_id": group_id,
-                "ts_ms": round(time.time() * 1000, 3), "t_ms": max(now_ms - self._start_ms, 0), **record}
-        self._out.write(_COMPACT.encode(line) + "\n")
-        self._out.flush()
+        if self._head is None:
+            self._head = f'{{"v":{FORMAT_VERSION},"source":"broker","run":{_STRING(self._run)},"scenario":null,"group_id":'
+        self._out.write(f'{self._head}{_STRING(group_id)},"ts_ms":{round(time.time() * 1000, 3)!r},'
+                        f'"t_ms":{max(now_ms - self._start_ms, 0)},{members}\n')
+        if self._flush_due:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._out.flush()
+            return
+        self._flush_due = True
+        loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        if self._out is not None:
+            self._out.flush()
 
     def close(self) -> None:
         if self._out is not None:
             self._out.close()
+            self._out = None

@@ -26,8 +26,16 @@ _AS_THEY_ARE = frozenset({str, int, bool, float, type(None)})  # exact types: an
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """A dataclass's fields as (name, whether its declared type holds JSON values as they are)."""
+    hints = _hints(cls)
+    return tuple((f.name, _plain(hints[f.name])) for f in dataclasses.fields(cls))
+
+
+def _plain(hint: Any) -> bool:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(option in _AS_THEY_ARE for option in typing.get_args(hint))
+    return hint in _AS_THEY_ARE
 
 
 def encode(value: Any) -> Any:
@@ -42,7 +50,7 @@ def encode(value: Any) -> Any:
     if kind is tuple or kind is list:
         return [encode(v) for v in value]
     if dataclasses.is_dataclass(value):
-        return {name: encode(getattr(value, name)) for name in _field_names(kind)}
+        return {name: getattr(value, name) if plain else encode(getattr(value, name)) for name, plain in fields(kind)}
     return value
 
 
