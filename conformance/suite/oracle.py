@@ -88,6 +88,11 @@ class Hypothesis:
     binding: Binding = field(default_factory=Binding)
     replies: dict[int | str, Response] = field(default_factory=dict)  # answered, not yet seen from the broker
     log: list[Record] = field(default_factory=list)
+    # What a crash keeps of the log: ``durable`` records surely (loaded, or written before an
+    # answer the broker gave that waits on its write), and any prefix up to a write's end after.
+    durable: int = 0
+    write_ends: dict[int, int] = field(default_factory=dict)  # append id (this coordinator's) -> log length after it, past durable
+    reply_needs: dict[int | str, int] = field(default_factory=dict)  # request id -> log length its reply waits on
 
     @property
     def choices(self) -> ExploringChoices:
@@ -135,8 +140,11 @@ class Oracle:
                 for effect in branch.coordinator.handle(event):
                     if isinstance(effect, Reply):
                         branch.replies[effect.request_id] = effect.response
+                        if effect.after_append is not None:
+                            branch.reply_needs[effect.request_id] = branch.write_ends.get(effect.after_append, 0)
                     elif isinstance(effect, AppendRecords):
                         branch.log.extend(effect.records)
+                        branch.write_ends[effect.append_id] = len(branch.log)
                 for depth, arity in enumerate(branch.choices.arities, start=len(script)):
                     prefix = script + (0,) * (depth - len(script))
                     scripts.extend(prefix + (k,) for k in range(1, arity))
@@ -190,15 +198,26 @@ class Oracle:
         """The coordinator stopped at ``down_ms`` and a coordinator (a new one, or the same one
         restarted) loaded the group from its log at ``up_ms`` (default: at once). Requests in
         flight are lost; no timer fires in between, and the loaded members' sessions start
-        again from the load."""
+        again from the load.
+
+        The log loaded holds every write the broker answered as written, and every write before
+        those; of the writes after, the first few or none may have reached it (a crash before
+        they were on disk, or on the replica that took over), so each such prefix is a hypothesis.
+        """
         up_ms = down_ms if up_ms is None else max(up_ms, down_ms)
         self.advance(down_ms)
         self.in_flight.clear()
+        reloaded = []
         for hypothesis in self.hypotheses:
-            hypothesis.replies.clear()
-            hypothesis.coordinator = GroupCoordinator(self.config, hypothesis.choices, now_ms=up_ms,
-                                                      observer=hypothesis.coordinator.observer)
-        self.hypotheses = self._expand(self.hypotheses, lambda h: LoadGroups(tuple(h.log), up_ms))
+            ends = sorted({hypothesis.durable, *(end for end in hypothesis.write_ends.values() if end > hypothesis.durable)})
+            for end in ends:
+                branch = hypothesis if end == ends[-1] else copy.deepcopy(hypothesis)
+                del branch.log[end:]
+                branch.durable, branch.write_ends, branch.reply_needs = end, {}, {}
+                branch.replies.clear()
+                branch.coordinator = GroupCoordinator(self.config, branch.choices, now_ms=up_ms, observer=branch.coordinator.observer)
+                reloaded.append(branch)
+        self.hypotheses = self._expand(reloaded, lambda h: LoadGroups(tuple(h.log), up_ms))
 
     # -- observations -------------------------------------------------------------------
 
@@ -218,6 +237,10 @@ class Oracle:
             if problem is None:
                 hypothesis.binding = trial
                 del hypothesis.replies[request_id]
+                needs = hypothesis.reply_needs.pop(request_id, 0)
+                if needs > hypothesis.durable:
+                    hypothesis.durable = needs
+                    hypothesis.write_ends = {a: end for a, end in hypothesis.write_ends.items() if end > needs}
                 kept.append(hypothesis)
             else:
                 problems.append(problem)

@@ -101,6 +101,7 @@ class GroupCoordinator:
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
         self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
+        self._completing: int | None = None  # the append whose completion is being handled
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
         # Groups the current step may have changed, for observers that check invariants.
@@ -223,7 +224,7 @@ class GroupCoordinator:
             raise AssertionError(f"{api} reply to request {request_id!r}, which is not awaiting one")
         self._open_requests.discard(request_id)
         at_version = getattr(response, "at_version", None)
-        self._effects.append(Reply(request_id, api, version, at_version(version) if at_version else response))
+        self._effects.append(Reply(request_id, api, version, at_version(version) if at_version else response, self._completing))
 
     def write(self, group_id: str, records: tuple[Record, ...], on_written: OnWritten | None) -> None:
         """Append records; ``on_written`` runs when the driver (or we) report the outcome."""
@@ -248,7 +249,11 @@ class GroupCoordinator:
         if error == ErrorCode.NONE and group is not None:
             group.in_log = True
         if on_written is not None:
-            on_written(error)
+            completing, self._completing = self._completing, append_id
+            try:
+                on_written(error)
+            finally:
+                self._completing = completing
         self._complete_own_appends()
 
     def create_group(self, group_id: str) -> Group:

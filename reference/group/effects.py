@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reference.group.records import Record
 from reference.group.responses import Response
@@ -10,12 +10,15 @@ from reference.group.responses import Response
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """Send ``response`` to the client that sent request ``request_id``."""
+    """Send ``response`` to the client that sent request ``request_id``. ``after_append``: the
+    append whose completion released it (Kafka answers only once that write is done), so
+    a broker that gave this answer has that write, and every one before it, in its log."""
 
     request_id: int | str
     api: str
     api_version: int
     response: Response
+    after_append: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
