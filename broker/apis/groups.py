@@ -44,6 +44,8 @@ def _plain(response: Any) -> dict[str, Any]:
 
 
 def _plain_value(value: Any) -> Any:
+    if value is None or isinstance(value, (int, str, bytes)):  # first: is_dataclass on an enum is slow
+        return value
     if isinstance(value, (tuple, list)):
         return [_plain_value(v) for v in value]
     if dataclasses.is_dataclass(value):

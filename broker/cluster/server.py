@@ -46,7 +46,15 @@ from broker.context import Client
 from broker.server import BrokerError, Limits
 from broker.wire.connection import FrameConnection, serve_frames
 from broker.wire.entities import build
-from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, encode_response, peek_header, response_class
+from broker.wire.protocol import (
+    API_VERSIONS_KEY,
+    BadRequest,
+    decode_request,
+    encode_response,
+    peek_header,
+    response_class,
+    response_frame,
+)
 from reference.errors import UsageError
 from reference.group import GroupConfig
 from reference.replication.config import ReplicationConfig
@@ -82,8 +90,7 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
     values = await api.handler(ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body)
     if values is None:
         return None
-    entity = build(response_class(header.api_key, header.api_version), values)
-    return encode_response(header.api_key, header.api_version, header.correlation_id, entity)
+    return response_frame(header.api_key, header.api_version, header.correlation_id, values)
 
 
 def _from_a_peer(first: bytes, peers: dict[int, tuple[str, int]]) -> bool:

@@ -21,6 +21,7 @@ from broker.wire.protocol import (
     encode_response,
     peek_header,
     response_class,
+    response_frame,
 )
 
 
@@ -39,8 +40,7 @@ async def respond(ctx: BrokerContext, peer: tuple[str, int], payload: bytes) -> 
     values = await api.handler(ctx, _client(full.client_id or "", peer[0], peer[1]), api_version, body)
     if values is None:
         return None
-    entity = build(response_class(api_key, api_version), values)
-    return encode_response(api_key, api_version, header.correlation_id, entity)
+    return response_frame(api_key, api_version, header.correlation_id, values)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -12,6 +12,7 @@ import kio.index
 from kio.serial import entity_reader, entity_writer
 
 from broker.wire.bounds import check_lengths
+from broker.wire.entities import build
 
 API_VERSIONS_KEY = 18
 _LENGTH, _LENGTH_AND_ID = struct.Struct(">i"), struct.Struct(">ii")
@@ -53,17 +54,36 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """One framed response: the version's response header, then the body."""
-    flexible_header, write_body = _writers(api_key, api_version)
+    return _framed(api_key, api_version, correlation_id, _body_bytes(api_key, api_version, body))
+
+
+def response_frame(api_key: int, api_version: int, correlation_id: int, values: dict[str, Any]) -> bytes:
+    """One framed response from the handler's plain ``values``. A body of numbers only (a
+    Heartbeat's, most LeaveGroups') is encoded once per distinct body: the hot path's
+    requests mostly get the same answer."""
+    if all(isinstance(v, int) for v in values.values()):
+        body = _numbers_body(api_key, api_version, tuple(values.items()))
+    else:
+        body = _body_bytes(api_key, api_version, build(response_class(api_key, api_version), values))
+    return _framed(api_key, api_version, correlation_id, body)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbers_body(api_key: int, api_version: int, items: tuple[tuple[str, int], ...]) -> bytes:
+    return _body_bytes(api_key, api_version, build(response_class(api_key, api_version), dict(items)))
+
+
+def _body_bytes(api_key: int, api_version: int, body: Any) -> bytes:
     buffer = io.BytesIO()
-    # The frame's length, then the header: v0 is the correlation id, v1 adds an empty tagged-field section.
-    buffer.write(_LENGTH_AND_ID.pack(0, correlation_id))
-    if flexible_header:
-        buffer.write(b"\x00")
-    write_body(buffer, body)
-    framed = buffer.getbuffer()
-    _LENGTH.pack_into(framed, 0, len(framed) - 4)
-    del framed
+    _writers(api_key, api_version)[1](buffer, body)
     return buffer.getvalue()
+
+
+def _framed(api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
+    # The frame's length, then the header: v0 is the correlation id, v1 adds an empty tagged-field section.
+    flexible_header = _writers(api_key, api_version)[0]
+    header = _LENGTH_AND_ID.pack(4 + (1 if flexible_header else 0) + len(body), correlation_id)
+    return header + b"\x00" + body if flexible_header else header + body
 
 
 @functools.cache
