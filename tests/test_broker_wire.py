@@ -1,6 +1,7 @@
 """Kafka's answers on the wire, checked with raw requests (kio) where clients hide them:
 acks=0, Fetch's long poll, ListOffsets, Produce's errors, batched FindCoordinator, Metadata v0, and
-pipelined requests answered in order behind a parked JoinGroup."""
+pipelined requests answered in order behind a parked JoinGroup, and response frames (one body
+encoded once for many) as kio writes them."""
 
 from __future__ import annotations
 
@@ -192,3 +193,22 @@ def test_pipelined_requests_are_answered_in_order_behind_a_parked_join(broker: B
     assert answers[0][1].error_code == 0 and answers[0][1].member_id == member_id and answers[1][1].error_code == 0
     parked.close()
     other.close()
+
+
+@pytest.mark.parametrize(("api_key", "versions", "values"), [
+    (12, range(5), {"error_code": 0}),  # Heartbeat: numbers only, so its body is encoded once
+    (12, range(5), {"error_code": 27}),
+    (13, range(1), {"error_code": 25}),  # LeaveGroup v0
+    (14, range(6), {"error_code": 0, "protocol_type": "consumer", "protocol_name": "range", "assignment": b"\x00\x01"}),
+])
+def test_a_response_frame_is_what_kio_writes_for_its_values(api_key, versions, values) -> None:
+    from broker.wire.protocol import response_frame
+
+    for version in versions:
+        cls = kio.index.load_response_schema(api_key, version)
+        for correlation_id in (1, 7, 2**31 - 1):  # the same body under another header each time
+            buffer = io.BytesIO()
+            entity_writer(cls.__header_schema__)(buffer, build(cls.__header_schema__, {"correlation_id": correlation_id}))
+            entity_writer(cls)(buffer, build(cls, values))
+            expected = struct.pack(">i", buffer.tell()) + buffer.getvalue()
+            assert response_frame(api_key, version, correlation_id, values) == expected
