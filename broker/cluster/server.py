@@ -46,15 +46,7 @@ from broker.context import Client
 from broker.server import BrokerError, Limits
 from broker.wire.connection import FrameConnection, serve_frames
 from broker.wire.entities import build
-from broker.wire.protocol import (
-    API_VERSIONS_KEY,
-    BadRequest,
-    decode_request,
-    encode_response,
-    peek_header,
-    response_class,
-    response_frame,
-)
+from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, encode_response, peek_header, response_class, response_frame
 from reference.errors import UsageError
 from reference.group import GroupConfig
 from reference.replication.config import ReplicationConfig
