@@ -101,7 +101,7 @@ class GroupCoordinator:
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
         self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
-        self._completing: int | None = None  # the append whose completion is being handled
+        self._completing: int | None = None  # the append whose successful completion is being handled
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
         # Groups the current step may have changed, for observers that check invariants.
@@ -249,7 +249,7 @@ class GroupCoordinator:
         if error == ErrorCode.NONE and group is not None:
             group.in_log = True
         if on_written is not None:
-            completing, self._completing = self._completing, append_id
+            completing, self._completing = self._completing, append_id if error == ErrorCode.NONE else None
             try:
                 on_written(error)
             finally:

@@ -11,8 +11,8 @@ from reference.group.responses import Response
 @dataclass(frozen=True, slots=True)
 class Reply:
     """Send ``response`` to the client that sent request ``request_id``. ``after_append``: the
-    append whose completion released it (Kafka answers only once that write is done), so
-    a broker that gave this answer has that write, and every one before it, in its log."""
+    append whose successful completion released it (Kafka answers only once that write is
+    done), so a broker that gave this answer has that write, and every one before it, in its log."""
 
     request_id: int | str
     api: str
