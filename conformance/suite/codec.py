@@ -39,7 +39,7 @@ def _plain(hint: Any) -> bool:
 
 
 def encode(value: Any) -> Any:
-    """A reference value as JSON values (a broker's trace encodes two per request: kept cheap)."""
+    """A reference value as JSON values (the recording proxy encodes every response: kept cheap)."""
     kind = type(value)
     if kind in _AS_THEY_ARE:
         return value
