@@ -35,7 +35,6 @@ from conformance.suite import codec  # the trace format's values
 from reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
-_ENVELOPE = frozenset({"request_id", "api_version", "now_ms"})
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps makes one per call with these
 _STRING = json.encoder.encode_basestring_ascii  # what _COMPACT writes for a str, without its dispatch
 
@@ -142,7 +141,7 @@ class Trace:
     def request(self, now_ms: int, client: str, request: Any) -> None:
         group_id = group_key(request)
         self._open[request.request_id] = (client, group_id)
-        fields = _object_writer(type(request), _ENVELOPE)(request)
+        fields = _object_writer(type(request), codec.REQUEST_ENVELOPE)(request)
         self._write(now_ms, "request", client, group_id, request.api, request.api_version, request.request_id, fields)
 
     def response(self, now_ms: int, api: str, api_version: int, request_id: int | str, response: Any) -> None:

@@ -45,8 +45,7 @@ from broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, i
 from broker.context import Client
 from broker.server import BrokerError, Limits
 from broker.wire.connection import FrameConnection, serve_frames
-from broker.wire.entities import build
-from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, encode_response, peek_header, response_class, response_frame
+from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, peek_header, response_frame
 from reference.errors import UsageError
 from reference.group import GroupConfig
 from reference.replication.config import ReplicationConfig
@@ -75,7 +74,7 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
     if api is None:
         raise BadRequest(f"unknown API key {header.api_key}")
     if header.api_key == API_VERSIONS_KEY and header.api_version >= api.versions.stop:
-        return encode_response(API_VERSIONS_KEY, 0, header.correlation_id, build(response_class(API_VERSIONS_KEY, 0), api_versions.unsupported(APIS)))
+        return response_frame(API_VERSIONS_KEY, 0, header.correlation_id, api_versions.unsupported(APIS))
     if header.api_version not in api.versions:
         raise BadRequest(f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
     full, body = decode_request(payload, header.api_key, header.api_version)

@@ -13,14 +13,11 @@ import functools
 from broker.apis import api_versions
 from broker.apis.registry import APIS
 from broker.context import BrokerContext, Client
-from broker.wire.entities import build
 from broker.wire.protocol import (
     API_VERSIONS_KEY,
     BadRequest,
     decode_request,
-    encode_response,
     peek_header,
-    response_class,
     response_frame,
 )
 
@@ -33,7 +30,7 @@ async def respond(ctx: BrokerContext, peer: tuple[str, int], payload: bytes) -> 
         raise BadRequest(f"unknown API key {api_key}")
     if api_key == API_VERSIONS_KEY and api_version >= api.versions.stop:
         values = api_versions.unsupported(APIS)
-        return encode_response(API_VERSIONS_KEY, 0, header.correlation_id, build(response_class(API_VERSIONS_KEY, 0), values))
+        return response_frame(API_VERSIONS_KEY, 0, header.correlation_id, values)
     if api_version not in api.versions:
         raise BadRequest(f"{api.name} v{api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
     full, body = decode_request(payload, api_key, api_version)

@@ -52,15 +52,10 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
     return Header(api_key, api_version, header.correlation_id, header.client_id), body
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """One framed response: the version's response header, then the body."""
-    return _framed(api_key, api_version, correlation_id, _body_bytes(api_key, api_version, body))
-
-
 def response_frame(api_key: int, api_version: int, correlation_id: int, values: dict[str, Any]) -> bytes:
-    """One framed response from the handler's plain ``values``. A body of numbers only (a
-    Heartbeat's, most LeaveGroups') is encoded once per distinct body: the hot path's
-    requests mostly get the same answer."""
+    """One framed response (the version's response header, then the body) from the handler's
+    plain ``values``. A body of numbers only (a Heartbeat's, most LeaveGroups') is encoded
+    once per distinct body: the hot path's requests mostly get the same answer."""
     if all(isinstance(v, int) for v in values.values()):
         body = _numbers_body(api_key, api_version, tuple(values.items()))
     else:

@@ -19,7 +19,7 @@ from typing import Any
 from reference.group import requests as request_types
 from reference.group import responses as response_types
 
-_REQUEST_ENVELOPE = ("request_id", "api_version", "now_ms")
+REQUEST_ENVELOPE = frozenset({"request_id", "api_version", "now_ms"})  # kept apart from a request's own fields
 
 
 _AS_THEY_ARE = frozenset({str, int, bool, float, type(None)})  # exact types: an IntEnum is not one
@@ -56,7 +56,7 @@ def encode(value: Any) -> Any:
 
 def request_fields(request: request_types.Request) -> dict:
     """A request's own fields, without the envelope (id, version, time) the trace keeps apart."""
-    return {k: v for k, v in encode(request).items() if k not in _REQUEST_ENVELOPE}
+    return {k: v for k, v in encode(request).items() if k not in REQUEST_ENVELOPE}
 
 
 def decode_request(api: str, api_version: int, request_id: int, now_ms: int, fields: dict) -> request_types.Request:
