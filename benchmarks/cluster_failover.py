@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.cluster.launcher import Cluster
-from broker.zookeeper.process import zookeeper
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.broker.zookeeper.process import zookeeper
 
 TOPIC, GROUP, PARTITIONS = "bench", "bench-group", 3
 

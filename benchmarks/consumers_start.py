@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, TopicPartition
 
-from broker.testing import BrokerProcess, Connection
+from coordspec.broker.testing import BrokerProcess, Connection
 
 TOPIC, GROUP = "start", "start-group"
 CREATE_TOPICS, DESCRIBE_GROUPS = 19, 15

@@ -32,13 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.zookeeper.executor import KazooExecutor  # noqa: E402
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper  # noqa: E402
-from reference.replication.config import ReplicationConfig  # noqa: E402
-from reference.replication.controller import Controller  # noqa: E402
-from reference.replication.effects import LeadersChanged, ZkCall  # noqa: E402
-from reference.replication.events import ControllerStartup, ZkResult, ZkWatch  # noqa: E402
-from reference.replication.znodes import (  # noqa: E402
+from coordspec.broker.zookeeper.executor import KazooExecutor  # noqa: E402
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper  # noqa: E402
+from coordspec.reference.replication.config import ReplicationConfig  # noqa: E402
+from coordspec.reference.replication.controller import Controller  # noqa: E402
+from coordspec.reference.replication.effects import LeadersChanged, ZkCall  # noqa: E402
+from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch  # noqa: E402
+from coordspec.reference.replication.znodes import (  # noqa: E402
     BROKER_IDS,
     PERSISTENT_PATHS,
     PartitionState,
@@ -50,7 +50,7 @@ from reference.replication.znodes import (  # noqa: E402
     state_path,
     topic_path,
 )
-from reference.zookeeper import CloseSession, Code, Create, GetData, Multi, OpenSession, Request, WatchFired  # noqa: E402
+from coordspec.reference.zookeeper import CloseSession, Code, Create, GetData, Multi, OpenSession, Request, WatchFired  # noqa: E402
 
 TOPIC = "t"
 ADMIN, CONTROLLER = 1, 2

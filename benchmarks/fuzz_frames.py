@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_frames.py [--frames 1000000] [--concurrency 16] [--seed 1]
 
-The frames are those of tests/test_broker_bad_input.py (broker.wire.fuzz: a valid request
+The frames are those of tests/test_broker_bad_input.py (coordspec.broker.wire.fuzz: a valid request
 of every API but Fetch, mutated, or random bytes framed or not), drawn from a seeded
 ``random.Random`` instead of Hypothesis, two to four per connection, ``--concurrency``
 connections at a time. Each connection sends its frames, half-closes, and must be answered
@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.testing import BrokerProcess, Connection
-from broker.wire import fuzz
+from coordspec.broker.testing import BrokerProcess, Connection
+from coordspec.broker.wire import fuzz
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0", "--max-frame-bytes", str(1 << 20),
                "--min-session-timeout-ms", "10", "--max-session-timeout-ms", "2000")

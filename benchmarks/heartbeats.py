@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.testing import BrokerProcess, Connection, encode_request
+from coordspec.broker.testing import BrokerProcess, Connection, encode_request
 
 GOAL = 20_000
 JOIN_GROUP, SYNC_GROUP, HEARTBEAT = 11, 14, 12

@@ -35,10 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance.tracecheck import pipeline, simulate
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
-from conformance.tracecheck.summary import Findings
+from coordspec.conformance.tracecheck import pipeline, simulate
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.conformance.tracecheck.summary import Findings
 
 BUGGED_EVERY = 20  # one base run in 20 has a planted bug
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reference.choices import SeededChoices  # noqa: E402
-from reference.group import (  # noqa: E402
+from coordspec.reference.choices import SeededChoices  # noqa: E402
+from coordspec.reference.group import (  # noqa: E402
     Assignment,
     CommitPartition,
     CommitTopic,
@@ -35,8 +35,8 @@ from reference.group import (  # noqa: E402
     SyncGroup,
     Tick,
 )
-from reference.group.effects import Reply  # noqa: E402
-from reference.group.invariants import Monitor  # noqa: E402
+from coordspec.reference.group.effects import Reply  # noqa: E402
+from coordspec.reference.group.invariants import Monitor  # noqa: E402
 
 GOAL_EVENTS_PER_S = 100_000
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0)

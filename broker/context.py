@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.group_service import GroupService
-from broker.log.producers import ProducerIds
-from broker.log.topics import TopicStore
+from coordspec.broker.group_service import GroupService
+from coordspec.broker.log.producers import ProducerIds
+from coordspec.broker.log.topics import TopicStore
 
 
 @dataclass

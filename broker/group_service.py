@@ -12,7 +12,7 @@ worker thread while the loop keeps serving, and only then does the coordinator h
 SyncGroup) is sent only once the write is durable. Appends issued meanwhile form the
 next batch.
 
-While a group has a write in flight, its next requests wait for it (:mod:`broker.group_turns`).
+While a group has a write in flight, its next requests wait for it (:mod:`coordspec.broker.group_turns`).
 """
 
 from __future__ import annotations
@@ -35,28 +35,28 @@ from kio.records.writers import write_new_batch
 from kio.serial.errors import SerialError as KioError
 from kio.static.primitive import TZAwareMicros
 
-from broker.group_turns import GroupTurns
-from broker.log.batches import read_header
-from broker.log.group_records import (
+from coordspec.broker.group_turns import GroupTurns
+from coordspec.broker.log.batches import read_header
+from coordspec.broker.log.group_records import (
     CorruptRecord,
     decode_record,
     encode_key,
     encode_value,
 )
-from broker.log.partition import PartitionLog
-from broker.log.topics import OFFSETS_TOPIC, TopicStore
-from broker.trace import Trace, group_key
-from reference.choices import SeededChoices
-from reference.errors import ErrorCode
-from reference.group import (
+from coordspec.broker.log.partition import PartitionLog
+from coordspec.broker.log.topics import OFFSETS_TOPIC, TopicStore
+from coordspec.broker.trace import Trace, group_key
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import (
     AppendCompleted,
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
     Tick,
 )
-from reference.group.effects import AppendRecords, Reply
-from reference.group.records import GroupMetadataKey, Record
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.records import GroupMetadataKey, Record
 
 log = logging.getLogger(__name__)
 

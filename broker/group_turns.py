@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from reference.group import OffsetCommit
+from coordspec.reference.group import OffsetCommit
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """A single Kafka broker on asyncio, serving the reference group coordinator and on-disk logs.
 
-    python -m broker.server --port 9092 --data ./data
+    python -m coordspec.broker.server --port 9092 --data ./data
 
 Each connection is served one request at a time, in order, as Kafka does: responses go
 out in request order, a parked JoinGroup or a long-polling Fetch holds up only its own
 connection, and a connection's responses ready in one loop turn go out in one write
-(broker.wire.connection). Limits: the frame size, the number of connections (more are
+(coordspec.broker.wire.connection). Limits: the frame size, the number of connections (more are
 closed at once) and the idle time without a byte received. Errors a user can hit (port in use, unusable data directory) are
 one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from broker.context import BrokerContext
-from broker.group_service import GroupService
-from broker.log.group_records import CorruptRecord
-from broker.log.producers import ProducerIds
-from broker.log.topics import DataDirError, TopicStore
-from broker.trace import Trace, TraceFileError
-from broker.wire.connection import FrameConnection, serve_frames
-from broker.wire.dispatch import respond
-from reference.errors import UsageError
-from reference.group import GroupConfig
+from coordspec.broker.context import BrokerContext
+from coordspec.broker.group_service import GroupService
+from coordspec.broker.log.group_records import CorruptRecord
+from coordspec.broker.log.producers import ProducerIds
+from coordspec.broker.log.topics import DataDirError, TopicStore
+from coordspec.broker.trace import Trace, TraceFileError
+from coordspec.broker.wire.connection import FrameConnection, serve_frames
+from coordspec.broker.wire.dispatch import respond
+from coordspec.reference.errors import UsageError
+from coordspec.reference.group import GroupConfig
 
 log = logging.getLogger("broker")
 
@@ -157,7 +157,7 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
         await broker.stop()
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m broker.server") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.server") -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Serve one coordspec broker.")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--advertised-host", help="address clients are told to dial (default: --host)")

@@ -24,7 +24,7 @@ from typing import Any, Self
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from broker.wire.entities import build
+from coordspec.broker.wire.entities import build
 
 _SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 
@@ -33,7 +33,7 @@ class BrokerProcess:
     def __init__(self, data_dir: Path, *args: str, start_timeout_s: float = 20.0, launcher: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.args = args
-        self.launcher = launcher  # Python options before ``-m broker.server``, e.g. ("-m", "cProfile", "-o", path)
+        self.launcher = launcher  # Python options before ``-m coordspec.broker.server``, e.g. ("-m", "cProfile", "-o", path)
         self.start_timeout_s = start_timeout_s
         self.process: subprocess.Popen | None = None
         self.host, self.port = "127.0.0.1", 0
@@ -55,7 +55,7 @@ class BrokerProcess:
         # stderr goes to a file: a pipe nobody reads would block the broker once full.
         with open(self.stderr_path, "ab") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, *self.launcher, "-m", "broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
+                [sys.executable, *self.launcher, "-m", "coordspec.broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
                 stdout=subprocess.PIPE, stderr=stderr, cwd=Path(__file__).resolve().parent.parent,
             )
         deadline = time.monotonic() + self.start_timeout_s

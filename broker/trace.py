@@ -15,7 +15,7 @@ counts from the run's start.
 A cluster broker is given its run and the clock's start instead (``run``, ``epoch_ms``):
 every broker of a cluster writes its own file under the same run and the same clock, so
 the files of all of them together are one run, in which a group's coordinator may change
-(:mod:`broker.cluster.group_trace` writes the ``load_group`` faults).
+(:mod:`coordspec.broker.cluster.group_trace` writes the ``load_group`` faults).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ValidationError
 
-from conformance.suite import codec  # the trace format's values
-from reference.group.requests import API_KEYS
+from coordspec.conformance.suite import codec  # the trace format's values
+from coordspec.reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps makes one per call with these

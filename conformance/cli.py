@@ -6,13 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["broker"]:  # its options are the broker's own (python -m broker.server)
-        from broker.server import main as serve_broker
+    if argv[:1] == ["broker"]:  # its options are the broker's own (python -m coordspec.broker.server)
+        from coordspec.broker.server import main as serve_broker
 
         return serve_broker(argv[1:], prog="coordspec broker")
     parser = argparse.ArgumentParser(
@@ -50,12 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     assign_verify.add_argument("--workers", type=int, default=None, help="worker processes (default: up to 2)")
     assign_verify.add_argument("--seed", type=int, default=0, help="seed for the generated membership changes")
 
-    from conformance.suite import add_arguments as add_conform_arguments
+    from coordspec.conformance.suite import add_arguments as add_conform_arguments
 
     conform = commands.add_parser("conform", help="check a Kafka-protocol broker (default: the reference) against the conformance scenarios")
     add_conform_arguments(conform)
 
-    from conformance.tracecheck import cli as tracecheck
+    from coordspec.conformance.tracecheck import cli as tracecheck
 
     trace = commands.add_parser("trace", help="recorded traces: check them against the reference")
     trace_commands = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
@@ -87,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
-            from conformance.demo import run_demo
+            from coordspec.conformance.demo import run_demo
 
             return run_demo(seed=args.seed, quiet=args.quiet)
         if args.command == "tla":
-            from conformance.tla import TlcError, check, summary
+            from coordspec.conformance.tla import TlcError, check, summary
 
             try:
                 verdicts = check(args.specs, deep=args.deep, workers=args.workers, mutants=not args.no_mutants, out=args.out)
@@ -103,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"coordspec tla check: {len(verdicts) - len(failed)} passed, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else ""))
             return 1 if failed else 0
         if args.command == "assign":
-            from conformance.assign_verify import verify
+            from coordspec.conformance.assign_verify import verify
 
             return verify(args.members, args.topics, args.max_partitions, args.cases, args.k, args.workers, args.seed)
         if args.command == "conform":
-            from conformance.suite import run_command
+            from coordspec.conformance.suite import run_command
 
             return run_command(args)
         if args.command in ("trace", "pipeline", "simulate", "record"):
@@ -115,15 +115,15 @@ def main(argv: list[str] | None = None) -> int:
                    "simulate": tracecheck.run_simulate, "record": tracecheck.run_record}[args.command]
             return run(args)
         if args.command == "cluster":
-            from broker.cluster.launcher import up
+            from coordspec.broker.cluster.launcher import up
 
             return up(args.brokers, args.zookeeper, args.data, args.offsets_partitions, say=lambda line: print(line, flush=True))
         if args.command == "zookeeper":
-            from broker.zookeeper.process import serve
+            from coordspec.broker.zookeeper.process import serve
 
             return serve(args.nodes, tick_time_ms=args.tick_ms, keep=args.keep, say=lambda line: print(line, flush=True))
         if args.command == "diagram":
-            from conformance.diagram import GraphvizMissing, render
+            from coordspec.conformance.diagram import GraphvizMissing, render
 
             try:
                 for path in render(args.out):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from reference.assignors.leader import lead
-from reference.choices import SeededChoices
-from reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
-from reference.group import (
+from coordspec.reference.assignors.leader import lead
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
+from coordspec.reference.group import (
     Assignment,
     CommitPartition,
     CommitTopic,
@@ -29,9 +29,9 @@ from reference.group import (
     SyncGroup,
     Tick,
 )
-from reference.group.effects import AppendRecords, Reply
-from reference.group.invariants import INVARIANTS, Monitor
-from reference.group.responses import JoinGroupResponse
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.invariants import INVARIANTS, Monitor
+from coordspec.reference.group.responses import JoinGroupResponse
 
 GROUP = "demo-group"
 TOPIC = "orders"

@@ -1,4 +1,4 @@
-"""Renders the group state machine (``reference.group.transitions``) for spec/.
+"""Renders the group state machine (``coordspec.reference.group.transitions``) for spec/.
 
 ``dot_source()`` is the Graphviz text, ``outcomes_markdown()`` the per-state table of
 request outcomes; ``render(directory)`` writes both, and the SVG when Graphviz is there.
@@ -11,7 +11,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-from reference.group.transitions import OUTCOMES, TRANSITIONS, GroupState
+from coordspec.reference.group.transitions import OUTCOMES, TRANSITIONS, GroupState
 
 DIAGRAM_NAME = "group-states"
 

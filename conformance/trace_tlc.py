@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from conformance.tla import TLA_DIR, TlcError, TlcResult, absorb, find_jar, read_messages
+from coordspec.conformance.tla import TLA_DIR, TlcError, TlcResult, absorb, find_jar, read_messages
 
 
 def run_tlc(directory, module: str, config: str, extra: list[str], deadlock: bool) -> TlcResult:

@@ -100,14 +100,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
-from reference.choices import SeededChoices
-from reference.consumer_protocol import Assignment as ConsumerAssignment
-from reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import Assignment as SyncAssignment
-from reference.group import (
+from coordspec.conformance.tla import TlcError
+from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import Assignment as SyncAssignment
+from coordspec.reference.group import (
     CommitPartition,
     CommitTopic,
     GroupConfig,
@@ -122,8 +122,8 @@ from reference.group import (
     Tick,
     rebalance,
 )
-from reference.group.effects import Reply
-from reference.group.invariants import Monitor
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.invariants import Monitor
 
 CLIENTS = ("c1", "c2")
 PARTITIONS = ("p1", "p2")

@@ -4,7 +4,7 @@ brokers b1, b2, b3; one offsets partition; one group; topic partition p1; MaxEpo
 MaxCommits 2).
 
 ``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays a :class:`~reference.failover.cluster.FailoverCluster`,
+    A seeded random driver plays a :class:`~coordspec.reference.failover.cluster.FailoverCluster`,
     records after every step the reference state mapped onto the spec's thirteen variables
     plus the spec action(s) the step is, writes the traces as a TLA+ module (``TraceData``)
     and has TLC check, in one run, that every trace is a behaviour of the spec
@@ -175,17 +175,17 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
-from conformance.traces import TraceMismatch
-from reference.errors import ErrorCode
-from reference.failover.cluster import FailoverCluster
-from reference.failover.partition import PartitionState
-from reference.group.config import GroupConfig
-from reference.group.records import GroupMetadataValue, OffsetCommitValue
-from reference.group.requests import Assignment, CommitPartition, CommitTopic, JoinGroup, OffsetCommit, Protocol, SyncGroup
-from reference.group.requests import Tick as GroupTick
-from reference.replication.partition import Role
-from reference.replication.znodes import NO_LEADER
+from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.conformance.traces import TraceMismatch
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.failover.cluster import FailoverCluster
+from coordspec.reference.failover.partition import PartitionState
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.records import GroupMetadataValue, OffsetCommitValue
+from coordspec.reference.group.requests import Assignment, CommitPartition, CommitTopic, JoinGroup, OffsetCommit, Protocol, SyncGroup
+from coordspec.reference.group.requests import Tick as GroupTick
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import NO_LEADER
 
 __all__ = ["Harness", "Step", "TraceMismatch", "check_traces", "validate_random_traces"]
 
@@ -943,7 +943,7 @@ Done == bn < Count
 
 def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
     """A state TLC printed -> (act, spec state) in the shape Harness.abstract gives."""
-    from conformance.traces import parse_value
+    from coordspec.conformance.traces import parse_value
 
     state = {}
     for name in VARIABLES:

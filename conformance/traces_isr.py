@@ -142,18 +142,18 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from conformance.tla import TlcError
-from conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
-from reference.replication import partition as partition_module
-from reference.replication.broker import Broker
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.effects import ProduceAcked
-from reference.replication.events import BrokerTick, ControllerStartup, FetchResponse
-from reference.replication.messages import LeaderAndIsr
-from reference.replication.partition import Role
-from reference.replication.znodes import (
+from coordspec.conformance.tla import TlcError
+from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.reference.replication import partition as partition_module
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import ProduceAcked
+from coordspec.reference.replication.events import BrokerTick, ControllerStartup, FetchResponse
+from coordspec.reference.replication.messages import LeaderAndIsr
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import (
     NO_LEADER,
     PartitionState,
     TopicAssignment,
@@ -164,7 +164,7 @@ from reference.replication.znodes import (
     state_path,
     topic_path,
 )
-from reference.zookeeper import Create, ZooKeeperConfig
+from coordspec.reference.zookeeper import Create, ZooKeeperConfig
 
 BROKERS = (1, 2, 3)
 NAME = {1: "b1", 2: "b2", 3: "b3"}

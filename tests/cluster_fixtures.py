@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.cluster.launcher import Cluster, ClusterError
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.launcher import Cluster, ClusterError
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from coordspec.reference.replication.znodes import TopicPartition
 
 BROKERS = 3
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0", "--zookeeper-session-timeout-ms", "4000")

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference.choices import SeededChoices
-from reference.consumer_protocol import Subscription, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import (
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.consumer_protocol import Subscription, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import (
     AppendCompleted,
     Assignment,
     CommitPartition,
@@ -47,10 +47,10 @@ from reference.group import (
     Tick,
     UnloadGroups,
 )
-from reference.group.effects import AppendRecords, Reply
-from reference.group.invariants import Monitor
-from reference.group.records import Record
-from reference.group.state import Group
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.invariants import Monitor
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.state import Group
 
 GROUP_ID = "group-id"
 LATEST = {"JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,

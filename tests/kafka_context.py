@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 from driver import GROUP_ID, LATEST, Driver, Pending, kafka_test_config
 
-from reference.errors import ErrorCode
-from reference.group.rebalance import join_key, session_key, sync_key
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, Record
-from reference.group.responses import JoinGroupMember, JoinGroupResponse
-from reference.group.transitions import COMPLETING, EMPTY, PREPARING, STABLE, GroupState
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.rebalance import join_key, session_key, sync_key
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, Record
+from coordspec.reference.group.responses import JoinGroupMember, JoinGroupResponse
+from coordspec.reference.group.transitions import COMPLETING, EMPTY, PREPARING, STABLE, GroupState
 
 INITIAL_DELAY_MS = 3_000  # GroupMetadataManagerTestContext's classicGroupInitialRebalanceDelayMs
 LATEST_JOIN = LATEST["JoinGroup"]

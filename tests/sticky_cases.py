@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 
-from reference.assignors.sticky import (
+from coordspec.reference.assignors.sticky import (
     DEFAULT_GENERATION,
     MemberData,
 )
-from reference.consumer_protocol import Subscription, TopicPartitions
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
 TP = tuple[str, int]
 

@@ -8,7 +8,7 @@ import sys
 
 
 def test_assign_verify_proves_everything_at_the_bounds():
-    result = subprocess.run([sys.executable, "-m", "conformance.cli", "assign", "verify"],
+    result = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify"],
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     out = result.stdout
@@ -24,7 +24,7 @@ def test_assign_verify_proves_everything_at_the_bounds():
 
 
 def test_bounds_out_of_range_are_one_line():
-    result = subprocess.run([sys.executable, "-m", "conformance.cli", "assign", "verify", "--members", "11"],
+    result = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify", "--members", "11"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stdout.strip().splitlines()[-1].startswith("coordspec assign verify: bounds out of range")

@@ -30,10 +30,10 @@ from sticky_cases import (
     tp1,
 )
 
-from reference.assignors import ASSIGNORS, CooperativeStickyAssignor
-from reference.assignors.cooperative_sticky import decode_generation, encode_user_data
-from reference.assignors.sticky import DEFAULT_GENERATION
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors import ASSIGNORS, CooperativeStickyAssignor
+from coordspec.reference.assignors.cooperative_sticky import decode_generation, encode_user_data
+from coordspec.reference.assignors.sticky import DEFAULT_GENERATION
+from coordspec.reference.consumer_protocol import Subscription
 
 
 class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):

@@ -24,10 +24,10 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import given, settings
 
-from reference.assignors import ASSIGNORS
-from reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
-from reference.assignors.sticky import encode_user_data as sticky_user_data
-from reference.consumer_protocol import Subscription, TopicPartitions
+from coordspec.reference.assignors import ASSIGNORS
+from coordspec.reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
+from coordspec.reference.assignors.sticky import encode_user_data as sticky_user_data
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
 # A third of the profile's examples per property (100 by default): seven properties, and
 # generating a group costs a few milliseconds.

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import random
 
-from reference.assignors import ASSIGNORS, RangeAssignor
-from reference.assignors.range import member_order_key
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors import ASSIGNORS, RangeAssignor
+from coordspec.reference.assignors.range import member_order_key
+from coordspec.reference.consumer_protocol import Subscription
 
 assignor = RangeAssignor()
 

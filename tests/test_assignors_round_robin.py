@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reference.assignors import ASSIGNORS, RoundRobinAssignor
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors import ASSIGNORS, RoundRobinAssignor
+from coordspec.reference.consumer_protocol import Subscription
 
 assignor = RoundRobinAssignor()
 

@@ -44,15 +44,15 @@ from sticky_cases import (
     tp2,
 )
 
-from reference.assignors import ASSIGNORS, CooperativeStickyAssignor, StickyAssignor
-from reference.assignors.sticky import (
+from coordspec.reference.assignors import ASSIGNORS, CooperativeStickyAssignor, StickyAssignor
+from coordspec.reference.assignors.sticky import (
     DEFAULT_GENERATION,
     MemberData,
     StickyAssignorError,
     decode_user_data,
     encode_user_data,
 )
-from reference.consumer_protocol import Subscription, TopicPartitions
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
 
 class TestStickyAssignor(AbstractStickyAssignorTests):

@@ -7,8 +7,8 @@ import pytest
 from driver import Driver
 from kafka_context import join_dynamic_and_complete_join, join_dynamic_and_complete_rebalance
 
-from reference.errors import ErrorCode, UsageError
-from reference.group import (
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group import (
     AppendCompleted,
     GroupConfig,
     GroupCoordinator,
@@ -22,7 +22,7 @@ from reference.group import (
     SyncGroup,
     Tick,
 )
-from reference.group.records import GroupMetadataKey, OffsetCommitValue, Record
+from coordspec.reference.group.records import GroupMetadataKey, OffsetCommitValue, Record
 
 # -- a client's invalid values: Kafka's answers ---------------------------------------
 
@@ -107,7 +107,7 @@ def test_time_cannot_go_backwards():
 def test_a_request_id_cannot_be_reused_while_its_request_waits():
     c = GroupCoordinator()
     c.handle(JoinGroup(7, 3, 0, group_id="g", protocols=(), protocol_type="consumer"))  # INCONSISTENT: answered
-    from reference.group import Protocol
+    from coordspec.reference.group import Protocol
 
     c.handle(JoinGroup(8, 3, 0, group_id="g", protocols=(Protocol("range"),)))  # parked
     with pytest.raises(UsageError, match="request_id 8 is still awaiting its reply"):

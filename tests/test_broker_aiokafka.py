@@ -13,9 +13,9 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from broker.testing import BrokerProcess
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4

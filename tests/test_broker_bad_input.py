@@ -2,7 +2,7 @@
 and versions. Each gets an error response or a closed connection, never a crash or a
 hang, and the broker keeps serving other connections.
 
-The Hypothesis test sends random and mutated frames (broker.wire.fuzz), two to four per connection, then
+The Hypothesis test sends random and mutated frames (coordspec.broker.wire.fuzz), two to four per connection, then
 half-closes it: the broker must answer with whole frames and close within a bound. At
 least ``$COORDSPEC_FUZZ_FRAMES`` frames are sent (default 100,000, as the issue asks in CI),
 in half as many connections.
@@ -23,12 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 
-from broker.testing import BrokerProcess
-from broker.wire import fuzz
-from broker.wire.entities import build
-from broker.wire.fuzz import framed, seeds
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
+from coordspec.broker.testing import BrokerProcess
+from coordspec.broker.wire import fuzz
+from coordspec.broker.wire.entities import build
+from coordspec.broker.wire.fuzz import framed, seeds
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
 
 MAX_FRAME = 1 << 20
 FUZZ_FRAMES = int(os.environ.get("COORDSPEC_FUZZ_FRAMES", "100000"))
@@ -182,7 +182,7 @@ def test_every_seed_is_answered(broker: BrokerProcess) -> None:
 
 
 class DrawnChoices:
-    """broker.wire.fuzz's choices, drawn by Hypothesis (so a failure shrinks)."""
+    """coordspec.broker.wire.fuzz's choices, drawn by Hypothesis (so a failure shrinks)."""
 
     def __init__(self, draw: st.DrawFn) -> None:
         self._draw = draw

@@ -1,4 +1,4 @@
-"""``python -m broker.server``: one clear line for the errors a user can hit, and a clean
+"""``python -m coordspec.broker.server``: one clear line for the errors a user can hit, and a clean
 stop on SIGTERM and Ctrl-C (SIGINT)."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from broker.testing import BrokerProcess
+from coordspec.broker.testing import BrokerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_server(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker.server", *args], check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "coordspec.broker.server", *args], check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
 
 
 def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.testing import BrokerProcess
-from conformance.suite.codec import decode_request, decode_response
-from conformance.suite.trace import validate_file
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.suite.codec import decode_request, decode_response
+from coordspec.conformance.suite.trace import validate_file
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.testing import BrokerProcess, Connection
+from coordspec.broker.testing import BrokerProcess, Connection
 
 CONNECTIONS = 40
 GROUPS = 4

@@ -19,9 +19,9 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from broker.testing import BrokerProcess
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4

@@ -15,8 +15,8 @@ import pytest
 import raw_frames
 from kio.serial import entity_writer
 
-from broker.testing import BrokerProcess
-from broker.wire.entities import build
+from coordspec.broker.testing import BrokerProcess
+from coordspec.broker.wire.entities import build
 
 
 @pytest.fixture

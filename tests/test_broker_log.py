@@ -13,19 +13,19 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
-from broker.group_service import offsets_partition
-from broker.log.batches import InvalidBatch, check_single_batch, read_header
-from broker.log.group_records import decode_record, encode_key, encode_value
-from broker.log.partition import PartitionLog
-from broker.log.producers import ProducerIds, SequenceError
-from reference.group.records import (
+from coordspec.broker.group_service import offsets_partition
+from coordspec.broker.log.batches import InvalidBatch, check_single_batch, read_header
+from coordspec.broker.log.group_records import decode_record, encode_key, encode_value
+from coordspec.broker.log.partition import PartitionLog
+from coordspec.broker.log.producers import ProducerIds, SequenceError
+from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from reference.group.records import Record as GroupRecord
+from coordspec.reference.group.records import Record as GroupRecord
 
 
 def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from broker.trace import Trace, group_key
-from conformance.suite import codec, run
-from conformance.tracecheck.records import Line, parse
+from coordspec.broker.trace import Trace, group_key
+from coordspec.conformance.suite import codec, run
+from coordspec.conformance.tracecheck.records import Line, parse
 
 COMPACT = {"separators": (",", ":")}
 

@@ -20,9 +20,9 @@ from kio.records.writers import write_new_batch
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import TZAwareMicros
 
-from broker import testing
-from broker.testing import BrokerProcess
-from broker.wire.entities import build
+from coordspec.broker import testing
+from coordspec.broker.testing import BrokerProcess
+from coordspec.broker.wire.entities import build
 
 
 class Connection:
@@ -202,7 +202,7 @@ def test_pipelined_requests_are_answered_in_order_behind_a_parked_join(broker: B
     (14, range(6), {"error_code": 0, "protocol_type": "consumer", "protocol_name": "range", "assignment": b"\x00\x01"}),
 ])
 def test_a_response_frame_is_what_kio_writes_for_its_values(api_key, versions, values) -> None:
-    from broker.wire.protocol import response_frame
+    from coordspec.broker.wire.protocol import response_frame
 
     for version in versions:
         cls = kio.index.load_response_schema(api_key, version)

@@ -8,7 +8,7 @@ import sys
 
 
 def coordspec(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", *args], capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def test_help_lists_the_commands():

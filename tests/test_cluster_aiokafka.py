@@ -25,7 +25,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
 )
 from test_broker_aiokafka import Member  # the same consumer task as on the single broker
 
-from broker.cluster.launcher import Cluster
+from coordspec.broker.cluster.launcher import Cluster
 
 TOPIC = "orders"
 GROUP = "shipping"

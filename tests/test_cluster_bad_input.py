@@ -1,6 +1,6 @@
 """Bad input to the cluster brokers: malformed, truncated and oversized frames, unknown API
 keys and versions, requests before ApiVersions, connections beyond ``--max-connections``,
-idle ones, and random and mutated frames (broker.wire.fuzz). Each gets an error response or
+idle ones, and random and mutated frames (coordspec.broker.wire.fuzz). Each gets an error response or
 a closed connection, never a crash, a hang or unbounded memory, and every broker keeps
 serving clients and its peers (replication, the controller's requests) throughout.
 
@@ -25,13 +25,13 @@ import raw_frames
 from cluster_fixtures import BROKER_ARGS, assert_no_errors, wait_for, wait_replicated, zookeeper_fixture  # noqa: F401 - a pytest fixture
 from kio.serial import entity_reader
 
-from broker.apis.create_topics import MAX_RECORDS_PER_USER_OP
-from broker.cluster.apis import APIS
-from broker.cluster.launcher import Cluster, ClusterError
-from broker.testing import Connection, encode_request
-from broker.wire import fuzz
-from broker.wire.fuzz import framed
-from broker.wire.protocol import BadRequest, decode_request
+from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP
+from coordspec.broker.cluster.apis import APIS
+from coordspec.broker.cluster.launcher import Cluster, ClusterError
+from coordspec.broker.testing import Connection, encode_request
+from coordspec.broker.wire import fuzz
+from coordspec.broker.wire.fuzz import framed
+from coordspec.broker.wire.protocol import BadRequest, decode_request
 
 MAX_FRAME = 256 * 1024
 MAX_CONNECTIONS = 4
@@ -174,7 +174,7 @@ def test_a_body_that_does_not_decode_closes_the_connection(cluster: Cluster) -> 
 
 
 def test_an_internal_request_that_does_not_decode_is_an_invalid_request(cluster: Cluster) -> None:
-    # LeaderAndIsr's internal framing (broker.cluster.peer_wire) with a body that is not its JSON.
+    # LeaderAndIsr's internal framing (coordspec.broker.cluster.peer_wire) with a body that is not its JSON.
     for body in (b"not json", b'{"controller_id": 1}', b"[]"):
         (frame,) = exchange(cluster, framed(struct.pack(">hhih", 4, 0, 9, 1) + b"c" + body))
         assert struct.unpack(">ih", frame) == (9, 42)

@@ -1,4 +1,4 @@
-"""``coordspec cluster up`` (:func:`broker.cluster.launcher.up`): it starts ZooKeeper and
+"""``coordspec cluster up`` (:func:`coordspec.broker.cluster.launcher.up`): it starts ZooKeeper and
 three brokers, prints the bootstrap address and each broker's state, reports a broker
 killed with kill -9 and keeps serving, and stops everything on Ctrl-C; a user's mistake is
 one line, no traceback."""
@@ -14,13 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from broker.zookeeper.process import free_ports
+from coordspec.broker.zookeeper.process import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def up(*args: str) -> subprocess.Popen:
-    code = f"import sys; from pathlib import Path; from broker.cluster.launcher import up; sys.exit(up({', '.join(args)}))"
+    code = f"import sys; from pathlib import Path; from coordspec.broker.cluster.launcher import up; sys.exit(up({', '.join(args)}))"
     return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

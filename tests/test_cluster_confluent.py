@@ -31,7 +31,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, NewTopic
 
-from broker.cluster.launcher import Cluster
+from coordspec.broker.cluster.launcher import Cluster
 
 PARTITIONS = 3
 

@@ -26,13 +26,13 @@ from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the 
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.cluster.launcher import Cluster
-from conformance.suite.trace import validate_file
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
-from conformance.tracecheck.summary import Findings
-from reference.failover.placement import OFFSETS_TOPIC
-from reference.replication.znodes import TopicPartition as Partition
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.conformance.suite.trace import validate_file
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.conformance.tracecheck.summary import Findings
+from coordspec.reference.failover.placement import OFFSETS_TOPIC
+from coordspec.reference.replication.znodes import TopicPartition as Partition
 
 PARTITIONS = 3
 TOPIC = "payments"

@@ -45,11 +45,11 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
-from broker.cluster.launcher import Cluster
-from broker.cluster.producer_ids import BLOCK_SIZE, PATH, ProducerIdBlock, reserve_block
-from broker.log.batches import BatchHeader, read_header
-from broker.testing import Connection
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.broker.cluster.producer_ids import BLOCK_SIZE, PATH, ProducerIdBlock, reserve_block
+from coordspec.broker.log.batches import BatchHeader, read_header
+from coordspec.broker.testing import Connection
+from coordspec.reference.replication.znodes import TopicPartition
 
 PARTITIONS = 3
 NONE, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, OUT_OF_ORDER_SEQUENCE_NUMBER = 0, 6, 15, 45

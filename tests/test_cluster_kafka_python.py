@@ -27,7 +27,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from test_broker_kafka_python import Member  # the same consumer thread as on the single broker
 from test_cluster_failover import assert_traces_replay
 
-from broker.cluster.launcher import Cluster
+from coordspec.broker.cluster.launcher import Cluster
 
 TOPIC = "orders"
 GROUP = "billing"

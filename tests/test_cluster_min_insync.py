@@ -12,8 +12,8 @@ from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the 
 from test_cluster_failover import assert_no_errors, create_topic
 from test_cluster_zombie import produce_to
 
-from broker.cluster.launcher import Cluster
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.reference.replication.znodes import TopicPartition
 
 TOPIC = "ledger"
 NONE, NOT_ENOUGH_REPLICAS = 0, 19

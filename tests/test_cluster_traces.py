@@ -17,13 +17,13 @@ import pytest
 from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from test_cluster_failover import PARTITIONS, assert_traces_replay, check, consume_as_a_group, create_topic, produce
 
-from broker.cluster.group_trace import GroupTrace
-from broker.cluster.launcher import Cluster
-from broker.trace import Trace
-from reference.failover.events import BecomeCoordinator, LoadGroup, ResignCoordinator
-from reference.failover.host import CoordinatorHost
-from reference.group import CommitPartition, CommitTopic, GroupConfig, JoinGroup, OffsetCommit, Protocol
-from reference.group.effects import Reply
+from coordspec.broker.cluster.group_trace import GroupTrace
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.broker.trace import Trace
+from coordspec.reference.failover.events import BecomeCoordinator, LoadGroup, ResignCoordinator
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.group import CommitPartition, CommitTopic, GroupConfig, JoinGroup, OffsetCommit, Protocol
+from coordspec.reference.group.effects import Reply
 
 TOPIC = "audit"
 GROUP = "traced-group"

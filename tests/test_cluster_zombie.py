@@ -28,9 +28,9 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 from test_cluster_failover import PARTITIONS, assert_no_errors, assert_traces_replay, consume_as_a_group, consumer, create_topic, produce, wait_for
 
-from broker.cluster.launcher import Cluster
-from broker.cluster.peer_wire import PeerConnection
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.launcher import Cluster
+from coordspec.broker.cluster.peer_wire import PeerConnection
+from coordspec.reference.replication.znodes import TopicPartition
 
 TOPIC = "ledger"
 MARK = b"zombie-write"

@@ -6,8 +6,8 @@ import io
 import re
 from pathlib import Path
 
-from conformance.suite import run
-from conformance.suite.loader import SCENARIO_DIR, discover, load_all
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.loader import SCENARIO_DIR, discover, load_all
 
 SPEC_PAGES = [Path(__file__).resolve().parent.parent / "spec" / name for name in ("group-membership.md", "coordinator-failover.md")]
 
@@ -49,7 +49,7 @@ def test_scenarios_live_in_the_catalog_directory():
 def test_list_shows_each_scenario_and_what_is_not_covered(capsys):
     import argparse
 
-    from conformance.suite import add_arguments, run_command
+    from coordspec.conformance.suite import add_arguments, run_command
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite.loader import ScenarioError, load
-from conformance.suite.versions import VersionError, parse_range, parse_selection, plans
+from coordspec.conformance.suite.loader import ScenarioError, load
+from coordspec.conformance.suite.versions import VersionError, parse_range, parse_selection, plans
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = "checks: a scenario written to be wrong\nrules: [GM-3]\nclients: [c1, c2]\n"
@@ -64,7 +64,7 @@ def test_a_bad_file_gives_one_line_with_its_line_number(tmp_path, name):
 def test_the_command_reports_a_bad_file_in_one_line_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(BAD["unknown field"][0])
-    done = subprocess.run([sys.executable, "-m", "conformance.suite", "--scenarios", str(path)],
+    done = subprocess.run([sys.executable, "-m", "coordspec.conformance.suite", "--scenarios", str(path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert done.returncode == 2
     assert done.stdout == ""
@@ -125,8 +125,8 @@ def test_version_selection():
     ("rule: GM-3\n", 1, "an allow file is a list"),
 ])
 def test_a_bad_allow_file_gives_one_line(tmp_path, content, line, message):
-    from conformance.suite.allow import AllowError
-    from conformance.suite.allow import load as load_allow
+    from coordspec.conformance.suite.allow import AllowError
+    from coordspec.conformance.suite.allow import load as load_allow
 
     path = tmp_path / "allow.yaml"
     path.write_text(content)

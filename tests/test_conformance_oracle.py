@@ -7,13 +7,13 @@ import dataclasses
 import io
 from pathlib import Path
 
-from conformance.suite import run
-from conformance.suite.loader import SCENARIO_DIR
-from conformance.suite.reference_target import ReferenceTarget
-from conformance.suite.verdicts import api_verdicts, rule_verdicts
-from reference.errors import ErrorCode
-from reference.group import GroupConfig
-from reference.group.responses import (
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.suite.reference_target import ReferenceTarget
+from coordspec.conformance.suite.verdicts import api_verdicts, rule_verdicts
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import GroupConfig
+from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     HeartbeatResponse,
@@ -289,8 +289,8 @@ def test_an_expectation_that_assumes_kafkas_defaults_says_so_on_a_broker_configu
 
 
 def test_tags_select_and_leave_out():
-    from conformance.suite.loader import load_all
-    from conformance.suite.suite import select
+    from coordspec.conformance.suite.loader import load_all
+    from coordspec.conformance.suite.suite import select
 
     catalog = load_all()
     static = select(catalog, ["static"])

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.suite.loader import SCENARIO_DIR
 
 pytest_plugins = ["pytester"]
 
 
 def _installed() -> bool:
     """Whether an installed entry point already loads the plugin (then -p would load it twice)."""
-    return any(e.value == "conformance.suite.pytest_plugin" for e in entry_points(group="pytest11"))
+    return any(e.value == "coordspec.conformance.suite.pytest_plugin" for e in entry_points(group="pytest11"))
 
 
-PLUGIN = ("-p", "no:cacheprovider") if _installed() else ("-p", "conformance.suite.pytest_plugin", "-p", "no:cacheprovider")
+PLUGIN = ("-p", "no:cacheprovider") if _installed() else ("-p", "coordspec.conformance.suite.pytest_plugin", "-p", "no:cacheprovider")
 
 
 def test_the_catalog_runs_as_pytest_items(pytester):

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.suite import SuiteError, run
-from conformance.suite.codec import decode_request, decode_response
-from conformance.suite.loader import SCENARIO_DIR
-from conformance.suite.reference_target import ReferenceTarget
-from conformance.suite.trace import TraceError, parse_line, validate_file
+from coordspec.conformance.suite import SuiteError, run
+from coordspec.conformance.suite.codec import decode_request, decode_response
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.suite.reference_target import ReferenceTarget
+from coordspec.conformance.suite.trace import TraceError, parse_line, validate_file
 
 SOME = [SCENARIO_DIR / f"{name}.yaml" for name in
         ("two-members-join-and-sync", "stale-generation-commit", "session-expiry", "restart-resumes-last-written-generation")]

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.testing import BrokerProcess
-from conformance.suite import SuiteError, run
-from conformance.suite.embedded_target import start_embedded
-from conformance.suite.kafka_target import KafkaTarget
-from conformance.suite.loader import SCENARIO_DIR
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.suite import SuiteError, run
+from coordspec.conformance.suite.embedded_target import start_embedded
+from coordspec.conformance.suite.kafka_target import KafkaTarget
+from coordspec.conformance.suite.loader import SCENARIO_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
-COORDSPEC = [sys.executable, "-m", "conformance.cli"]
+COORDSPEC = [sys.executable, "-m", "coordspec.conformance.cli"]
 
 
 def _summary(outcome) -> str:
@@ -87,7 +87,7 @@ def test_the_readme_command_checks_a_broker_at_host_port_and_runs_shell_fault_ho
     script, kills and starts again."""
     port, pidfile = _free_port(), tmp_path / "broker.pid"
     start, restart = tmp_path / "start.sh", tmp_path / "restart.sh"
-    start.write_text(f"cd {ROOT}\n{sys.executable} -m broker.server --port {port} --data {tmp_path / 'data'} "
+    start.write_text(f"cd {ROOT}\n{sys.executable} -m coordspec.broker.server --port {port} --data {tmp_path / 'data'} "
                      f">/dev/null 2>&1 &\necho $! > {pidfile}\n")
     restart.write_text(f'set -e\npid=$(cat {pidfile})\nkill "$pid"\nwhile kill -0 "$pid" 2>/dev/null; do sleep 0.05; done\n'
                        f'sh {start}\ntest -n "$COORDSPEC_GROUP_ID" && test "$COORDSPEC_COORDINATOR" = 127.0.0.1:{port}\n')

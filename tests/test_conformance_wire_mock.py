@@ -11,11 +11,11 @@ import io
 
 import pytest
 
-from conformance.suite import run
-from conformance.suite.loader import SCENARIO_DIR
-from conformance.suite.mock_target import start_mock
-from reference.errors import ErrorCode
-from reference.group.requests import Heartbeat
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.suite.mock_target import start_mock
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.requests import Heartbeat
 
 # scenario -> (failing step, rule reported, what the oracle says), and why Kafka differs.
 KNOWN = {

@@ -6,7 +6,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given
 
-from reference.consumer_protocol import (
+from coordspec.reference.consumer_protocol import (
     Assignment,
     MalformedConsumerProtocol,
     Subscription,

@@ -15,7 +15,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as PyS
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
-from reference.consumer_protocol import (
+from coordspec.reference.consumer_protocol import (
     Assignment,
     Subscription,
     TopicPartitions,

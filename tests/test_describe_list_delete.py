@@ -25,9 +25,9 @@ from kafka_context import (
     join_dynamic_and_complete_rebalance,
     offset_tombstone,
 )
-from reference.errors import ErrorCode
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
-from reference.group.responses import (
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from coordspec.reference.group.responses import (
     DeletableGroupResult,
     DescribedGroup,
     DescribedMember,

@@ -11,10 +11,10 @@ import itertools
 import pytest
 from driver import kafka_test_config, protocols
 
-from reference.errors import ErrorCode, InvariantViolation, UsageError
-from reference.failover.cluster import FailoverCluster
-from reference.failover.partition import PartitionState
-from reference.group import (
+from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
+from coordspec.reference.failover.cluster import FailoverCluster
+from coordspec.reference.failover.partition import PartitionState
+from coordspec.reference.group import (
     CommitPartition,
     CommitTopic,
     DeleteGroups,
@@ -25,8 +25,8 @@ from reference.group import (
     OffsetFetch,
     SyncGroup,
 )
-from reference.replication.config import ReplicationConfig
-from reference.replication.invariants import Monitor as ReplicationMonitor
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.invariants import Monitor as ReplicationMonitor
 
 GROUP = "my-group"  # offsets partition 0 of 1
 SESSION_MS = 60_000  # members outlive a ZooKeeper session expiry (18 s)

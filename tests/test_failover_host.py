@@ -11,20 +11,20 @@ from __future__ import annotations
 import pytest
 from driver import LATEST, kafka_test_config, protocols
 
-from reference.errors import ErrorCode, UsageError
-from reference.failover.effects import AppendToPartition, LoadPartition
-from reference.failover.events import (
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.failover.effects import AppendToPartition, LoadPartition
+from coordspec.reference.failover.events import (
     AppendFailed,
     BecomeCoordinator,
     HighWatermarkUpdated,
     LoadGroup,
     ResignCoordinator,
 )
-from reference.failover.host import CoordinatorHost
-from reference.failover.invariants import Monitor
-from reference.failover.partition import PartitionState
-from reference.failover.placement import partition_for
-from reference.group import (
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.failover.invariants import Monitor
+from coordspec.reference.failover.partition import PartitionState
+from coordspec.reference.failover.placement import partition_for
+from coordspec.reference.group import (
     CommitPartition,
     CommitTopic,
     DeleteGroups,
@@ -40,8 +40,8 @@ from reference.group import (
     SyncGroup,
     Tick,
 )
-from reference.group.requests import VERSIONS
-from reference.group.responses import (
+from coordspec.reference.group.requests import VERSIONS
+from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     DeletableGroupResult,

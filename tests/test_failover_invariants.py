@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 from test_failover_host import GROUP, PARTITIONS, OneBroker
 
-from reference.errors import ErrorCode, InvariantViolation
-from reference.failover import host as host_module
-from reference.failover.events import HighWatermarkUpdated, LoadGroup
-from reference.failover.invariants import INVARIANTS, Monitor
-from reference.failover.partition import HostedPartition, PartitionState
-from reference.group.coordinator import GroupCoordinator
-from reference.group.requests import AppendCompleted
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.failover import host as host_module
+from coordspec.reference.failover.events import HighWatermarkUpdated, LoadGroup
+from coordspec.reference.failover.invariants import INVARIANTS, Monitor
+from coordspec.reference.failover.partition import HostedPartition, PartitionState
+from coordspec.reference.group.coordinator import GroupCoordinator
+from coordspec.reference.group.requests import AppendCompleted
 
 
 def two_brokers() -> tuple[OneBroker, OneBroker]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference.errors import UsageError
-from reference.failover.placement import java_string_hash, kafka_abs, partition_for
+from coordspec.reference.errors import UsageError
+from coordspec.reference.failover.placement import java_string_hash, kafka_abs, partition_for
 
 # (group id, String.hashCode, partition of 50, partition of 7), from the JVM.
 JVM_VECTORS = [

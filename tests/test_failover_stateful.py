@@ -33,11 +33,11 @@ from hypothesis.stateful import (
 )
 from test_failover_invariants import acknowledge_on_local_append, serve_without_loading
 
-from reference.errors import ErrorCode, InvariantViolation
-from reference.failover.cluster import FailoverCluster
-from reference.failover.host import CoordinatorHost
-from reference.failover.placement import partition_for
-from reference.group import (
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.failover.cluster import FailoverCluster
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.failover.placement import partition_for
+from coordspec.reference.group import (
     CommitPartition,
     CommitTopic,
     DescribeGroups,
@@ -49,9 +49,9 @@ from reference.group import (
     OffsetFetch,
     SyncGroup,
 )
-from reference.replication.config import ReplicationConfig
-from reference.replication.invariants import Monitor as ReplicationMonitor
-from reference.zookeeper.sessions import SessionState
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.invariants import Monitor as ReplicationMonitor
+from coordspec.reference.zookeeper.sessions import SessionState
 
 BROKERS = (1, 2, 3)
 OFFSETS_PARTITIONS = 2

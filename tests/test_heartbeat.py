@@ -24,9 +24,9 @@ from kafka_context import (
     verify_session_expiration,
 )
 
-from reference.errors import ErrorCode
-from reference.group.responses import HeartbeatResponse
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.responses import HeartbeatResponse
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
 
 def test_heartbeat_unknown_group():

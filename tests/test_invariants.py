@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from driver import Driver, protocols
 
-from reference.consumer_protocol import Assignment as ConsumerAssignment
-from reference.consumer_protocol import TopicPartitions, encode_assignment
-from reference.errors import ErrorCode, InvariantViolation
-from reference.group import membership, offsets, rebalance, state
-from reference.group.invariants import INVARIANTS
-from reference.group.transitions import COMPLETING, STABLE
+from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
+from coordspec.reference.consumer_protocol import TopicPartitions, encode_assignment
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.group import membership, offsets, rebalance, state
+from coordspec.reference.group.invariants import INVARIANTS
+from coordspec.reference.group.transitions import COMPLETING, STABLE
 
 
 def owns(*partitions: int) -> bytes:

@@ -39,11 +39,11 @@ from kafka_context import (
     verify_session_expiration,
 )
 
-from reference.errors import ErrorCode, append_error_to_response_error
-from reference.group import GroupState
-from reference.group.rebalance import session_key
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
-from reference.group.responses import JoinGroupResponse
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group import GroupState
+from coordspec.reference.group.rebalance import session_key
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from coordspec.reference.group.responses import JoinGroupResponse
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
 

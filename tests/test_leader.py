@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from reference.assignors import ASSIGNORS
-from reference.assignors.leader import lead, subscriptions_of
-from reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
-from reference.group.responses import JoinGroupMember
+from coordspec.reference.assignors import ASSIGNORS
+from coordspec.reference.assignors.leader import lead, subscriptions_of
+from coordspec.reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
+from coordspec.reference.group.responses import JoinGroupMember
 
 
 def members() -> list[JoinGroupMember]:

@@ -25,9 +25,9 @@ from kafka_context import (
     static_members_join_and_rebalance,
 )
 
-from reference.errors import ErrorCode
-from reference.group.responses import JoinGroupResponse, LeaveGroupResponse, LeaveMemberResponse, SyncGroupResponse
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.responses import JoinGroupResponse, LeaveGroupResponse, LeaveMemberResponse, SyncGroupResponse
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING
 
 NONE = ErrorCode.NONE
 UNKNOWN = ErrorCode.UNKNOWN_MEMBER_ID

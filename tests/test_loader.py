@@ -20,10 +20,10 @@ import pytest
 
 from driver import GROUP_ID, Driver, kafka_test_config
 from kafka_context import join_dynamic_and_complete_rebalance, session_deadline
-from reference.consumer_protocol import Subscription, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import Protocol
-from reference.group.records import (
+from coordspec.reference.consumer_protocol import Subscription, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import Protocol
+from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -31,8 +31,8 @@ from reference.group.records import (
     OffsetCommitValue,
     Record,
 )
-from reference.group.responses import DescribedGroup, DescribeGroupsResponse, FetchPartitionResponse
-from reference.group.state import Member
+from coordspec.reference.group.responses import DescribedGroup, DescribeGroupsResponse, FetchPartitionResponse
+from coordspec.reference.group.state import Member
 
 SUBSCRIPTION = encode_subscription(Subscription(("foo",)))
 NOW = 10_000

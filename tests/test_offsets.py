@@ -40,11 +40,11 @@ import pytest
 
 from driver import GROUP_ID, Driver, kafka_test_config
 from kafka_context import group_tombstone, join_dynamic_and_complete_rebalance, offset_tombstone, session_deadline
-from reference.consumer_protocol import Subscription, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import CommitPartition, CommitTopic, FetchTopic, OffsetCommit, OffsetFetch, Protocol
-from reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
-from reference.group.responses import (
+from coordspec.reference.consumer_protocol import Subscription, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import CommitPartition, CommitTopic, FetchTopic, OffsetCommit, OffsetFetch, Protocol
+from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
+from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     FetchPartitionResponse,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.tracecheck import cluster_sim, pipeline, simulate
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.partitions import group_of, is_partition_key
-from conformance.tracecheck.records import Line, parse, quick_key
-from conformance.tracecheck.replay import Settings, check_key
+from coordspec.conformance.tracecheck import cluster_sim, pipeline, simulate
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.partitions import group_of, is_partition_key
+from coordspec.conformance.tracecheck.records import Line, parse, quick_key
+from coordspec.conformance.tracecheck.replay import Settings, check_key
 
 LEADER = {"role": "leader", "leader": 1, "leader_epoch": 0, "isr": [1, 2], "zk_version": 0, "controller_epoch": 1}
 FOLLOWER = {**LEADER, "role": "follower"}
@@ -110,7 +110,7 @@ def test_a_partition_key_cannot_be_a_group_key():
 
 
 def test_a_partition_record_missing_what_its_event_needs_is_one_line(tmp_path, capsys):
-    from conformance.tracecheck.cli import main
+    from coordspec.conformance.tracecheck.cli import main
 
     bad = write(1, "ElectLeader", 0, 0, 0)
     del bad["outcome"]

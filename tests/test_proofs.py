@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from conformance.proofs import PROVED, VIOLATED, run_all
-from conformance.proofs import assignor_validity as av
-from conformance.proofs import fencing, stickiness
-from reference.assignors import ASSIGNORS
-from reference.consumer_protocol import Subscription
+from coordspec.conformance.proofs import PROVED, VIOLATED, run_all
+from coordspec.conformance.proofs import assignor_validity as av
+from coordspec.conformance.proofs import fencing, stickiness
+from coordspec.reference.assignors import ASSIGNORS
+from coordspec.reference.consumer_protocol import Subscription
 
 # Groups of 1-3 members, 3 topics of 1-3 partitions: every input, in seconds.
 CI = av.Bounds(members=3, topics=3, max_partitions=3)

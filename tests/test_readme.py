@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reference.errors import ErrorCode
+from coordspec.reference.errors import ErrorCode
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

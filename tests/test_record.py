@@ -16,12 +16,12 @@ from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from broker.testing import BrokerProcess
-from conformance.suite.mock_target import MockCluster
-from conformance.tracecheck import proxy
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.cli import main
-from conformance.tracecheck.replay import Settings
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.suite.mock_target import MockCluster
+from coordspec.conformance.tracecheck import proxy
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.tracecheck.replay import Settings
 
 GROUP_APIS = {"JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "LeaveGroup"}
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections import deque
 
-from reference.replication.batching import DEFAULT_MULTI_BYTE_BUDGET, JUTE_MAXBUFFER, max_ops_per_multi, multi_bytes, op_bytes
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.effects import LeadersChanged, ResignedController, SendRequest, ZkCall
-from reference.replication.events import ControllerStartup, ZkResult, ZkWatch
-from reference.replication.messages import LeaderAndIsr
-from reference.replication.znodes import (
+from coordspec.reference.replication.batching import DEFAULT_MULTI_BYTE_BUDGET, JUTE_MAXBUFFER, max_ops_per_multi, multi_bytes, op_bytes
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import LeadersChanged, ResignedController, SendRequest, ZkCall
+from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch
+from coordspec.reference.replication.messages import LeaderAndIsr
+from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     CONTROLLER,
     CONTROLLER_EPOCH,
@@ -26,7 +26,7 @@ from reference.replication.znodes import (
     state_path,
     topic_path,
 )
-from reference.zookeeper import (
+from coordspec.reference.zookeeper import (
     Check,
     CloseSession,
     Code,

@@ -3,8 +3,8 @@ time: ElectLeader after brokers come and go, InitLeaders, and the reassignment's
 
 from __future__ import annotations
 
-from reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
-from reference.replication.znodes import PartitionState
+from coordspec.reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
+from coordspec.reference.replication.znodes import PartitionState
 
 STATE = PartitionState(leader=3, leader_epoch=4, isr=(1, 2, 3), controller_epoch=1)
 

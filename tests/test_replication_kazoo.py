@@ -1,5 +1,5 @@
 """The same controller on the ZooKeeper model and on a real ZooKeeper (through
-``broker.zookeeper.executor.KazooExecutor``), driven the way benchmarks/failover_10k.py
+``coordspec.broker.zookeeper.executor.KazooExecutor``), driven the way benchmarks/failover_10k.py
 drives it: seed a topic, register brokers, elect, kill a broker, feed the broker-change
 watch, run its calls until the ChangeLeaders round reports done. Both stores must end
 with the same partition states, at the same versions, and the controller must send the
@@ -12,13 +12,13 @@ from collections import deque
 
 import pytest
 
-from broker.zookeeper.executor import KazooExecutor
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.effects import LeadersChanged, SendRequest, ZkCall
-from reference.replication.events import ControllerStartup, ZkResult, ZkWatch
-from reference.replication.znodes import (
+from coordspec.broker.zookeeper.executor import KazooExecutor
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import LeadersChanged, SendRequest, ZkCall
+from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch
+from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     PERSISTENT_PATHS,
     PartitionState,
@@ -30,7 +30,7 @@ from reference.replication.znodes import (
     state_path,
     topic_path,
 )
-from reference.zookeeper import CloseSession, Create, GetData, OpenSession, Reply, Request, WatchFired, ZooKeeperConfig, ZooKeeperServer
+from coordspec.reference.zookeeper import CloseSession, Create, GetData, OpenSession, Reply, Request, WatchFired, ZooKeeperConfig, ZooKeeperServer
 
 ADMIN, CONTROLLER_SESSION = 1, 10
 PARTITIONS = 60

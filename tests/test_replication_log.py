@@ -7,11 +7,11 @@ from __future__ import annotations
 import hypothesis.strategies as st
 from hypothesis import given
 
-from reference.replication.events import Fetch
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.messages import LeaderAndIsrPartition
-from reference.replication.partition import Partition
-from reference.replication.znodes import TopicPartition
+from coordspec.reference.replication.events import Fetch
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.messages import LeaderAndIsrPartition
+from coordspec.reference.replication.partition import Partition
+from coordspec.reference.replication.znodes import TopicPartition
 
 TP = TopicPartition("t", 0)
 

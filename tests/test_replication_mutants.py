@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-import reference.replication.controller as controller_module
-from reference.errors import InvariantViolation
-from reference.replication.broker import Broker
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.effects import ProduceAcked
-from reference.replication.invariants import INVARIANTS, Monitor
-from reference.replication.znodes import TopicPartition
-from reference.zookeeper import SetData
+import coordspec.reference.replication.controller as controller_module
+from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import ProduceAcked
+from coordspec.reference.replication.invariants import INVARIANTS, Monitor
+from coordspec.reference.replication.znodes import TopicPartition
+from coordspec.reference.zookeeper import SetData
 
 TP = TopicPartition("t", 0)
 CONFIG = ReplicationConfig(min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)

@@ -5,10 +5,10 @@ min.insync.replicas, truncation, topic deletion, reassignment and restarts."""
 
 from __future__ import annotations
 
-from reference.replication.broker import Broker
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.effects import (
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.effects import (
     BecameFollower,
     IsrUpdated,
     LeadershipLost,
@@ -17,12 +17,12 @@ from reference.replication.effects import (
     ProduceFailed,
     ReplicaStopped,
 )
-from reference.replication.events import DeliverRequest
-from reference.replication.invariants import Monitor, can_commit
-from reference.replication.log import Record
-from reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition
-from reference.replication.partition import Role
-from reference.replication.znodes import REASSIGN_PARTITIONS, PartitionState, TopicAssignment, TopicPartition, topic_path
+from coordspec.reference.replication.events import DeliverRequest
+from coordspec.reference.replication.invariants import Monitor, can_commit
+from coordspec.reference.replication.log import Record
+from coordspec.reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import REASSIGN_PARTITIONS, PartitionState, TopicAssignment, TopicPartition, topic_path
 
 CONFIG = ReplicationConfig(min_insync_replicas=2, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)
 TP = TopicPartition("t", 0)

@@ -11,9 +11,9 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.invariants import (
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.invariants import (
     check_at_most_one_leader_can_commit,
     check_controller_epoch_monotonic,
     check_leader_in_isr,
@@ -21,8 +21,8 @@ from reference.replication.invariants import (
     check_no_write_with_stale_version,
     forget_deleted_topics,
 )
-from reference.replication.znodes import REASSIGN_PARTITIONS, TopicPartition
-from reference.zookeeper.sessions import SessionState
+from coordspec.reference.replication.znodes import REASSIGN_PARTITIONS, TopicPartition
+from coordspec.reference.zookeeper.sessions import SessionState
 
 BROKERS = [1, 2, 3]
 CONFIG = ReplicationConfig(min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)

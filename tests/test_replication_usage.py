@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from reference.errors import UsageError
-from reference.replication.batching import pack
-from reference.replication.broker import Broker
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.events import Produce, ZkResult
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.znodes import TopicPartition
-from reference.zookeeper import Code, SetData, SetDataResult
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.batching import pack
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.events import Produce, ZkResult
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.znodes import TopicPartition
+from coordspec.reference.zookeeper import Code, SetData, SetDataResult
 
 TP = TopicPartition("t", 0)
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from reference.errors import UsageError
-from reference.replication.znodes import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.znodes import (
     PartitionState,
     TopicAssignment,
     TopicPartition,

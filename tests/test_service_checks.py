@@ -2,7 +2,7 @@
 ported from GroupCoordinatorServiceTest, commit 1eb7644349cb07139d6a3c1ad1986979647cac99 (classic parts).
 
 The service's config: sessions 120 ms .. 50 000 ms. Kafka's failed writes reach clients through
-the error mapping in reference.errors.append_error_to_response_error; in the reference a write
+the error mapping in coordspec.reference.errors.append_error_to_response_error; in the reference a write
 fails when the driver completes its append with an error (``Driver(complete_appends=False)``).
 
 Skipped Kafka tests:
@@ -33,9 +33,9 @@ from __future__ import annotations
 import pytest
 
 from driver import GROUP_ID, Driver, kafka_test_config
-from reference.errors import ErrorCode, append_error_to_response_error
-from reference.group import FetchTopic, OffsetFetch
-from reference.group.responses import (
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group import FetchTopic, OffsetFetch
+from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     DeletableGroupResult,

@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
-from conformance.tracecheck import cluster_sim, names, planted, simulate
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.cli import main
-from conformance.tracecheck.replay import Settings
+from coordspec.conformance.tracecheck import cluster_sim, names, planted, simulate
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.tracecheck.replay import Settings
 
 
 def test_clean_runs_with_every_fault_have_no_violation_and_exercise_the_states(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.diagram import dot_source, outcomes_markdown
-from conformance.tla import TLA_DIR, checked_names
-from reference.group.transitions import TRANSITIONS
+from coordspec.conformance.diagram import dot_source, outcomes_markdown
+from coordspec.conformance.tla import TLA_DIR, checked_names
+from coordspec.reference.group.transitions import TRANSITIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 # rule prefix -> (its spec page, the TLA+ spec whose invariants the page explains)
@@ -82,7 +82,7 @@ def test_every_test_and_file_the_spec_cites_exists():
 @pytest.mark.parametrize("prefix", PAGES)
 def test_the_reference_checks_every_invariant_tlc_checks_under_the_same_name(prefix):
     spec = PAGES[prefix][1]
-    module = {"GM": "reference.group.invariants", "ISR": "reference.replication.invariants", "CF": "reference.failover.invariants"}[prefix]
+    module = {"GM": "coordspec.reference.group.invariants", "ISR": "coordspec.reference.replication.invariants", "CF": "coordspec.reference.failover.invariants"}[prefix]
     python = set(importlib.import_module(module).INVARIANTS)
     tla = set(checked_names(TLA_DIR / f"MC{spec}.cfg")) - {"TypeOK"}
     assert tla <= python, f"{spec} checks {sorted(tla - python)}, which {module} does not"

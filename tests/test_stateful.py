@@ -16,12 +16,12 @@ import hypothesis.strategies as st
 from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from reference.assignors.leader import lead
-from reference.choices import SeededChoices
-from reference.consumer_protocol import Assignment as ConsumerAssignment
-from reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import (
+from coordspec.reference.assignors.leader import lead
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import (
     AppendCompleted,
     Assignment,
     CommitPartition,
@@ -38,8 +38,8 @@ from reference.group import (
     SyncGroup,
     Tick,
 )
-from reference.group.effects import AppendRecords, Reply
-from reference.group.invariants import Monitor
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.invariants import Monitor
 
 GROUP = "g"
 TOPIC = "t"

@@ -41,9 +41,9 @@ from kafka_context import (
     static_members_join_and_rebalance,
 )
 
-from reference.errors import ErrorCode
-from reference.group import GroupState
-from reference.group.responses import JoinGroupMember, JoinGroupResponse
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import GroupState
+from coordspec.reference.group.responses import JoinGroupMember, JoinGroupResponse
 
 
 # -- tests -------------------------------------------------------------------------------------

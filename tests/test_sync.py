@@ -44,9 +44,9 @@ from kafka_context import (
     verify_heartbeat,
 )
 
-from reference.errors import ErrorCode
-from reference.group.responses import JoinGroupResponse
-from reference.group.transitions import COMPLETING, EMPTY, PREPARING, STABLE
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.responses import JoinGroupResponse
+from coordspec.reference.group.transitions import COMPLETING, EMPTY, PREPARING, STABLE
 
 # -- testSyncGroupProtocolTypeAndNameWith -----------------------------------------------------
 

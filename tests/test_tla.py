@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance import tla
+from coordspec.conformance import tla
 
 
 def coordspec(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", *args], capture_output=True, text=True, timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import tla
+from coordspec.conformance import tla
 
 SPEC = "CoordinatorFailover"
 INVARIANTS = ["TypeOK", "LoadBeforeServe", "SingleActiveCoordinator", "NoCommittedOffsetLost",

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite import run
-from conformance.suite.loader import SCENARIO_DIR
-from conformance.tracecheck import summary
-from conformance.tracecheck.check import Progress, check_files
-from conformance.tracecheck.cli import main
-from conformance.tracecheck.planted import PlantedTarget
-from conformance.tracecheck.replay import Settings
-from conformance.tracecheck.scenarios import scenario_settings
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.tracecheck import summary
+from coordspec.conformance.tracecheck.check import Progress, check_files
+from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.tracecheck.planted import PlantedTarget
+from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.conformance.tracecheck.scenarios import scenario_settings
 
 
 def settings() -> Settings:

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite import codec
-from conformance.tracecheck.check import check_files
-from conformance.tracecheck.replay import Settings
-from reference.choices import SeededChoices
-from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
-from reference.group.effects import AppendRecords, Reply
-from reference.group.requests import (
+from coordspec.conformance.suite import codec
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.requests import (
     API_KEYS,
     CommitPartition,
     CommitTopic,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import traces
+from coordspec.conformance import traces
 
 
 @pytest.fixture(scope="module")

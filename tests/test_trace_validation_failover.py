@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import traces_failover as tf
+from coordspec.conformance import traces_failover as tf
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
 
 
 def test_tla_values_round_trip_through_the_parser():
-    from conformance.traces import parse_value
+    from coordspec.conformance.traces import parse_value
 
     state = tf.Harness().abstract()
     assert parse_value(tf.tla(state["hw"])) == state["hw"]

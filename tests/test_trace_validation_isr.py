@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import traces_isr
+from coordspec.conformance import traces_isr
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The transition tables, walked: every (group state x request) pair, and every edge.
 
 ``EXPECTED`` says what a request from the follower F of a two-member group gets in each
-state; where ``reference.group.transitions.OUTCOMES`` has an entry the two must agree, so
+state; where ``coordspec.reference.group.transitions.OUTCOMES`` has an entry the two must agree, so
 the table the coordinator dispatches on is the table this test checks. Every state change
 observed must be an edge of ``TRANSITIONS``, and every edge must be observed.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from driver import Driver, kafka_test_config
 
-from reference.errors import ErrorCode
-from reference.group import state as state_module
-from reference.group.rebalance import join_key
-from reference.group.transitions import (
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import state as state_module
+from coordspec.reference.group.rebalance import join_key
+from coordspec.reference.group.transitions import (
     COMPLETING,
     DEAD,
     EMPTY,

@@ -33,9 +33,9 @@ from hypothesis.stateful import (
 )
 from kazoo.client import KazooClient
 
-from broker.zookeeper.executor import KazooExecutor
-from broker.zookeeper.process import ZooKeeperEnsemble, ZooKeeperUnavailable, zookeeper
-from reference.zookeeper import (
+from coordspec.broker.zookeeper.executor import KazooExecutor
+from coordspec.broker.zookeeper.process import ZooKeeperEnsemble, ZooKeeperUnavailable, zookeeper
+from coordspec.reference.zookeeper import (
     Check,
     CloseSession,
     Create,

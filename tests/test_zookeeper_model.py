@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reference.errors import UsageError
-from reference.zookeeper import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper import (
     Check,
     CloseSession,
     Code,

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from broker.zookeeper.executor import KazooExecutor
-from broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
-from reference.errors import UsageError
-from reference.zookeeper import (
+from coordspec.broker.zookeeper.executor import KazooExecutor
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper import (
     Check,
     Code,
     Create,

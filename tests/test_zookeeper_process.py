@@ -16,8 +16,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
-from broker.zookeeper import process
-from broker.zookeeper.process import ZooKeeperUnavailable, serving_mode, zookeeper
+from coordspec.broker.zookeeper import process
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, serving_mode, zookeeper
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -155,7 +155,7 @@ def test_a_server_that_does_not_come_up_names_its_log(monkeypatch):
 
 
 def coordspec_zookeeper_up(*args: str, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "conformance.cli", "zookeeper", "up", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
 
 
@@ -220,13 +220,13 @@ def test_command_line_reports_a_node_killed_from_outside():
 
 def test_command_line_reports_missing_java_in_one_line():
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(REPO), "HOME": os.environ.get("HOME", "/tmp")}
-    run = subprocess.run([sys.executable, "-m", "conformance.cli", "zookeeper", "up"], check=False, env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up"], check=False, env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert run.stderr == "zookeeper: ZooKeeper needs Java: no java on PATH (install default-jdk-headless)\n"
 
 
 def test_command_line_refuses_an_empty_ensemble():
-    run = subprocess.run([sys.executable, "-m", "conformance.cli", "zookeeper", "up", "--nodes", "0"],
+    run = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", "--nodes", "0"],
                          check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert run.returncode == 2
     assert run.stderr == "zookeeper up: --nodes must be at least 1, got 0\n"

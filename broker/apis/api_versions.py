@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.context import BrokerContext, Client
-from broker.wire.protocol import API_VERSIONS_KEY
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.wire.protocol import API_VERSIONS_KEY
 
 UNSUPPORTED_VERSION, INVALID_REQUEST = 35, 42
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -26,7 +26,7 @@ def unsupported(apis: dict[int, Any]) -> dict[str, Any]:
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    from broker.apis.registry import APIS  # the table lists this handler too
+    from coordspec.broker.apis.registry import APIS  # the table lists this handler too
 
     if version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name) and _SOFTWARE.fullmatch(body.client_software_version)):
         return {"error_code": INVALID_REQUEST, "api_keys": []}

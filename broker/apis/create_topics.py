@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from broker.context import BrokerContext, Client
-from broker.log.topics import topic_name_error
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.log.topics import topic_name_error
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 0, 17, 36
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST, POLICY_VIOLATION = 37, 38, 40, 42, 44

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext, Client
+from coordspec.broker.context import BrokerContext, Client
 
 NONE, COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST = 0, 15, 42
 GROUP_KEY_TYPE = 0

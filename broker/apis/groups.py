@@ -15,10 +15,10 @@ import dataclasses
 import functools
 from typing import Any
 
-from broker.context import BrokerContext, Client
-from broker.wire.entities import ms
-from reference.errors import ErrorCode
-from reference.group import (
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.wire.entities import ms
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import (
     Assignment,
     CommitPartition,
     CommitTopic,
@@ -35,7 +35,7 @@ from reference.group import (
     Protocol,
     SyncGroup,
 )
-from reference.group.responses import CommitPartitionResponse, CommitTopicResponse
+from coordspec.reference.group.responses import CommitPartitionResponse, CommitTopicResponse
 
 
 def _plain(response: Any) -> dict[str, Any]:

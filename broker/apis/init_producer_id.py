@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext, Client
+from coordspec.broker.context import BrokerContext, Client
 
 NONE, COORDINATOR_NOT_AVAILABLE = 0, 15
 

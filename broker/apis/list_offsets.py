@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext, Client
+from coordspec.broker.context import BrokerContext, Client
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION = 0, 3
 LATEST, EARLIEST = -1, -2

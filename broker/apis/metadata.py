@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext, Client
-from broker.log.topics import topic_name_error
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.log.topics import topic_name_error
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 0, 3, 17
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import BrokerContext, Client
-from broker.log.batches import InvalidBatch, check_single_batch
-from broker.log.producers import SequenceError
-from broker.log.topics import OFFSETS_TOPIC
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.log.batches import InvalidBatch, check_single_batch
+from coordspec.broker.log.producers import SequenceError
+from coordspec.broker.log.topics import OFFSETS_TOPIC
 
 NONE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION = 0, 2, 3, 17
 INVALID_REQUIRED_ACKS, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD = 21, 53, 87

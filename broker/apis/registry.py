@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.apis import (
+from coordspec.broker.apis import (
     api_versions,
     create_topics,
     fetch,
@@ -24,7 +24,7 @@ from broker.apis import (
     metadata,
     produce,
 )
-from reference.group.requests import API_KEYS, VERSIONS
+from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 Handler = Callable[..., Awaitable[dict[str, Any] | None]]
 

@@ -1,11 +1,11 @@
 """The APIs a cluster broker serves, over the same wire code as the single broker.
 
-The group APIs are the single broker's handlers (:mod:`broker.apis.groups`), with the
+The group APIs are the single broker's handlers (:mod:`coordspec.broker.apis.groups`), with the
 node's coordinator host behind ``ctx.groups``. Metadata and FindCoordinator answer from
-what ZooKeeper publishes (:mod:`broker.cluster.published`); Produce, Fetch and ListOffsets
+what ZooKeeper publishes (:mod:`coordspec.broker.cluster.published`); Produce, Fetch and ListOffsets
 go to the partition's leader replica, and a Fetch with ``replica_id`` set is a follower's.
-InitProducerId hands out ids from blocks reserved in ZooKeeper (:mod:`broker.cluster.producer_ids`)
-and a leader checks idempotent batches' sequences (:mod:`broker.cluster.producer_state`).
+InitProducerId hands out ids from blocks reserved in ZooKeeper (:mod:`coordspec.broker.cluster.producer_ids`)
+and a leader checks idempotent batches' sequences (:mod:`coordspec.broker.cluster.producer_state`).
 """
 
 from __future__ import annotations
@@ -16,25 +16,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.apis import api_versions, groups
-from broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
-from broker.apis.registry import Api
-from broker.cluster.node import ClusterNode
-from broker.cluster.peer_wire import ERROR_CODES
-from broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
-from broker.cluster.producer_state import LeaderProducers, committed
-from broker.cluster.published import PublishedView
-from broker.cluster.replica_logs import index_holding, kafka_offset
-from broker.context import Client
-from broker.log.batches import InvalidBatch, check_single_batch, read_header
-from broker.log.producers import SequenceError
-from broker.log.topics import topic_name_error
-from broker.wire.entities import build, ms, type_hints
-from broker.wire.protocol import response_class
-from reference.failover.placement import OFFSETS_TOPIC, partition_for
-from reference.group.requests import API_KEYS, VERSIONS
-from reference.replication.effects import ProduceFailed
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.apis import api_versions, groups
+from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
+from coordspec.broker.apis.registry import Api
+from coordspec.broker.cluster.node import ClusterNode
+from coordspec.broker.cluster.peer_wire import ERROR_CODES
+from coordspec.broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
+from coordspec.broker.cluster.producer_state import LeaderProducers, committed
+from coordspec.broker.cluster.published import PublishedView
+from coordspec.broker.cluster.replica_logs import index_holding, kafka_offset
+from coordspec.broker.context import Client
+from coordspec.broker.log.batches import InvalidBatch, check_single_batch, read_header
+from coordspec.broker.log.producers import SequenceError
+from coordspec.broker.log.topics import topic_name_error
+from coordspec.broker.wire.entities import build, ms, type_hints
+from coordspec.broker.wire.protocol import response_class
+from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
+from coordspec.reference.group.requests import API_KEYS, VERSIONS
+from coordspec.reference.replication.effects import ProduceFailed
+from coordspec.reference.replication.znodes import TopicPartition
 
 NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 1, 2, 3, 5
 NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
@@ -47,7 +47,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511
 
 @dataclass
 class ClusterContext:
-    """What the handlers see; ``groups`` and ``topics`` are what broker.apis.groups uses."""
+    """What the handlers see; ``groups`` and ``topics`` are what coordspec.broker.apis.groups uses."""
 
     node_id: int
     host: str
@@ -240,7 +240,7 @@ async def produce_handle(ctx: ClusterContext, client: Client, version: int, body
 
 async def init_producer_id_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     """A fresh id at epoch 0 for an idempotent producer, as the single broker's
-    (broker.apis.init_producer_id); no transaction coordinator, so none for a transactional id."""
+    (coordspec.broker.apis.init_producer_id); no transaction coordinator, so none for a transactional id."""
     unavailable = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
     if body.transactional_id is not None or ctx.node.zk is None:
         return unavailable

@@ -1,8 +1,8 @@
 """A coordinator's append to ``__consumer_offsets`` as one Kafka record batch, and back.
 
 The records are the reference's group records in Kafka's key and value encoding
-(:mod:`broker.log.group_records`); the batch's offset and leader epoch are set when
-the leader appends it (:func:`broker.cluster.replica_logs.stamped`).
+(:mod:`coordspec.broker.log.group_records`); the batch's offset and leader epoch are set when
+the leader appends it (:func:`coordspec.broker.cluster.replica_logs.stamped`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from kio.records.schema import Record as KioRecord
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
-from broker.log.batches import HEADER, read_header
-from broker.log.group_records import decode_record, encode_key, encode_value
-from reference.group.records import Record
+from coordspec.broker.log.batches import HEADER, read_header
+from coordspec.broker.log.group_records import decode_record, encode_key, encode_value
+from coordspec.reference.group.records import Record
 
 
 def _empty_batch(now_ms: int) -> bytes:

@@ -1,5 +1,5 @@
 """A cluster broker's JSONL trace of the group protocol (spec/trace-format.md), through
-the single broker's writer (:mod:`broker.trace`).
+the single broker's writer (:mod:`coordspec.broker.trace`).
 
 Every broker writes its own file, all under the cluster's run and clock, so the files
 together are one run in which a group's coordinator may change. Only what a group's
@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from broker.trace import Trace, group_key
-from reference.errors import ErrorCode
-from reference.failover.host import CoordinatorHost
-from reference.group.effects import Reply
+from coordspec.broker.trace import Trace, group_key
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.group.effects import Reply
 
 LOAD_GROUP = "load_group"
 

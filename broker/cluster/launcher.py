@@ -5,7 +5,7 @@
         cluster.kill(cluster.coordinator("my-group")) # SIGKILL: a real crash
         cluster.wait(lambda view: ..., "a new coordinator")
 
-Each broker is ``python -m broker.cluster.server`` in its own process, with its data in
+Each broker is ``python -m coordspec.broker.cluster.server`` in its own process, with its data in
 ``<data_dir>/broker-<id>``, its trace of the group protocol in
 ``<data_dir>/broker-<id>/trace.jsonl`` (one run and one clock for the whole cluster:
 :meth:`Cluster.trace_files` together are the cluster's trace) and its stderr in
@@ -34,11 +34,11 @@ from typing import Self
 from kazoo.client import KazooClient
 from pydantic import ValidationError
 
-from broker.cluster.published import PublishedView
-from broker.trace import TraceRun
-from broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, stopped_by_signals, zookeeper
-from reference.failover.placement import OFFSETS_TOPIC, partition_for
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.published import PublishedView
+from coordspec.broker.trace import TraceRun
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, stopped_by_signals, zookeeper
+from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
+from coordspec.reference.replication.znodes import TopicPartition
 
 HOST = "127.0.0.1"
 _REPO = Path(__file__).resolve().parent.parent.parent
@@ -120,7 +120,7 @@ class Cluster:
         peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
         # Like ZooKeeper's JVM, a broker dies with the thread that started it: a launcher killed
         # from outside (a test's timeout, kill -9) leaves no broker behind in its own session.
-        command = [*die_with_parent(), sys.executable, "-m", "broker.cluster.server", "--id", str(broker_id), "--peers", peers,
+        command = [*die_with_parent(), sys.executable, "-m", "coordspec.broker.cluster.server", "--id", str(broker_id), "--peers", peers,
                    "--zookeeper", self.zookeeper_connect, "--data", str(self.data_dir / f"broker-{broker_id}"),
                    "--offsets-partitions", str(self.offsets_partitions), "--trace-run", self.trace_run,
                    "--trace-epoch-ms", str(self.trace_epoch_ms), *self.broker_args]

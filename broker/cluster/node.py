@@ -3,22 +3,22 @@ real ZooKeeper, real connections and real time.
 
 Every decision is the reference's. :class:`ClusterNode` owns
 
-- ``replica``, a :class:`reference.replication.broker.Broker` (ZooKeeper registration,
+- ``replica``, a :class:`coordspec.reference.replication.broker.Broker` (ZooKeeper registration,
   controller candidacy, LeaderAndIsr, partitions with logs, HW and ISR changes), whose
-  ZooKeeper calls run on the broker's kazoo session (:mod:`broker.cluster.zk_session`),
+  ZooKeeper calls run on the broker's kazoo session (:mod:`coordspec.broker.cluster.zk_session`),
   whose ``SendRequest`` effects go to the other brokers over the wire, and whose followers
-  fetch from their leaders over the wire (:mod:`broker.cluster.peer_wire`);
-- ``host``, a :class:`reference.failover.host.CoordinatorHost`: the group coordinator of
+  fetch from their leaders over the wire (:mod:`coordspec.broker.cluster.peer_wire`);
+- ``host``, a :class:`coordspec.reference.failover.host.CoordinatorHost`: the group coordinator of
   every ``__consumer_offsets`` partition this broker leads. The model's notices become host
-  events as in :class:`reference.failover.cluster.FailoverCluster` (BecameLeader is
+  events as in :class:`coordspec.reference.failover.cluster.FailoverCluster` (BecameLeader is
   BecomeCoordinator, LeadershipLost / BecameFollower / ReplicaStopped ResignCoordinator,
   HighWatermarkMoved HighWatermarkUpdated), and the host's appends are produces to the
   model's leader replica, answered once the high watermark passes them (meanwhile the
-  group's next requests wait their turn, :mod:`broker.group_turns`);
-- ``trace``, the JSONL trace of what its coordinators decide (:mod:`broker.cluster.group_trace`).
+  group's next requests wait their turn, :mod:`coordspec.broker.group_turns`);
+- ``trace``, the JSONL trace of what its coordinators decide (:mod:`coordspec.broker.cluster.group_trace`).
 
 All of it runs on one asyncio loop; a step (one model or host event) runs to completion,
-its logs are written (:mod:`broker.cluster.replica_logs`), and one timer is armed for the
+its logs are written (:mod:`coordspec.broker.cluster.replica_logs`), and one timer is armed for the
 earliest deadline of either.
 """
 
@@ -35,27 +35,27 @@ from typing import Any
 
 from kazoo.exceptions import KazooException, NodeExistsError
 
-from broker.cluster.group_batches import decode_group_batch, encode_group_batch
-from broker.cluster.group_trace import GroupTrace
-from broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
-from broker.cluster.published import PublishedView
-from broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
-from broker.cluster.zk_session import ZkSession, now_ms
-from broker.group_turns import GroupTurns
-from broker.log.batches import read_header
-from broker.trace import Trace, group_key
-from reference.choices import SeededChoices
-from reference.errors import ErrorCode
-from reference.failover.effects import AppendToPartition, LoadPartition
-from reference.failover.events import AppendFailed, BecomeCoordinator, HighWatermarkUpdated, LoadGroup, ResignCoordinator
-from reference.failover.host import CoordinatorHost
-from reference.failover.placement import OFFSETS_TOPIC
-from reference.group import GroupConfig, Tick
-from reference.group.effects import Reply
-from reference.group.records import GroupMetadataKey
-from reference.replication.broker import Broker
-from reference.replication.config import ReplicationConfig
-from reference.replication.effects import (
+from coordspec.broker.cluster.group_batches import decode_group_batch, encode_group_batch
+from coordspec.broker.cluster.group_trace import GroupTrace
+from coordspec.broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
+from coordspec.broker.cluster.published import PublishedView
+from coordspec.broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
+from coordspec.broker.cluster.zk_session import ZkSession, now_ms
+from coordspec.broker.group_turns import GroupTurns
+from coordspec.broker.log.batches import read_header
+from coordspec.broker.trace import Trace, group_key
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.failover.effects import AppendToPartition, LoadPartition
+from coordspec.reference.failover.events import AppendFailed, BecomeCoordinator, HighWatermarkUpdated, LoadGroup, ResignCoordinator
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.failover.placement import OFFSETS_TOPIC
+from coordspec.reference.group import GroupConfig, Tick
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.records import GroupMetadataKey
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.effects import (
     BecameFollower,
     BecameLeader,
     HighWatermarkMoved,
@@ -67,12 +67,12 @@ from reference.replication.effects import (
     SendRequest,
     ZkCall,
 )
-from reference.replication.events import BrokerTick, DeliverRequest, Fetch, FetchResponse, Produce
-from reference.replication.messages import ControllerRequest
-from reference.replication.partition import Role
-from reference.replication.znodes import TopicAssignment, TopicPartition, broker_path, topic_path
+from coordspec.reference.replication.events import BrokerTick, DeliverRequest, Fetch, FetchResponse, Produce
+from coordspec.reference.replication.messages import ControllerRequest
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import TopicAssignment, TopicPartition, broker_path, topic_path
 
-log = logging.getLogger("broker.cluster")
+log = logging.getLogger("coordspec.broker.cluster")
 
 FETCH_MAX_WAIT_MS = 500
 FETCH_MAX_BYTES = 8 * 1024 * 1024
@@ -468,7 +468,7 @@ class ClusterNode:
     # -- the coordinator host ------------------------------------------------------------
 
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
-        """A group request built by ``make(request_id, now_ms)``; its response (broker.apis.groups)."""
+        """A group request built by ``make(request_id, now_ms)``; its response (coordspec.broker.apis.groups)."""
         self._request_ids += 1
         request = make(self._request_ids, self.now())
         group_id = group_key(request)
@@ -510,7 +510,7 @@ class ClusterNode:
         self._arm_timer()
 
     def _writing(self, append: AppendToPartition) -> None:
-        """The groups of ``append`` take turns with it (broker.group_turns) until it ends."""
+        """The groups of ``append`` take turns with it (coordspec.broker.group_turns) until it ends."""
         commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in append.records)
         for group_id in {r.key.group for r in append.records}:
             self._unwritten.setdefault(append.partition, []).append(_Unwritten(append.offset, group_id, commits_only))

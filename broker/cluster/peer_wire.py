@@ -6,7 +6,7 @@ Replica fetches are Kafka's Fetch v12 (``replica_id`` set, ``current_leader_epoc
 LeaderAndIsr and StopReplica keep Kafka's API keys (4 and 5), but kio has no schema for
 them (Kafka 4.0 removed these ZooKeeper-era APIs). They travel in an internal framing: a
 request header v1 (key, version 0, correlation id, client id), then the reference's
-:mod:`~reference.replication.messages` value as JSON; the answer is the correlation id
+:mod:`~coordspec.reference.replication.messages` value as JSON; the answer is the correlation id
 and an int16 error code. Only brokers of this cluster send them.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from broker.wire.entities import build
-from broker.wire.framing import FrameError, frame, read_frame
-from reference.replication.messages import ControllerRequest, LeaderAndIsr, LeaderAndIsrPartition, StopReplica
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.wire.entities import build
+from coordspec.broker.wire.framing import FrameError, frame, read_frame
+from coordspec.reference.replication.messages import ControllerRequest, LeaderAndIsr, LeaderAndIsrPartition, StopReplica
+from coordspec.reference.replication.znodes import TopicPartition
 
 LEADER_AND_ISR, STOP_REPLICA = 4, 5
 INTERNAL_KEYS = (LEADER_AND_ISR, STOP_REPLICA)

@@ -1,5 +1,5 @@
 """Idempotent producers on a partition leader: the single broker's sequence checks
-(:class:`broker.log.producers.ProducerState`: per producer id, its epoch and last five
+(:class:`coordspec.broker.log.producers.ProducerState`: per producer id, its epoch and last five
 batches) over a replica log.
 
 The state is read from the batch headers of the log itself. Before each check it is
@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from broker.cluster.replica_logs import index_of
-from broker.log.batches import BatchHeader, read_header
-from broker.log.producers import ProducerState
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.replica_logs import index_of
+from coordspec.broker.log.batches import BatchHeader, read_header
+from coordspec.broker.log.producers import ProducerState
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.znodes import TopicPartition
 
 NONE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 0, 6, 7, 20
 

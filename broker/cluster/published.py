@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from reference.errors import UsageError
-from reference.replication.znodes import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     CONTROLLER,
     TOPICS,

@@ -1,6 +1,6 @@
 """The replication model's logs as Kafka record batches, on disk and in Kafka offsets.
 
-The model's log holds :class:`~reference.replication.log.Record` values, one per
+The model's log holds :class:`~coordspec.reference.replication.log.Record` values, one per
 append. Here every append is one Kafka record batch (magic 2), so a record is fully
 described by its batch: ``value`` is the batch's bytes, ``leader_epoch`` its partition
 leader epoch and ``payload_id`` its base offset (unique in a log: within one leader
@@ -21,9 +21,9 @@ import shutil
 import struct
 from pathlib import Path
 
-from broker.log.batches import InvalidBatch, read_header, with_base_offset
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.log.batches import InvalidBatch, read_header, with_base_offset
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.znodes import TopicPartition
 
 SEGMENT = "replica.log"
 _LEADER_EPOCH = struct.Struct(">i")  # the partition leader epoch, at byte 12 of a batch

@@ -1,13 +1,13 @@
-"""A cluster broker process: ``python -m broker.cluster.server --id 1 --peers 1=127.0.0.1:P1,... --zookeeper H:P --data DIR``.
+"""A cluster broker process: ``python -m coordspec.broker.cluster.server --id 1 --peers 1=127.0.0.1:P1,... --zookeeper H:P --data DIR``.
 
 ``--peers`` names every broker of the cluster with the address it listens on: the model's
 registration in ZooKeeper carries no usable address, so brokers and clients are pointed at these.
 
-Connections are served as the single broker serves them (:mod:`broker.server`, over
-:class:`~broker.wire.connection.FrameConnection`): one request at a time, in order; a frame
+Connections are served as the single broker serves them (:mod:`coordspec.broker.server`, over
+:class:`~coordspec.broker.wire.connection.FrameConnection`): one request at a time, in order; a frame
 above ``--max-frame-bytes`` or a request that does not decode closes the connection.
 Other brokers reach this one on the same port: the controller's LeaderAndIsr and
-StopReplica in their internal framing (:mod:`broker.cluster.peer_wire`) and the followers'
+StopReplica in their internal framing (:mod:`coordspec.broker.cluster.peer_wire`) and the followers'
 Fetches. A connection is a peer's when its first request is one of these (a Fetch whose
 ``replica_id`` names a broker of ``--peers``). As Kafka lets inter-broker connections past
 ``max.connections``, only clients' connections count toward ``--max-connections``, and only
@@ -23,7 +23,7 @@ ephemerals go at once); SIGKILL is a crash (the session expires).
 The broker writes its JSONL trace of the group protocol to ``<data>/trace.jsonl``
 (``--trace``, ``--no-trace``); ``--trace-run`` and ``--trace-epoch-ms`` must be the same for every broker
 of a cluster, so that their files together are one run on one clock
-(:mod:`broker.cluster.group_trace`).
+(:mod:`coordspec.broker.cluster.group_trace`).
 """
 
 from __future__ import annotations
@@ -38,19 +38,19 @@ import signal
 import sys
 from pathlib import Path
 
-from broker.apis import api_versions
-from broker.cluster.apis import APIS, ClusterContext
-from broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
-from broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
-from broker.context import Client
-from broker.server import BrokerError, Limits
-from broker.wire.connection import FrameConnection, serve_frames
-from broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, peek_header, response_frame
-from reference.errors import UsageError
-from reference.group import GroupConfig
-from reference.replication.config import ReplicationConfig
+from coordspec.broker.apis import api_versions
+from coordspec.broker.cluster.apis import APIS, ClusterContext
+from coordspec.broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
+from coordspec.broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
+from coordspec.broker.context import Client
+from coordspec.broker.server import BrokerError, Limits
+from coordspec.broker.wire.connection import FrameConnection, serve_frames
+from coordspec.broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, peek_header, response_frame
+from coordspec.reference.errors import UsageError
+from coordspec.reference.group import GroupConfig
+from coordspec.reference.replication.config import ReplicationConfig
 
-log = logging.getLogger("broker.cluster")
+log = logging.getLogger("coordspec.broker.cluster")
 INVALID_REQUEST = 42
 FETCH_KEY = 1
 
@@ -216,7 +216,7 @@ def parse_peers(text: str) -> dict[int, tuple[str, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker.cluster.server", description="Serve one broker of a coordspec cluster.")
+    parser = argparse.ArgumentParser(prog="python -m coordspec.broker.cluster.server", description="Serve one broker of a coordspec cluster.")
     parser.add_argument("--id", type=int, required=True, help="broker.id")
     parser.add_argument("--peers", required=True, help="every broker of the cluster: ID=HOST:PORT,... (this one included)")
     parser.add_argument("--zookeeper", required=True, help="zookeeper.connect, HOST:PORT[,HOST:PORT...][/chroot]")

@@ -24,11 +24,11 @@ from kazoo.exceptions import ZookeeperError
 from kazoo.protocol.states import EventType as KEventType
 from kazoo.protocol.states import KazooState
 
-from broker.zookeeper import kazoo_calls
-from reference.replication.effects import ZkCall
-from reference.replication.events import ZkResult, ZkSessionExpired, ZkSessionStarted, ZkWatch
-from reference.zookeeper import Code, Create, Delete, EventType, Multi, SetData
-from reference.zookeeper.results import failure
+from coordspec.broker.zookeeper import kazoo_calls
+from coordspec.reference.replication.effects import ZkCall
+from coordspec.reference.replication.events import ZkResult, ZkSessionExpired, ZkSessionStarted, ZkWatch
+from coordspec.reference.zookeeper import Code, Create, Delete, EventType, Multi, SetData
+from coordspec.reference.zookeeper.results import failure
 
 _EVENT_TYPES = {
     KEventType.CREATED: EventType.NodeCreated,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from reference.group.records import (
+from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,

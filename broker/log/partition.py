@@ -12,8 +12,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from broker.log.batches import BatchHeader, InvalidBatch, read_header, with_base_offset
-from broker.log.producers import ProducerState
+from coordspec.broker.log.batches import BatchHeader, InvalidBatch, read_header, with_base_offset
+from coordspec.broker.log.producers import ProducerState
 
 SEGMENT = "00000000000000000000.log"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from broker.log.batches import BatchHeader
+from coordspec.broker.log.batches import BatchHeader
 
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH = 45, 47
 _MAX_SEQUENCE = 2**31 - 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from broker.log.partition import PartitionLog
+from coordspec.broker.log.partition import PartitionLog
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from broker.wire.entities import entity_of, is_array, nullable, type_hints
+from coordspec.broker.wire.entities import entity_of, is_array, nullable, type_hints
 
 _FIXED = {
     "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "uint32": 4, "uint64": 8, "float64": 8,

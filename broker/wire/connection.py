@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from broker.wire.framing import FrameError
-from broker.wire.protocol import BadRequest
+from coordspec.broker.wire.framing import FrameError
+from coordspec.broker.wire.protocol import BadRequest
 
 _READ_AHEAD = 1 << 20
 _LENGTH = struct.Struct(">i")

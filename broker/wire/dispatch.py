@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 
-from broker.apis import api_versions
-from broker.apis.registry import APIS
-from broker.context import BrokerContext, Client
-from broker.wire.protocol import (
+from coordspec.broker.apis import api_versions
+from coordspec.broker.apis.registry import APIS
+from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.wire.protocol import (
     API_VERSIONS_KEY,
     BadRequest,
     decode_request,

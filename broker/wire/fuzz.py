@@ -20,7 +20,7 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
-from broker.testing import encode_request
+from coordspec.broker.testing import encode_request
 
 T = TypeVar("T")
 PLACEHOLDER = "fuzz-group-0000000000000000"

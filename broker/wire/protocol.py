@@ -11,8 +11,8 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from broker.wire.bounds import check_lengths
-from broker.wire.entities import build
+from coordspec.broker.wire.bounds import check_lengths
+from coordspec.broker.wire.entities import build
 
 API_VERSIONS_KEY = 18
 _LENGTH, _LENGTH_AND_ID = struct.Struct(">i"), struct.Struct(">ii")

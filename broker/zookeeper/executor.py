@@ -46,10 +46,10 @@ from kazoo.protocol.states import Callback, KazooState, ZnodeStat
 from kazoo.protocol.states import EventType as KEventType
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from broker.zookeeper import kazoo_calls
-from broker.zookeeper.process import four_letter_word
-from reference.errors import UsageError
-from reference.zookeeper import (
+from coordspec.broker.zookeeper import kazoo_calls
+from coordspec.broker.zookeeper.process import four_letter_word
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper import (
     Check,
     CloseSession,
     Code,
@@ -73,7 +73,7 @@ from reference.zookeeper import (
     Tick,
     WatchFired,
 )
-from reference.zookeeper.results import failure
+from coordspec.reference.zookeeper.results import failure
 
 _EVENT_TYPES = {
     KEventType.CREATED: EventType.NodeCreated,

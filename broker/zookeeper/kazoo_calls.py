@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import RolledBackError
 from kazoo.protocol.states import ZnodeStat
 
-from reference.zookeeper import (
+from coordspec.reference.zookeeper import (
     Check,
     CheckResult,
     Code,

@@ -69,12 +69,12 @@ from typing import Any
 
 import z3
 
-from conformance.proofs import PROVED, VIOLATED, ProofResult
-from reference.assignors import ASSIGNORS, StickyAssignor
-from reference.assignors.base import Assignment, Assignor, TopicPartition
-from reference.assignors.range import java_string_key, member_order_key
-from reference.assignors.sticky import java_hash_map_order
-from reference.consumer_protocol import Subscription
+from coordspec.conformance.proofs import PROVED, VIOLATED, ProofResult
+from coordspec.reference.assignors import ASSIGNORS, StickyAssignor
+from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
+from coordspec.reference.assignors.range import java_string_key, member_order_key
+from coordspec.reference.assignors.sticky import java_hash_map_order
+from coordspec.reference.consumer_protocol import Subscription
 
 EXACTLY_ONE_OWNER = "ExactlyOneOwner"
 OWNER_SUBSCRIBES = "OwnerSubscribes"

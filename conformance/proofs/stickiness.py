@@ -45,12 +45,12 @@ from typing import Any
 
 import z3
 
-from conformance.proofs import MEASURED, PROVED, VIOLATED, ProofResult
-from reference.assignors import ASSIGNORS
-from reference.assignors.base import Assignment, Assignor, TopicPartition
-from reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
-from reference.assignors.sticky import encode_user_data as sticky_user_data
-from reference.consumer_protocol import Subscription, TopicPartitions
+from coordspec.conformance.proofs import MEASURED, PROVED, VIOLATED, ProofResult
+from coordspec.reference.assignors import ASSIGNORS
+from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
+from coordspec.reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
+from coordspec.reference.assignors.sticky import encode_user_data as sticky_user_data
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
 OPTIMUM_NEVER_WORSE = "OptimumNeverWorse"
 MOVEMENT_RATIO = "MovementRatio"

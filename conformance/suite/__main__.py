@@ -1,10 +1,10 @@
-"""``python -m conformance.suite``: the suite without the ``coordspec`` command."""
+"""``python -m coordspec.conformance.suite``: the suite without the ``coordspec`` command."""
 
 import argparse
 import sys
 
-from conformance.suite.cli import add_arguments, run_command
+from coordspec.conformance.suite.cli import add_arguments, run_command
 
-parser = argparse.ArgumentParser(prog="python -m conformance.suite", description="Check a broker against the reference.")
+parser = argparse.ArgumentParser(prog="python -m coordspec.conformance.suite", description="Check a broker against the reference.")
 add_arguments(parser)
 sys.exit(run_command(parser.parse_args()))

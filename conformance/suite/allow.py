@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from conformance.suite import yaml_lines
-from conformance.suite.results import RunResult
-from conformance.suite.versions import VersionError, parse_range
+from coordspec.conformance.suite import yaml_lines
+from coordspec.conformance.suite.results import RunResult
+from coordspec.conformance.suite.versions import VersionError, parse_range
 
 
 class AllowError(ValueError):

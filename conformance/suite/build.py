@@ -8,13 +8,13 @@ cannot carry is then a scenario error, reported with its line.
 
 from __future__ import annotations
 
-from conformance.suite import scenario as sc
-from conformance.suite.symbols import ClientState, Symbols
-from reference.assignors.leader import encode_assignments
-from reference.consumer_protocol import Subscription, encode_subscription
-from reference.errors import ErrorCode
-from reference.group import requests as rq
-from reference.group.responses import JoinGroupResponse, Response
+from coordspec.conformance.suite import scenario as sc
+from coordspec.conformance.suite.symbols import ClientState, Symbols
+from coordspec.reference.assignors.leader import encode_assignments
+from coordspec.reference.consumer_protocol import Subscription, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import requests as rq
+from coordspec.reference.group.responses import JoinGroupResponse, Response
 
 # The first version whose schema has GroupInstanceId, per API.
 _INSTANCE_ID_SINCE = {"JoinGroup": 5, "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 3, "OffsetCommit": 7}

@@ -39,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from conformance.suite import loader, targets
-    from conformance.suite.kafka_target import FaultCommands
-    from conformance.suite.listing import listing
-    from conformance.suite.suite import SuiteError, run, select
+    from coordspec.conformance.suite import loader, targets
+    from coordspec.conformance.suite.kafka_target import FaultCommands
+    from coordspec.conformance.suite.listing import listing
+    from coordspec.conformance.suite.suite import SuiteError, run, select
 
     if args.list:
         try:

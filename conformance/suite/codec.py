@@ -16,8 +16,8 @@ import types
 import typing
 from typing import Any
 
-from reference.group import requests as request_types
-from reference.group import responses as response_types
+from coordspec.reference.group import requests as request_types
+from coordspec.reference.group import responses as response_types
 
 REQUEST_ENVELOPE = frozenset({"request_id", "api_version", "now_ms"})  # kept apart from a request's own fields
 

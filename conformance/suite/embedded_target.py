@@ -1,5 +1,5 @@
 """The ``embedded`` target on a cluster: ZooKeeper (Debian's package) and three brokers of
-``broker.cluster`` in child processes, checked over the wire by the kafka target.
+``coordspec.broker.cluster`` in child processes, checked over the wire by the kafka target.
 
 ``__consumer_offsets`` has one partition (replication factor 3), so every group has the same
 coordinator, as on one broker: a DescribeGroups or DeleteGroups naming several groups is
@@ -28,14 +28,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.cluster.launcher import Cluster, ClusterError
-from broker.testing import Connection
-from conformance.suite.kafka_target import FaultCommands, KafkaTarget
-from conformance.suite.target import TargetError
-from reference.errors import ErrorCode
-from reference.failover.placement import OFFSETS_TOPIC
-from reference.group.requests import API_KEYS
-from reference.replication.znodes import TopicPartition
+from coordspec.broker.cluster.launcher import Cluster, ClusterError
+from coordspec.broker.testing import Connection
+from coordspec.conformance.suite.kafka_target import FaultCommands, KafkaTarget
+from coordspec.conformance.suite.target import TargetError
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.failover.placement import OFFSETS_TOPIC
+from coordspec.reference.group.requests import API_KEYS
+from coordspec.reference.replication.znodes import TopicPartition
 
 OFFSETS = TopicPartition(OFFSETS_TOPIC, 0)
 DESCRIBE_GROUPS = API_KEYS["DescribeGroups"]
@@ -63,7 +63,7 @@ class EmbeddedCluster:
         victim while it starts again (it would hold their requests until then)."""
         victim, successor = await asyncio.to_thread(self._fail_over, stop)
         # Started from this thread, not the worker's: a broker dies with the thread that
-        # started it (broker.cluster.launcher), and this one lives as long as the run.
+        # started it (coordspec.broker.cluster.launcher), and this one lives as long as the run.
         self.cluster.start_broker(victim)
         self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
         self._settling.start()

@@ -19,11 +19,11 @@ Each expectation key reads one view of the response, the same at every version:
 
 from __future__ import annotations
 
-from conformance.suite.scenario import Matcher, Pairs
-from conformance.suite.symbols import ANY, Symbols, Unbound
-from reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
-from reference.errors import ErrorCode
-from reference.group import responses as rs
+from coordspec.conformance.suite.scenario import Matcher, Pairs
+from coordspec.conformance.suite.symbols import ANY, Symbols, Unbound
+from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import responses as rs
 
 _SAME_ORDERLESS = ("members", "assignment")
 

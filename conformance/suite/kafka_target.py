@@ -30,14 +30,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from conformance.suite import wire_codec
-from conformance.suite.kafka_wire import Connection, WireError
-from conformance.suite.kio_entities import UnknownErrorCode
-from conformance.suite.target import TargetError
-from reference.errors import ErrorCode
-from reference.group.config import GroupConfig
-from reference.group.requests import API_KEYS, VERSIONS, Request
-from reference.group.responses import Response
+from coordspec.conformance.suite import wire_codec
+from coordspec.conformance.suite.kafka_wire import Connection, WireError
+from coordspec.conformance.suite.kio_entities import UnknownErrorCode
+from coordspec.conformance.suite.target import TargetError
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.requests import API_KEYS, VERSIONS, Request
+from coordspec.reference.group.responses import Response
 
 FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
 TOPICS = ("foo", "bar", "baz")  # what scenarios commit offsets to, partitions 0-2

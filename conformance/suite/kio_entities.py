@@ -24,7 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.static.primitive import i32Timedelta, i64Timedelta
 
-from reference.errors import ErrorCode
+from coordspec.reference.errors import ErrorCode
 
 _ZERO = {"string": "", "bytes": b"", "records": b"", "bool": False, "uuid": uuid.UUID(int=0),
          "error_code": KioErrorCode.none, "float64": 0.0}

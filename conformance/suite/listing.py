@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance.suite.scenario import Scenario
-from conformance.suite.versions import label, plans
-from reference.group.requests import VERSIONS
+from coordspec.conformance.suite.scenario import Scenario
+from coordspec.conformance.suite.versions import label, plans
+from coordspec.reference.group.requests import VERSIONS
 
 SPEC_PAGES = [Path(__file__).resolve().parents[2] / "spec" / name for name in ("group-membership.md", "coordinator-failover.md")]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from conformance.suite import yaml_lines
-from conformance.suite.scenario import (
+from coordspec.conformance.suite import yaml_lines
+from coordspec.conformance.suite.scenario import (
     CLIENT,
     REQUEST_STEPS,
     Await,
@@ -24,8 +24,8 @@ from conformance.suite.scenario import (
     SleepStep,
     parse_expectation,
 )
-from conformance.suite.versions import parse_range
-from reference.group.requests import VERSIONS
+from coordspec.conformance.suite.versions import parse_range
+from coordspec.reference.group.requests import VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 

@@ -2,7 +2,7 @@
 
 confluent-kafka starts the mock cluster when a client is made with
 ``test.mock.num.brokers``; it lives as long as that client. A child process
-(``python -m conformance.suite.mock_target``) makes one, prints the mock brokers' addresses
+(``python -m coordspec.conformance.suite.mock_target``) makes one, prints the mock brokers' addresses
 from the client's metadata, and waits until its stdin closes (the parent stopped or died)
 or it is terminated. The kafka target then checks the first broker as any other.
 
@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from conformance.suite.kafka_target import KafkaTarget
-from conformance.suite.target import TargetError
+from coordspec.conformance.suite.kafka_target import KafkaTarget
+from coordspec.conformance.suite.target import TargetError
 
 BROKERS = 3  # more than one, so that FindCoordinator routing matters
 _START_TIMEOUT_S = 30.0
@@ -35,7 +35,7 @@ class MockCluster:
 
     def start(self) -> MockCluster:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "conformance.suite.mock_target", str(self.brokers)],
+            [sys.executable, "-m", "coordspec.conformance.suite.mock_target", str(self.brokers)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=Path(__file__).resolve().parents[2],
         )

@@ -29,14 +29,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from conformance.suite import codec
-from conformance.suite.unify import TOKEN, Binding, unify
-from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
-from reference.group.coordinator import Observer
-from reference.group.effects import AppendRecords, Reply
-from reference.group.records import Record
-from reference.group.requests import Request
-from reference.group.responses import Response
+from coordspec.conformance.suite import codec
+from coordspec.conformance.suite.unify import TOKEN, Binding, unify
+from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.group.coordinator import Observer
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import Request
+from coordspec.reference.group.responses import Response
 
 MAX_HYPOTHESES = 256
 

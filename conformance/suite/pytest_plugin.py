@@ -1,6 +1,6 @@
 """A pytest plugin: the conformance catalog as pytest items, one per scenario and version plan.
 
-    pytest -p conformance.suite.pytest_plugin --conform [--conform-target kafka --conform-bootstrap HOST:PORT]
+    pytest -p coordspec.conformance.suite.pytest_plugin --conform [--conform-target kafka --conform-bootstrap HOST:PORT]
            [--conform-scenarios DIR ...] [--conform-tags GM-5* ...] [--conform-versions latest]
 
 A run that passes is a passed item, a failure fails its item with the step, the request,
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.suite import loader, reports, targets, versions
-from conformance.suite.results import RunResult, plan_label
-from conformance.suite.runner import run_one
-from conformance.suite.scenario import Scenario
-from conformance.suite.suite import planned, select
-from conformance.suite.target import Target
-from conformance.suite.trace import TraceWriter
+from coordspec.conformance.suite import loader, reports, targets, versions
+from coordspec.conformance.suite.results import RunResult, plan_label
+from coordspec.conformance.suite.runner import run_one
+from coordspec.conformance.suite.scenario import Scenario
+from coordspec.conformance.suite.suite import planned, select
+from coordspec.conformance.suite.target import Target
+from coordspec.conformance.suite.trace import TraceWriter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -19,13 +19,13 @@ import hashlib
 from collections import deque
 from typing import ClassVar, Literal
 
-from reference.choices import SeededChoices
-from reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
-from reference.group.effects import AppendRecords, Reply
-from reference.group.invariants import Monitor
-from reference.group.records import Record
-from reference.group.requests import VERSIONS, Request
-from reference.group.responses import Response
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.invariants import Monitor
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import VERSIONS, Request
+from coordspec.reference.group.responses import Response
 
 
 class ReferenceTarget:

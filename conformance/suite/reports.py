@@ -14,9 +14,9 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.suite.results import RunResult, plan_label
-from conformance.suite.verdicts import api_verdicts, counts, rule_verdicts
-from reference.group.requests import VERSIONS
+from coordspec.conformance.suite.results import RunResult, plan_label
+from coordspec.conformance.suite.verdicts import api_verdicts, counts, rule_verdicts
+from coordspec.reference.group.requests import VERSIONS
 
 _STYLE = (
     "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"

@@ -7,19 +7,19 @@ import contextlib
 import dataclasses
 import time
 
-from conformance.suite import codec
-from conformance.suite.build import build, learn
-from conformance.suite.expect import check
-from conformance.suite.oracle import Disagreement, Oracle, OracleOverflow
-from conformance.suite.results import Failure, RunResult
-from conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
-from conformance.suite.symbols import Symbols, Unbound
-from conformance.suite.target import Session, Target, TargetError
-from conformance.suite.trace import TraceWriter
-from reference.errors import InvariantViolation, UsageError
-from reference.group.config import GroupConfig
-from reference.group.requests import API_KEYS, Request
-from reference.group.responses import ListGroupsResponse, Response
+from coordspec.conformance.suite import codec
+from coordspec.conformance.suite.build import build, learn
+from coordspec.conformance.suite.expect import check
+from coordspec.conformance.suite.oracle import Disagreement, Oracle, OracleOverflow
+from coordspec.conformance.suite.results import Failure, RunResult
+from coordspec.conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
+from coordspec.conformance.suite.symbols import Symbols, Unbound
+from coordspec.conformance.suite.target import Session, Target, TargetError
+from coordspec.conformance.suite.trace import TraceWriter
+from coordspec.reference.errors import InvariantViolation, UsageError
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.requests import API_KEYS, Request
+from coordspec.reference.group.responses import ListGroupsResponse, Response
 
 
 class _Stop(Exception):

@@ -25,10 +25,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from conformance.suite.versions import VersionError, parse_range
-from reference.errors import ErrorCode, UsageError
-from reference.group.config import GroupConfig
-from reference.group.transitions import GroupState
+from coordspec.conformance.suite.versions import VersionError, parse_range
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.transitions import GroupState
 
 SYMBOL = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
 CLIENT = re.compile(r"^c[1-9][0-9]*$")

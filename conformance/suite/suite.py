@@ -1,6 +1,6 @@
 """Run a catalog of scenarios against a target, and write the reports.
 
-    from conformance.suite import run
+    from coordspec.conformance.suite import run
     outcome = run("reference", junit=Path("out/conformance.xml"), report=Path("out/conformance"))
     outcome.exit_code   # 0 when every run that ran passed
 
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from conformance.suite import allow as allow_file
-from conformance.suite import loader, reports, targets, versions
-from conformance.suite.results import RunResult
-from conformance.suite.runner import run_one
-from conformance.suite.scenario import Scenario
-from conformance.suite.target import Target
-from conformance.suite.trace import TraceWriter
+from coordspec.conformance.suite import allow as allow_file
+from coordspec.conformance.suite import loader, reports, targets, versions
+from coordspec.conformance.suite.results import RunResult
+from coordspec.conformance.suite.runner import run_one
+from coordspec.conformance.suite.scenario import Scenario
+from coordspec.conformance.suite.target import Target
+from coordspec.conformance.suite.trace import TraceWriter
 
 
 class SuiteError(ValueError):

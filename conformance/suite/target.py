@@ -1,9 +1,9 @@
 """What a target is: something that answers group requests for named clients.
 
 A target opens one session per scenario run, on that run's group id. The session takes
-requests in the reference's vocabulary (``reference.group.requests``: the API is the
+requests in the reference's vocabulary (``coordspec.reference.group.requests``: the API is the
 class, ``api_version`` the version, the rest Kafka's fields) for a named client and hands
-back responses in the same vocabulary (``reference.group.responses``, shaped for the
+back responses in the same vocabulary (``coordspec.reference.group.responses``, shaped for the
 request's version). A networked target encodes them on the wire (kio), sends each client's
 requests over that client's own connections, and decodes the answers; ``request_id`` is
 the correlation id, ``now_ms`` is ignored.
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from reference.group.config import GroupConfig
-from reference.group.requests import Request
-from reference.group.responses import Response
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.requests import Request
+from coordspec.reference.group.responses import Response
 
 
 class FaultHooks(Protocol):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.suite.cli import TARGETS as CHOICES
-from conformance.suite.reference_target import ReferenceTarget
-from conformance.suite.target import Target, TargetError
+from coordspec.conformance.suite.cli import TARGETS as CHOICES
+from coordspec.conformance.suite.reference_target import ReferenceTarget
+from coordspec.conformance.suite.target import Target, TargetError
 
 
 class UnknownTarget(ValueError):
@@ -25,7 +25,7 @@ def _reference(bootstrap: str | None, seed: int, faults) -> Target:
 
 
 def _kafka(bootstrap: str | None, seed: int, faults) -> Target:
-    from conformance.suite.kafka_target import KafkaTarget
+    from coordspec.conformance.suite.kafka_target import KafkaTarget
 
     if not bootstrap:
         raise UnknownTarget("the kafka target needs --bootstrap HOST:PORT")
@@ -33,7 +33,7 @@ def _kafka(bootstrap: str | None, seed: int, faults) -> Target:
 
 
 def _embedded(bootstrap: str | None, seed: int, faults) -> Target:
-    from conformance.suite.embedded_target import start_embedded
+    from coordspec.conformance.suite.embedded_target import start_embedded
 
     if bootstrap:
         raise UnknownTarget("--bootstrap is for the kafka target; the embedded target starts its own cluster")
@@ -41,7 +41,7 @@ def _embedded(bootstrap: str | None, seed: int, faults) -> Target:
 
 
 def _librdkafka_mock(bootstrap: str | None, seed: int, faults) -> Target:
-    from conformance.suite.mock_target import start_mock
+    from coordspec.conformance.suite.mock_target import start_mock
 
     if bootstrap:
         raise UnknownTarget("--bootstrap is for the kafka target; librdkafka-mock starts its own cluster")

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from reference.group.requests import API_KEYS, VERSIONS
+from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 FORMAT_VERSION = 1
 

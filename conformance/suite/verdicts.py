@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from conformance.suite.results import RunResult
+from coordspec.conformance.suite.results import RunResult
 
 
 @dataclass

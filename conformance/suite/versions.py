@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from reference.group.requests import VERSIONS
+from coordspec.reference.group.requests import VERSIONS
 
 APIS = tuple(VERSIONS)
 _RANGE = re.compile(r"^(?:(?P<all>all)|(?P<lo>\d+)(?:(?P<plus>\+)|-(?P<hi>\d+))?)$")

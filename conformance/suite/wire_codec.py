@@ -15,11 +15,11 @@ from typing import Any
 
 import kio.index
 
-from conformance.suite.codec import RESPONSES
-from conformance.suite.kio_entities import build, read
-from reference.group import requests as rq
-from reference.group.requests import API_KEYS
-from reference.group.responses import FetchTopicResponse, OffsetFetchResponse, Response
+from coordspec.conformance.suite.codec import RESPONSES
+from coordspec.conformance.suite.kio_entities import build, read
+from coordspec.reference.group import requests as rq
+from coordspec.reference.group.requests import API_KEYS
+from coordspec.reference.group.responses import FetchTopicResponse, OffsetFetchResponse, Response
 
 
 def _fields(request: rq.Request) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 import sys
 
-from conformance.tracecheck.cli import main
+from coordspec.conformance.tracecheck.cli import main
 
 sys.exit(main())

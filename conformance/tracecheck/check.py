@@ -4,7 +4,7 @@ Reads every line (a bad one stops the check with ``file:line: field: what``: lin
 checked in full when their key is replayed), groups the
 lines by key (group id, run: the files of one run, a cluster's brokers' for one, are
 replayed together), and checks each key with
-:func:`~conformance.tracecheck.replay.check_key`, showing a progress bar on a terminal.
+:func:`~coordspec.conformance.tracecheck.replay.check_key`, showing a progress bar on a terminal.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from conformance.tracecheck import records
-from conformance.tracecheck.replay import KeyReport, Settings, check_key
-from conformance.tracecheck.summary import Findings, Totals
+from coordspec.conformance.tracecheck import records
+from coordspec.conformance.tracecheck.replay import KeyReport, Settings, check_key
+from coordspec.conformance.tracecheck.summary import Findings, Totals
 
 
 class Progress:

@@ -1,6 +1,6 @@
 """Command lines: ``coordspec trace check``, ``coordspec pipeline``, ``coordspec simulate``,
 ``coordspec record``. Each has ``add_*_arguments(parser)`` and ``run_*(args) -> exit code``
-for conformance/cli.py; ``python -m conformance.tracecheck`` runs them meanwhile.
+for conformance/cli.py; ``python -m coordspec.conformance.tracecheck`` runs them meanwhile.
 
 Exit codes: 0 nothing violated, 1 a violation, 2 bad input or a missing dependency (one
 line on stderr, no traceback).
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.tracecheck.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
+from coordspec.conformance.tracecheck.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
 def _setting(text: str) -> tuple[str, int]:
@@ -38,9 +38,9 @@ class BadSetting(ValueError):
 def settings_from(args: argparse.Namespace):
     import dataclasses
 
-    from conformance.tracecheck.replay import Settings
-    from conformance.tracecheck.scenarios import scenario_settings
-    from reference.group import GroupConfig
+    from coordspec.conformance.tracecheck.replay import Settings
+    from coordspec.conformance.tracecheck.scenarios import scenario_settings
+    from coordspec.reference.group import GroupConfig
 
     known = [f.name for f in dataclasses.fields(GroupConfig)]
     for name, _ in args.config:
@@ -56,9 +56,9 @@ def add_trace_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_trace_check(args: argparse.Namespace) -> int:
-    from conformance.suite.trace import TraceError
-    from conformance.tracecheck import summary
-    from conformance.tracecheck.check import check_files
+    from coordspec.conformance.suite.trace import TraceError
+    from coordspec.conformance.tracecheck import summary
+    from coordspec.conformance.tracecheck.check import check_files
 
     try:
         findings = check_files(args.files, settings_from(args))
@@ -88,7 +88,7 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from conformance.tracecheck import pipeline, summary
+    from coordspec.conformance.tracecheck import pipeline, summary
 
     try:
         findings = pipeline.run_pipeline(args.input, args.output, args.master, settings_from(args), args.partitions)
@@ -127,7 +127,7 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
 def run_simulate(args: argparse.Namespace) -> int:
     import tempfile
 
-    from conformance.tracecheck import pipeline, simulate
+    from coordspec.conformance.tracecheck import pipeline, simulate
 
     if args.bug in CLUSTER_BUG_NAMES and not args.cluster:
         print(f"coordspec simulate: --bug {args.bug} is a replication bug: it needs --cluster", file=sys.stderr)
@@ -162,7 +162,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
 def run_record(args: argparse.Namespace) -> int:
     import asyncio
 
-    from conformance.tracecheck import proxy
+    from coordspec.conformance.tracecheck import proxy
 
     try:
         proxy.address(args.listen), proxy.address(args.upstream)
@@ -180,7 +180,7 @@ COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline, "simulate": run_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.tracecheck")
+    parser = argparse.ArgumentParser(prog="python -m coordspec.conformance.tracecheck")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
     add_pipeline_arguments(commands.add_parser("pipeline", help="the same check as a PySpark job"))

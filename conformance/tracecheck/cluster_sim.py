@@ -29,25 +29,25 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
-from conformance.suite.trace import FORMAT_VERSION, TraceWriter
-from conformance.tracecheck import planted
-from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
-from reference.errors import InvariantViolation
-from reference.failover import FailoverCluster, partition_for
-from reference.replication import invariants
-from reference.replication.cluster import Cluster
-from reference.replication.config import ReplicationConfig
-from reference.replication.log import Record
-from reference.replication.partition import Role
-from reference.replication.znodes import (
+from coordspec.conformance.suite.trace import FORMAT_VERSION, TraceWriter
+from coordspec.conformance.tracecheck import planted
+from coordspec.conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
+from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.failover import FailoverCluster, partition_for
+from coordspec.reference.replication import invariants
+from coordspec.reference.replication.cluster import Cluster
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.log import Record
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import (
     CONTROLLER_EPOCH,
     PartitionState,
     TopicPartition,
     decode_controller_epoch,
     state_path_partition,
 )
-from reference.zookeeper import Check, Code, Create, Multi, SetData
-from reference.zookeeper.sessions import SessionState
+from coordspec.reference.zookeeper import Check, Code, Create, Multi, SetData
+from coordspec.reference.zookeeper.sessions import SessionState
 
 BROKERS = (1, 2, 3)
 OFFSETS_PARTITIONS = 2
@@ -250,7 +250,7 @@ class PartitionRecorder:
 class _Group:
     name: str
     clients: list[Client]
-    coordinator: object = None  # the GroupCoordinator the clients talk to (reference.group)
+    coordinator: object = None  # the GroupCoordinator the clients talk to (coordspec.reference.group)
     epoch: int = -1  # the leader epoch it loaded the group's partition at
     last_ms: int = 0  # the time of its host's last event while it ran and served the group
     up: bool = False  # it serves the group, on a running broker

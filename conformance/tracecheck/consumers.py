@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from conformance.suite import codec
-from reference.consumer_protocol import Assignment as Owned
-from reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
-from reference.errors import ErrorCode
-from reference.group.requests import (
+from coordspec.conformance.suite import codec
+from coordspec.reference.consumer_protocol import Assignment as Owned
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.requests import (
     API_KEYS,
     Assignment,
     CommitPartition,

@@ -1,12 +1,12 @@
 """Check the events of one partition (in one run) against the replication invariants: the
-partition half of :func:`~conformance.tracecheck.replay.check_key`.
+partition half of :func:`~coordspec.conformance.tracecheck.replay.check_key`.
 
 The records (kind ``partition``, spec/trace-format.md) rebuild what the checker needs of the
 cluster: the state ZooKeeper publishes (from the accepted writes), ``/controller_epoch``, each
 broker's replica of the partition (role, leader, leader epoch, ISR, log, high watermark, as
 the records report it after each event), which brokers run, and the records acknowledged
 with acks=all. :class:`PartitionView` offers that as the replication reference's ``Cluster``
-does, so the invariants of :mod:`reference.replication.invariants` run on it unchanged.
+does, so the invariants of :mod:`coordspec.reference.replication.invariants` run on it unchanged.
 
 A write is checked when it happens (``NoWriteWithStaleVersion``), an acknowledgement too (a
 record acknowledged with acks=all must be below the leader's high watermark, ISR-12), and the
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.suite.trace import WRITE_EVENTS, PartitionRecord
-from reference.errors import InvariantViolation
-from reference.replication import invariants
-from reference.replication.cluster import StateWrite
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.partition import Role
-from reference.replication.znodes import PartitionState, TopicPartition, state_path
+from coordspec.conformance.suite.trace import WRITE_EVENTS, PartitionRecord
+from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.replication import invariants
+from coordspec.reference.replication.cluster import StateWrite
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import PartitionState, TopicPartition, state_path
 
 # The rule (spec/isr-versioned-writes.md) each invariant and each event belongs to.
 INVARIANT_RULES = {"LeaderInIsr": "ISR-6", "AtMostOneLeaderCanCommit": "ISR-7", "NoCommittedRecordLost": "ISR-13",
@@ -71,7 +71,7 @@ def shown(key: str) -> str:
 
 @dataclass
 class _Replica:
-    """What the invariants read of a broker's replica (reference.replication.partition.Partition)."""
+    """What the invariants read of a broker's replica (coordspec.reference.replication.partition.Partition)."""
 
     role: Role = Role.NONE
     leader: int = -1

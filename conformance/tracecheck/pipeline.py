@@ -5,7 +5,7 @@
 2. The lines are hash-partitioned by key in Python (``RDD.partitionBy``): the JVM moves
    pickled batches without looking into them, so a line is decoded once on each side.
 3. Each partition groups its lines by key and hands each key to
-   :func:`~conformance.tracecheck.replay.check_key`, the function the one-machine checker
+   :func:`~coordspec.conformance.tracecheck.replay.check_key`, the function the one-machine checker
    calls, which orders a key's events itself; the partition's findings are added up as
    that checker adds them, and the driver collects one small result per partition.
 4. Violations and coverage are written as Parquet (``violations/``, ``coverage/``), the
@@ -34,10 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from conformance.suite.trace import TraceError
-from conformance.tracecheck import records, summary
-from conformance.tracecheck.check import add
-from conformance.tracecheck.replay import Settings, Violation, check_key
+from coordspec.conformance.suite.trace import TraceError
+from coordspec.conformance.tracecheck import records, summary
+from coordspec.conformance.tracecheck.check import add
+from coordspec.conformance.tracecheck.replay import Settings, Violation, check_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITION_BYTES = 32 << 20

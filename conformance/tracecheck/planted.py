@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from conformance.suite.reference_target import ReferenceTarget
-from reference.errors import ErrorCode
-from reference.group.responses import (
+from coordspec.conformance.suite.reference_target import ReferenceTarget
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.responses import (
     HeartbeatResponse,
     JoinGroupResponse,
     OffsetCommitResponse,

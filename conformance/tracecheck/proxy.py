@@ -27,11 +27,11 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from conformance.suite import codec
-from conformance.suite.kio_entities import read
-from conformance.suite.wire_codec import response_from
-from reference.group import requests as rq
-from reference.group.requests import API_KEYS, VERSIONS
+from coordspec.conformance.suite import codec
+from coordspec.conformance.suite.kio_entities import read
+from coordspec.conformance.suite.wire_codec import response_from
+from coordspec.reference.group import requests as rq
+from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
 _GROUP_APIS = {key: api for api, key in API_KEYS.items()}

@@ -1,9 +1,9 @@
 """Reading trace files: JSONL or gzipped JSONL, files or directories, every line checked.
 
-A bad line is a :class:`~conformance.suite.trace.TraceError` whose text is one line,
+A bad line is a :class:`~coordspec.conformance.suite.trace.TraceError` whose text is one line,
 ``file:line: field: what``. The envelope is checked by the trace models and the ``fields``
 by decoding them into the reference's request and response types, so a line that reads
-here replays in :func:`conformance.tracecheck.replay.check_key`.
+here replays in :func:`coordspec.conformance.tracecheck.replay.check_key`.
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from conformance.suite import codec
-from conformance.suite.trace import (
+from coordspec.conformance.suite import codec
+from coordspec.conformance.suite.trace import (
     PartitionRecord,
     RequestRecord,
     ResponseRecord,
     TraceError,
     parse_line,
 )
-from conformance.tracecheck import partitions
-from reference.errors import UsageError
-from reference.group import requests as request_types
+from coordspec.conformance.tracecheck import partitions
+from coordspec.reference.errors import UsageError
+from coordspec.reference.group import requests as request_types
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 

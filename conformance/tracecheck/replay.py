@@ -16,22 +16,22 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from conformance.suite.oracle import (
+from coordspec.conformance.suite.oracle import (
     Oracle,
     OracleOverflow,
 )
-from conformance.suite.trace import (
+from coordspec.conformance.suite.trace import (
     FaultRecord,
     PartitionRecord,
     RequestRecord,
     ResponseRecord,
     TimeRecord,
 )
-from conformance.suite.unify import TOKEN
-from conformance.tracecheck import partitions, rules
-from conformance.tracecheck.records import Line, order, parse
-from reference.errors import InvariantViolation, UsageError
-from reference.group import GroupConfig
+from coordspec.conformance.suite.unify import TOKEN
+from coordspec.conformance.tracecheck import partitions, rules
+from coordspec.conformance.tracecheck.records import Line, order, parse
+from coordspec.reference.errors import InvariantViolation, UsageError
+from coordspec.reference.group import GroupConfig
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 4, 2
 # How far a writer's clock may run ahead of the broker's (see the oracle's latency_ms): the

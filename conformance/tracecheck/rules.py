@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from reference.errors import ErrorCode as E
-from reference.group.requests import LoadGroups
-from reference.group.transitions import TRANSITIONS
+from coordspec.reference.errors import ErrorCode as E
+from coordspec.reference.group.requests import LoadGroups
+from coordspec.reference.group.transitions import TRANSITIONS
 
 API_RULES = {
     "JoinGroup": "GM-13", "SyncGroup": "GM-20", "Heartbeat": "GM-30", "LeaveGroup": "GM-31",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from conformance.suite import loader
+from coordspec.conformance.suite import loader
 
 
 @functools.cache

@@ -7,7 +7,7 @@ sync, heartbeat, commit and leave as a consumer does, while faults strike — a 
 crashes (stops sending, so its session expires), the schedule pauses (past session timeouts),
 the coordinator restarts (reloads the group from its log). A planted bug
 (:mod:`planted`) rewrites what clients hear. Every run is written to a trace and checked
-with :func:`~conformance.tracecheck.replay.check_key`; a violation, or an invariant the
+with :func:`~coordspec.conformance.tracecheck.replay.check_key`; a violation, or an invariant the
 reference itself breaks, is reported with the seed that replays the run.
 
 With ``--cluster`` each run is a whole cluster instead (:mod:`cluster_sim`): brokers fail,
@@ -26,16 +26,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.suite.reference_target import ReferenceSession
-from conformance.suite.trace import TraceWriter
-from conformance.tracecheck import cluster_sim, planted
-from conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
-from conformance.tracecheck.names import FAULTS
-from conformance.tracecheck.records import Line, quick_key
-from conformance.tracecheck.replay import Settings, check_key
-from reference.choices import SeededChoices
-from reference.errors import InvariantViolation
-from reference.group import GroupConfig
+from coordspec.conformance.suite.reference_target import ReferenceSession
+from coordspec.conformance.suite.trace import TraceWriter
+from coordspec.conformance.tracecheck import cluster_sim, planted
+from coordspec.conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
+from coordspec.conformance.tracecheck.names import FAULTS
+from coordspec.conformance.tracecheck.records import Line, quick_key
+from coordspec.conformance.tracecheck.replay import Settings, check_key
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.group import GroupConfig
 
 
 @dataclass

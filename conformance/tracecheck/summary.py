@@ -1,7 +1,7 @@
 """What a trace check found, for people: console text, Markdown and HTML.
 
 Both checkers hand over the same things: the violations (as dicts of
-:class:`~conformance.tracecheck.replay.Violation`'s fields), the coverage counts by
+:class:`~coordspec.conformance.tracecheck.replay.Violation`'s fields), the coverage counts by
 (kind, name), and the totals.
 """
 
@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reference.group.transitions import TRANSITIONS as _TRANSITIONS
-from reference.group.transitions import GroupState
+from coordspec.reference.group.transitions import TRANSITIONS as _TRANSITIONS
+from coordspec.reference.group.transitions import GroupState
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
 REPLICATION_SPEC = SPEC.with_name("isr-versioned-writes.md")

@@ -7,11 +7,11 @@ back to the paths implemented here when those racks are unknown.
 
 from __future__ import annotations
 
-from reference.assignors.base import Assignment, Assignor, TopicPartition
-from reference.assignors.cooperative_sticky import CooperativeStickyAssignor
-from reference.assignors.range import RangeAssignor
-from reference.assignors.round_robin import RoundRobinAssignor
-from reference.assignors.sticky import StickyAssignor
+from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
+from coordspec.reference.assignors.cooperative_sticky import CooperativeStickyAssignor
+from coordspec.reference.assignors.range import RangeAssignor
+from coordspec.reference.assignors.round_robin import RoundRobinAssignor
+from coordspec.reference.assignors.sticky import StickyAssignor
 
 ASSIGNORS: dict[str, Assignor] = {
     assignor.name: assignor

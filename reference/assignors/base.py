@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from reference.consumer_protocol import Subscription
+from coordspec.reference.consumer_protocol import Subscription
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]  # member id -> partitions, each list sorted

@@ -1,6 +1,6 @@
 """Kafka's CooperativeStickyAssignor (protocol name "cooperative-sticky").
 
-The sticky assignment (``reference.assignors.sticky``), with ownership read from the
+The sticky assignment (``coordspec.reference.assignors.sticky``), with ownership read from the
 subscription: ``owned_partitions``, and the generation from ``generation_id`` (subscription
 v2+) or, for older subscriptions, from the assignor's user data (an int32 generation).
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
-from reference.assignors.base import Assignment, TopicPartition
-from reference.assignors.sticky import DEFAULT_GENERATION, MemberData, StickyOutcome, sticky_assign
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors.base import Assignment, TopicPartition
+from coordspec.reference.assignors.sticky import DEFAULT_GENERATION, MemberData, StickyOutcome, sticky_assign
+from coordspec.reference.consumer_protocol import Subscription
 
 
 def encode_user_data(generation: int) -> bytes:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from reference.assignors import ASSIGNORS
-from reference.assignors.base import Assignment
-from reference.consumer_protocol import Assignment as EncodedAssignment
-from reference.consumer_protocol import Subscription, TopicPartitions, decode_subscription, encode_assignment
-from reference.group.responses import JoinGroupMember
+from coordspec.reference.assignors import ASSIGNORS
+from coordspec.reference.assignors.base import Assignment
+from coordspec.reference.consumer_protocol import Assignment as EncodedAssignment
+from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, decode_subscription, encode_assignment
+from coordspec.reference.group.responses import JoinGroupMember
 
 
 def subscriptions_of(members: Iterable[JoinGroupMember]) -> dict[str, Subscription]:

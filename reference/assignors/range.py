@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reference.assignors.base import Assignment, TopicPartition
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors.base import Assignment, TopicPartition
+from coordspec.reference.consumer_protocol import Subscription
 
 
 def java_string_key(s: str) -> bytes:

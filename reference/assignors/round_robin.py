@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reference.assignors.base import Assignment, TopicPartition
-from reference.assignors.range import java_string_key, member_order_key
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors.base import Assignment, TopicPartition
+from coordspec.reference.assignors.range import java_string_key, member_order_key
+from coordspec.reference.consumer_protocol import Subscription
 
 
 def _all_partitions_sorted(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> list[TopicPartition]:

@@ -53,9 +53,9 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from reference.assignors.base import Assignment, TopicPartition
-from reference.assignors.range import java_string_key
-from reference.consumer_protocol import Subscription
+from coordspec.reference.assignors.base import Assignment, TopicPartition
+from coordspec.reference.assignors.range import java_string_key
+from coordspec.reference.consumer_protocol import Subscription
 
 DEFAULT_GENERATION = -1
 _INT32 = 0xFFFFFFFF

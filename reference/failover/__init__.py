@@ -1,27 +1,27 @@
 """Coordinator failover: a group's coordinator is the leader of its ``__consumer_offsets``
 partition (spec/coordinator-failover.md, rules CF-1 … CF-23).
 
-- :mod:`~reference.failover.placement`: ``partition_for`` (CF-1), as Kafka computes it.
+- :mod:`~coordspec.reference.failover.placement`: ``partition_for`` (CF-1), as Kafka computes it.
 - :class:`CoordinatorHost`: one broker's coordinators, one per offsets partition it leads,
-  sans-IO (events in :mod:`~reference.failover.events`, effects in
-  :mod:`~reference.failover.effects`).
+  sans-IO (events in :mod:`~coordspec.reference.failover.events`, effects in
+  :mod:`~coordspec.reference.failover.effects`).
 - :class:`Monitor`: the four failover invariants, checked after every host step.
 - :class:`FailoverCluster`: hosts on every broker of the replication model's ``Cluster``.
 """
 
-from reference.failover.cluster import FailoverCluster
-from reference.failover.effects import AppendToPartition, LoadPartition
-from reference.failover.events import (
+from coordspec.reference.failover.cluster import FailoverCluster
+from coordspec.reference.failover.effects import AppendToPartition, LoadPartition
+from coordspec.reference.failover.events import (
     AppendFailed,
     BecomeCoordinator,
     HighWatermarkUpdated,
     LoadGroup,
     ResignCoordinator,
 )
-from reference.failover.host import CoordinatorHost
-from reference.failover.invariants import INVARIANTS, Monitor
-from reference.failover.partition import PartitionState
-from reference.failover.placement import (
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.failover.invariants import INVARIANTS, Monitor
+from coordspec.reference.failover.partition import PartitionState
+from coordspec.reference.failover.placement import (
     DEFAULT_OFFSETS_PARTITIONS,
     OFFSETS_TOPIC,
     partition_for,

@@ -1,5 +1,5 @@
 """Coordinator failover on the replication model: a coordinator host on every broker of a
-:class:`~reference.replication.cluster.Cluster`, with ``__consumer_offsets`` as a real
+:class:`~coordspec.reference.replication.cluster.Cluster`, with ``__consumer_offsets`` as a real
 replicated topic. A group's coordinator is the leader of its offsets partition (CF-9).
 
     cluster = FailoverCluster([1, 2, 3], offsets_partitions=3)
@@ -23,26 +23,26 @@ from __future__ import annotations
 
 from collections import deque
 
-from reference.choices import SeededChoices
-from reference.errors import ErrorCode, UsageError
-from reference.failover.effects import AppendToPartition, HostEffect, LoadPartition
-from reference.failover.events import (
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.failover.effects import AppendToPartition, HostEffect, LoadPartition
+from coordspec.reference.failover.events import (
     AppendFailed,
     BecomeCoordinator,
     HighWatermarkUpdated,
     LoadGroup,
     ResignCoordinator,
 )
-from reference.failover.host import CoordinatorHost
-from reference.failover.invariants import Monitor
-from reference.failover.placement import OFFSETS_TOPIC, partition_for
-from reference.group.config import GroupConfig
-from reference.group.effects import Reply
-from reference.group.invariants import Monitor as GroupMonitor
-from reference.group.requests import Request, Tick
-from reference.replication.cluster import Cluster, Notice
-from reference.replication.config import ReplicationConfig
-from reference.replication.effects import (
+from coordspec.reference.failover.host import CoordinatorHost
+from coordspec.reference.failover.invariants import Monitor
+from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.invariants import Monitor as GroupMonitor
+from coordspec.reference.group.requests import Request, Tick
+from coordspec.reference.replication.cluster import Cluster, Notice
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.effects import (
     BecameFollower,
     BecameLeader,
     HighWatermarkMoved,
@@ -51,7 +51,7 @@ from reference.replication.effects import (
     ProduceFailed,
     ReplicaStopped,
 )
-from reference.replication.znodes import TopicPartition
+from coordspec.reference.replication.znodes import TopicPartition
 
 
 class FailoverCluster:

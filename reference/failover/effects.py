@@ -1,17 +1,17 @@
 """Outputs of a broker's coordinator host. A driver executes them in order.
 
-Replies are :class:`reference.group.effects.Reply`. Records go to the replicated offsets
+Replies are :class:`coordspec.reference.group.effects.Reply`. Records go to the replicated offsets
 partition as :class:`AppendToPartition`; the host predicts the offset, as Kafka's
 coordinator runtime does, and the driver must append exactly there or refuse with
-:class:`~reference.failover.events.AppendFailed`.
+:class:`~coordspec.reference.failover.events.AppendFailed`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.group.effects import Reply
-from reference.group.records import Record
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.records import Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +27,7 @@ class AppendToPartition:
 
 @dataclass(frozen=True, slots=True)
 class LoadPartition:
-    """Read the partition's log and answer with :class:`~reference.failover.events.LoadGroup`."""
+    """Read the partition's log and answer with :class:`~coordspec.reference.failover.events.LoadGroup`."""
 
     partition: int
     leader_epoch: int

@@ -1,19 +1,19 @@
 """Inputs of a broker's coordinator host, besides the group requests and ``Tick`` of
-:mod:`reference.group.requests`.
+:mod:`coordspec.reference.group.requests`.
 
 Leadership events come from the replication layer (the broker applied a LeaderAndIsr);
-``LoadGroup`` answers a :class:`~reference.failover.effects.LoadPartition` effect;
+``LoadGroup`` answers a :class:`~coordspec.reference.failover.effects.LoadPartition` effect;
 ``HighWatermarkUpdated`` and ``AppendFailed`` report what became of
-:class:`~reference.failover.effects.AppendToPartition` effects. Every input carries ``now_ms``.
+:class:`~coordspec.reference.failover.effects.AppendToPartition` effects. Every input carries ``now_ms``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import ErrorCode, UsageError
-from reference.group.records import Record
-from reference.group.requests import Request, Tick
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import Request, Tick
 
 
 def _check(name: str, now_ms: object, partition: object) -> None:

@@ -9,8 +9,8 @@
 The host routes each group request to the partition ``partition_for(group_id)``. A partition
 it does not lead answers NOT_COORDINATOR, one it is loading COORDINATOR_LOAD_IN_PROGRESS,
 and a loaded one hands the request to its own
-:class:`~reference.group.coordinator.GroupCoordinator` (``complete_appends=False``), whose
-writes become :class:`~reference.failover.effects.AppendToPartition` effects and complete
+:class:`~coordspec.reference.group.coordinator.GroupCoordinator` (``complete_appends=False``), whose
+writes become :class:`~coordspec.reference.failover.effects.AppendToPartition` effects and complete
 only when the partition's high watermark passes them. This follows Kafka 4.0's
 ``CoordinatorRuntime``; spec/coordinator-failover.md states the rules.
 """
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from reference.choices import Choices, SeededChoices
-from reference.errors import ErrorCode, UsageError, append_error_to_response_error
-from reference.failover.effects import AppendToPartition, HostEffect, LoadPartition
-from reference.failover.events import (
+from coordspec.reference.choices import Choices, SeededChoices
+from coordspec.reference.errors import ErrorCode, UsageError, append_error_to_response_error
+from coordspec.reference.failover.effects import AppendToPartition, HostEffect, LoadPartition
+from coordspec.reference.failover.events import (
     AppendFailed,
     BecomeCoordinator,
     HighWatermarkUpdated,
@@ -32,15 +32,15 @@ from reference.failover.events import (
     LoadGroup,
     ResignCoordinator,
 )
-from reference.failover.partition import DeferredReply, HostedPartition, PartitionState
-from reference.failover.placement import DEFAULT_OFFSETS_PARTITIONS, partition_for
-from reference.failover.refusals import is_deferred_write, refusal, service_check
-from reference.group.config import GroupConfig
-from reference.group.coordinator import GroupCoordinator
-from reference.group.coordinator import Observer as GroupObserver
-from reference.group.effects import AppendRecords, Reply
-from reference.group.records import Record
-from reference.group.requests import (
+from coordspec.reference.failover.partition import DeferredReply, HostedPartition, PartitionState
+from coordspec.reference.failover.placement import DEFAULT_OFFSETS_PARTITIONS, partition_for
+from coordspec.reference.failover.refusals import is_deferred_write, refusal, service_check
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.coordinator import GroupCoordinator
+from coordspec.reference.group.coordinator import Observer as GroupObserver
+from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import (
     AppendCompleted,
     DeleteGroups,
     DescribeGroups,
@@ -51,7 +51,7 @@ from reference.group.requests import (
     Tick,
     UnloadGroups,
 )
-from reference.group.responses import (
+from coordspec.reference.group.responses import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     ListGroupsResponse,

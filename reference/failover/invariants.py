@@ -2,8 +2,8 @@
 
 The names are the contract's, shared with ``tla/CoordinatorFailover.tla`` and
 spec/coordinator-failover.md. A :class:`Monitor` watches every broker's
-:class:`~reference.failover.host.CoordinatorHost` of a cluster, checks all four after each
-step of any of them, and raises :class:`~reference.errors.InvariantViolation` on the first
+:class:`~coordspec.reference.failover.host.CoordinatorHost` of a cluster, checks all four after each
+step of any of them, and raises :class:`~coordspec.reference.errors.InvariantViolation` on the first
 that fails.
 
 The Monitor judges the hosts by what it saw, not by what they say about themselves: it
@@ -17,25 +17,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reference.errors import ErrorCode, InvariantViolation
-from reference.failover.effects import AppendToPartition, HostEffect
-from reference.failover.events import (
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.failover.effects import AppendToPartition, HostEffect
+from coordspec.reference.failover.events import (
     BecomeCoordinator,
     HighWatermarkUpdated,
     HostEvent,
     LoadGroup,
     ResignCoordinator,
 )
-from reference.failover.placement import partition_for
-from reference.group.coordinator import GroupCoordinator
-from reference.group.effects import Reply
-from reference.group.records import (
+from coordspec.reference.failover.placement import partition_for
+from coordspec.reference.group.coordinator import GroupCoordinator
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from reference.group.requests import (
+from coordspec.reference.group.requests import (
     DeleteGroups,
     DescribeGroups,
     Heartbeat,
@@ -44,7 +44,7 @@ from reference.group.requests import (
     OffsetFetch,
     Request,
 )
-from reference.group.responses import (
+from coordspec.reference.group.responses import (
     DescribeGroupsResponse,
     ListGroupsResponse,
     OffsetCommitResponse,
@@ -52,7 +52,7 @@ from reference.group.responses import (
 )
 
 if TYPE_CHECKING:
-    from reference.failover.host import CoordinatorHost
+    from coordspec.reference.failover.host import CoordinatorHost
 
 INVARIANTS: dict[str, str] = {
     "SingleActiveCoordinator": "per offsets partition and leader epoch at most one broker serves; and writes are "

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from reference.group.coordinator import GroupCoordinator
-from reference.group.records import Record
-from reference.group.requests import Request
-from reference.group.responses import Response
+from coordspec.reference.group.coordinator import GroupCoordinator
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import Request
+from coordspec.reference.group.responses import Response
 
 
 class PartitionState(Enum):

@@ -13,7 +13,7 @@ in the ZooKeeper-era coordinator). Two Java details decide the answer:
 
 from __future__ import annotations
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions

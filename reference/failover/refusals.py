@@ -8,10 +8,10 @@ reference's own ``at_version``.
 
 from __future__ import annotations
 
-from reference.errors import ErrorCode, UsageError
-from reference.group.config import GroupConfig
-from reference.group.offsets import commit_error_response
-from reference.group.requests import (
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.offsets import commit_error_response
+from coordspec.reference.group.requests import (
     DeleteGroups,
     DescribeGroups,
     Heartbeat,
@@ -23,7 +23,7 @@ from reference.group.requests import (
     Request,
     SyncGroup,
 )
-from reference.group.responses import (
+from coordspec.reference.group.responses import (
     DeletableGroupResult,
     DeleteGroupsResponse,
     DescribedGroup,

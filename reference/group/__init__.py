@@ -1,13 +1,13 @@
 """Kafka's classic consumer-group coordinator (Kafka 4.x), as a sans-IO state machine.
 
-Inputs are in :mod:`reference.group.requests`, outputs in :mod:`reference.group.effects`
-and :mod:`reference.group.responses`, the state rules in :mod:`reference.group.transitions`.
+Inputs are in :mod:`coordspec.reference.group.requests`, outputs in :mod:`coordspec.reference.group.effects`
+and :mod:`coordspec.reference.group.responses`, the state rules in :mod:`coordspec.reference.group.transitions`.
 """
 
-from reference.group.config import GroupConfig
-from reference.group.coordinator import GroupCoordinator
-from reference.group.effects import AppendRecords, Effect, Reply
-from reference.group.requests import (
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.coordinator import GroupCoordinator
+from coordspec.reference.group.effects import AppendRecords, Effect, Reply
+from coordspec.reference.group.requests import (
     AppendCompleted,
     Assignment,
     CommitPartition,
@@ -28,7 +28,7 @@ from reference.group.requests import (
     Tick,
     UnloadGroups,
 )
-from reference.group.transitions import GroupState
+from coordspec.reference.group.transitions import GroupState
 
 __all__ = [
     "AppendCompleted",

@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from reference.choices import Choices, SeededChoices
-from reference.errors import ErrorCode, UsageError
-from reference.group import lifecycle, loader, membership, offsets, rebalance
-from reference.group.config import GroupConfig
-from reference.group.effects import AppendRecords, Effect, Reply
-from reference.group.records import Record
-from reference.group.requests import (
+from coordspec.reference.choices import Choices, SeededChoices
+from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.effects import AppendRecords, Effect, Reply
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.requests import (
     AppendCompleted,
     DeleteGroups,
     DescribeGroups,
@@ -45,10 +45,10 @@ from reference.group.requests import (
     Tick,
     UnloadGroups,
 )
-from reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
-from reference.group.state import Group, Parked
-from reference.group.timers import Timers
-from reference.group.transitions import DEAD
+from coordspec.reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
+from coordspec.reference.group.state import Group, Parked
+from coordspec.reference.group.timers import Timers
+from coordspec.reference.group.transitions import DEAD
 
 OnWritten = Callable[[ErrorCode], None]
 

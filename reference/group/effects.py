@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference.group.records import Record
-from reference.group.responses import Response
+from coordspec.reference.group.records import Record
+from coordspec.reference.group.responses import Response
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,7 @@ class Reply:
 @dataclass(frozen=True, slots=True)
 class AppendRecords:
     """Append ``records`` to the group's ``__consumer_offsets`` partition, then answer
-    with :class:`~reference.group.requests.AppendCompleted` carrying ``append_id``
+    with :class:`~coordspec.reference.group.requests.AppendCompleted` carrying ``append_id``
     (unless the coordinator completes its own appends, the default)."""
 
     append_id: int

@@ -2,8 +2,8 @@
 
 The same names appear in the TLA+ specs (``tla/``), in spec/group-membership.md and in
 the Hypothesis state machines. ``Monitor`` checks all of them after every step of a
-:class:`~reference.group.coordinator.GroupCoordinator` it observes and raises
-:class:`~reference.errors.InvariantViolation` on the first one that fails.
+:class:`~coordspec.reference.group.coordinator.GroupCoordinator` it observes and raises
+:class:`~coordspec.reference.errors.InvariantViolation` on the first one that fails.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
-from reference.errors import ErrorCode, InvariantViolation
-from reference.group.effects import Effect, Reply
-from reference.group.requests import Event, OffsetCommit, SyncGroup
-from reference.group.responses import OffsetCommitResponse, SyncGroupResponse
-from reference.group.state import CONSUMER_PROTOCOL_TYPE, Group
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, STABLE
+from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.group.effects import Effect, Reply
+from coordspec.reference.group.requests import Event, OffsetCommit, SyncGroup
+from coordspec.reference.group.responses import OffsetCommitResponse, SyncGroupResponse
+from coordspec.reference.group.state import CONSUMER_PROTOCOL_TYPE, Group
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, STABLE
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 INVARIANTS: dict[str, str] = {
     "GenerationMonotonic": "a group's generation id never decreases",

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reference.errors import ErrorCode, append_error_to_response_error
-from reference.group.offsets import expired_offset_keys
-from reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
-from reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
-from reference.group.responses import (
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.offsets import expired_offset_keys
+from coordspec.reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
+from coordspec.reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
+from coordspec.reference.group.responses import (
     DeletableGroupResult,
     DeleteGroupsResponse,
     DescribedGroup,
@@ -22,11 +22,11 @@ from reference.group.responses import (
     ListedGroup,
     ListGroupsResponse,
 )
-from reference.group.state import Group
-from reference.group.transitions import DEAD, EMPTY, STABLE
+from coordspec.reference.group.state import Group
+from coordspec.reference.group.transitions import DEAD, EMPTY, STABLE
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 RETENTION_TIMER = ("ExpireOffsets",)
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from reference.errors import UsageError
-from reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
-from reference.group.requests import Protocol
-from reference.group.state import Group, Member
-from reference.group.transitions import EMPTY, STABLE
+from coordspec.reference.errors import UsageError
+from coordspec.reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from coordspec.reference.group.requests import Protocol
+from coordspec.reference.group.state import Group, Member
+from coordspec.reference.group.transitions import EMPTY, STABLE
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 def replay(records: Iterable[Record]) -> dict[str, Group]:

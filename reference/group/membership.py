@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from reference.errors import ErrorCode, append_error_to_response_error
-from reference.group.rebalance import (
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.rebalance import (
     answer_parked_join_unknown,
     group_metadata_record,
     maybe_complete_join_phase,
@@ -24,20 +24,20 @@ from reference.group.rebalance import (
     session_key,
     set_and_propagate_assignment,
 )
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, Record
-from reference.group.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
-from reference.group.responses import (
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, Record
+from coordspec.reference.group.requests import Heartbeat, JoinGroup, LeaveGroup, SyncGroup
+from coordspec.reference.group.responses import (
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
     LeaveMemberResponse,
     SyncGroupResponse,
 )
-from reference.group.state import Group, Member, Parked
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE, Outcome
+from coordspec.reference.group.state import Group, Member, Parked
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE, Outcome
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 # -- JoinGroup ------------------------------------------------------------------------

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reference.errors import ErrorCode, append_error_to_response_error
-from reference.group.rebalance import reschedule_heartbeat
-from reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
-from reference.group.requests import OffsetCommit, OffsetFetch
-from reference.group.responses import (
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.rebalance import reschedule_heartbeat
+from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
+from coordspec.reference.group.requests import OffsetCommit, OffsetFetch
+from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     FetchPartitionResponse,
@@ -21,11 +21,11 @@ from reference.group.responses import (
     OffsetCommitResponse,
     OffsetFetchResponse,
 )
-from reference.group.state import Group
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE
+from coordspec.reference.group.state import Group
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitResponse:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reference.errors import ErrorCode
-from reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
-from reference.group.responses import JoinGroupResponse, SyncGroupResponse
-from reference.group.state import Group, Member
-from reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from coordspec.reference.group.responses import JoinGroupResponse, SyncGroupResponse
+from coordspec.reference.group.state import Group, Member
+from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 
 if TYPE_CHECKING:
-    from reference.group.coordinator import GroupCoordinator
+    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 def join_key(group_id: str) -> tuple[str, str]:

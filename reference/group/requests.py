@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import ErrorCode, UsageError
+from coordspec.reference.errors import ErrorCode, UsageError
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
 VERSIONS: dict[str, range] = {
@@ -257,7 +257,7 @@ class Tick:
 
 @dataclass(frozen=True, slots=True)
 class AppendCompleted:
-    """The driver's answer to an :class:`~reference.group.effects.AppendRecords` effect."""
+    """The driver's answer to an :class:`~coordspec.reference.group.effects.AppendRecords` effect."""
 
     append_id: int
     now_ms: int

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from reference.errors import ErrorCode
+from coordspec.reference.errors import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """A classic group and its members, as the coordinator holds them in memory.
 
 Mirrors Kafka 4.x ``ClassicGroup`` / ``ClassicGroupMember``. Members keep join order
-(a dict), which is the order the reference offers to :class:`~reference.choices.Choices`
+(a dict), which is the order the reference offers to :class:`~coordspec.reference.choices.Choices`
 where Kafka iterates a hash map.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference.choices import Choices
-from reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
-from reference.errors import ErrorCode, InvariantViolation
-from reference.group.records import OffsetCommitValue
-from reference.group.requests import Protocol
-from reference.group.responses import JoinGroupMember
-from reference.group.transitions import EMPTY, GroupState, is_allowed
+from coordspec.reference.choices import Choices
+from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
+from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.group.records import OffsetCommitValue
+from coordspec.reference.group.requests import Protocol
+from coordspec.reference.group.responses import JoinGroupMember
+from coordspec.reference.group.transitions import EMPTY, GroupState, is_allowed
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from reference.errors import ErrorCode
+from coordspec.reference.errors import ErrorCode
 
 
 class GroupState(str, Enum):

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from reference.errors import UsageError
-from reference.zookeeper import Check, Create, Delete, SetData
-from reference.zookeeper.ops import WriteOp
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper import Check, Create, Delete, SetData
+from coordspec.reference.zookeeper.ops import WriteOp
 
 JUTE_MAXBUFFER = 0xFFFFF
 DEFAULT_MULTI_BYTE_BUDGET = 512 * 1024  # half the limit: room for the headers we do not count

@@ -1,6 +1,6 @@
 """A broker of the replication model: its ZooKeeper registration, its controller candidacy
-(:class:`~reference.replication.controller.Controller`), and its replicas
-(:class:`~reference.replication.partition.Partition`).
+(:class:`~coordspec.reference.replication.controller.Controller`), and its replicas
+(:class:`~coordspec.reference.replication.partition.Partition`).
 
     broker = Broker(1, ReplicationConfig(), logs={})    # logs: the broker's disk, kept across crashes
     broker.handle(ZkSessionStarted(now_ms=0))            # [ZkCall(...create paths, register...)]
@@ -8,8 +8,8 @@
     broker.handle(DeliverRequest(now_ms=5, request=LeaderAndIsr(...)))
     broker.handle(Produce(now_ms=6, topic="t", partition=0, payload_id=7))
 
-Every input is an event (:mod:`reference.replication.events`); the outputs are effects
-(:mod:`reference.replication.effects`): ``ZkCall`` to run on the broker's session,
+Every input is an event (:mod:`coordspec.reference.replication.events`); the outputs are effects
+(:mod:`coordspec.reference.replication.effects`): ``ZkCall`` to run on the broker's session,
 ``SendRequest`` from its controller, ``FetchResponse`` answering a ``Fetch``, and notices.
 
 **For a layer above** (a group coordinator on an offsets partition), the notices are the
@@ -37,11 +37,11 @@ not. A paused broker is one the driver does not call.
 
 from __future__ import annotations
 
-from reference.errors import UsageError
-from reference.replication.config import ReplicationConfig
-from reference.replication.controller import Controller
-from reference.replication.effects import Effect, IsrUpdated, ProduceFailed, ReplicaStopped, ZkCall
-from reference.replication.events import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import Effect, IsrUpdated, ProduceFailed, ReplicaStopped, ZkCall
+from coordspec.reference.replication.events import (
     BrokerTick,
     ControllerStartup,
     DeliverRequest,
@@ -53,10 +53,10 @@ from reference.replication.events import (
     ZkSessionStarted,
     ZkWatch,
 )
-from reference.replication.log import ReplicaLog
-from reference.replication.messages import LeaderAndIsr, StopReplica
-from reference.replication.partition import Partition, Role
-from reference.replication.znodes import (
+from coordspec.reference.replication.log import ReplicaLog
+from coordspec.reference.replication.messages import LeaderAndIsr, StopReplica
+from coordspec.reference.replication.partition import Partition, Role
+from coordspec.reference.replication.znodes import (
     ISR_CHANGE_PREFIX,
     PERSISTENT_PATHS,
     PartitionState,
@@ -66,7 +66,7 @@ from reference.replication.znodes import (
     encode_isr_change,
     state_path,
 )
-from reference.zookeeper import Code, Create, GetData, GetDataResult, SetData, SetDataResult
+from coordspec.reference.zookeeper import Code, Create, GetData, GetDataResult, SetData, SetDataResult
 
 _BROKER_EVENTS = (ZkSessionStarted, ZkSessionExpired, ZkResult, ZkWatch, DeliverRequest, Produce, Fetch, FetchResponse, BrokerTick)
 

@@ -17,7 +17,7 @@ pause outlasts it, and it learns that on ``resume``. A crashed broker loses its 
 not its logs (``logs``), and its connections: requests in flight to it are dropped.
 
 Every step method returns the notices brokers emitted, as ``Notice(broker_id, effect)``.
-If a :class:`~reference.replication.invariants.Monitor` is given, it checks every invariant
+If a :class:`~coordspec.reference.replication.invariants.Monitor` is given, it checks every invariant
 after every step. The ghost history the invariants need is kept here: the partition-state
 writes ZooKeeper accepted, and the records acknowledged (committed).
 """
@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from reference.errors import UsageError
-from reference.replication.broker import Broker
-from reference.replication.config import ReplicationConfig
-from reference.replication.effects import Effect, ProduceAcked, SendRequest, ZkCall
-from reference.replication.events import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.broker import Broker
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.effects import Effect, ProduceAcked, SendRequest, ZkCall
+from coordspec.reference.replication.events import (
     BrokerTick,
     DeliverRequest,
     FetchResponse,
@@ -41,10 +41,10 @@ from reference.replication.events import (
     ZkSessionStarted,
     ZkWatch,
 )
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.messages import ControllerRequest
-from reference.replication.partition import Role
-from reference.replication.znodes import (
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.messages import ControllerRequest
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import (
     CONTROLLER,
     CONTROLLER_EPOCH,
     PERSISTENT_PATHS,
@@ -59,7 +59,7 @@ from reference.replication.znodes import (
     state_path_partition,
     topic_path,
 )
-from reference.zookeeper import (
+from coordspec.reference.zookeeper import (
     CloseSession,
     Code,
     Create,
@@ -77,7 +77,7 @@ from reference.zookeeper import (
     ZooKeeperConfig,
     ZooKeeperServer,
 )
-from reference.zookeeper.sessions import SessionState
+from coordspec.reference.zookeeper.sessions import SessionState
 
 ADMIN_SESSION = 1
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import UsageError
-from reference.replication.batching import DEFAULT_MULTI_BYTE_BUDGET, JUTE_MAXBUFFER
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.batching import DEFAULT_MULTI_BYTE_BUDGET, JUTE_MAXBUFFER
 
 
 @dataclass(frozen=True, slots=True)

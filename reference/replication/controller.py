@@ -1,11 +1,11 @@
 """The controller role of one broker (ZooKeeper-mode Kafka 2.6 ``KafkaController``), sans-IO.
 
-It talks to ZooKeeper only through operations of :mod:`reference.zookeeper.ops`, emitted as
+It talks to ZooKeeper only through operations of :mod:`coordspec.reference.zookeeper.ops`, emitted as
 ``ZkCall(call_id, op)`` effects; the driver runs each on the broker's ZooKeeper session
 and feeds the result back as ``ZkResult(now_ms, call_id, result)``, and each watch that
 fires as ``ZkWatch(now_ms, path, type)``. The same controller therefore runs on the model
-(:class:`~reference.zookeeper.ZooKeeperServer`) and, through
-``broker.zookeeper.executor.KazooExecutor``, on a real ZooKeeper.
+(:class:`~coordspec.reference.zookeeper.ZooKeeperServer`) and, through
+``coordspec.broker.zookeeper.executor.KazooExecutor``, on a real ZooKeeper.
 
 Driving it alone (what ``benchmarks/failover_10k.py`` does)::
 
@@ -47,14 +47,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator
 
-from reference.errors import UsageError
-from reference.replication.batching import pack
-from reference.replication.config import ReplicationConfig
-from reference.replication.effects import BecameController, Effect, LeadersChanged, ResignedController, SendRequest, ZkCall
-from reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
-from reference.replication.events import ControllerStartup, ZkResult, ZkSessionExpired, ZkWatch
-from reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition, StopReplica
-from reference.replication.znodes import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.replication.batching import pack
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.effects import BecameController, Effect, LeadersChanged, ResignedController, SendRequest, ZkCall
+from coordspec.reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
+from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkSessionExpired, ZkWatch
+from coordspec.reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition, StopReplica
+from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     CONTROLLER,
     CONTROLLER_EPOCH,
@@ -79,7 +79,7 @@ from reference.replication.znodes import (
     state_path_partition,
     topic_path,
 )
-from reference.zookeeper import (
+from coordspec.reference.zookeeper import (
     Check,
     Code,
     Create,
@@ -93,7 +93,7 @@ from reference.zookeeper import (
     Result,
     SetData,
 )
-from reference.zookeeper.ops import WriteOp
+from coordspec.reference.zookeeper.ops import WriteOp
 
 Job = Generator[list[Op], list[Result], None]
 _LOST = (Code.SESSIONEXPIRED, Code.CONNECTIONLOSS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.replication.messages import ControllerRequest
-from reference.zookeeper import Op
+from coordspec.reference.replication.messages import ControllerRequest
+from coordspec.reference.zookeeper import Op
 
 
 @dataclass(frozen=True, slots=True)

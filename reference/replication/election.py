@@ -5,7 +5,7 @@ state out (None: nothing to write)."""
 
 from __future__ import annotations
 
-from reference.replication.znodes import NO_LEADER, PartitionState
+from coordspec.reference.replication.znodes import NO_LEADER, PartitionState
 
 
 def init_leader(replicas: tuple[int, ...], live: set[int], controller_epoch: int) -> PartitionState | None:

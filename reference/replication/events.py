@@ -1,9 +1,9 @@
 """Inputs of the replication model. Each carries ``now_ms``; time moves only when an
 event says so.
 
-:class:`~reference.replication.controller.Controller` takes ``ControllerStartup``,
+:class:`~coordspec.reference.replication.controller.Controller` takes ``ControllerStartup``,
 ``ZkResult``, ``ZkWatch`` and ``ZkSessionExpired``;
-:class:`~reference.replication.broker.Broker` takes every event here and hands the
+:class:`~coordspec.reference.replication.broker.Broker` takes every event here and hands the
 ZooKeeper ones for its controller on.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.replication.log import Record
-from reference.replication.messages import ControllerRequest
-from reference.zookeeper import EventType, Result
+from coordspec.reference.replication.log import Record
+from coordspec.reference.replication.messages import ControllerRequest
+from coordspec.reference.zookeeper import EventType, Result
 
 
 @dataclass(frozen=True, slots=True)

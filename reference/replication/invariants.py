@@ -2,21 +2,21 @@
 
 The same names are the TLA+ operators of ``tla/IsrVersionedWrites.tla`` and the rules of
 spec/isr-versioned-writes.md. :class:`Monitor` checks all of them on a
-:class:`~reference.replication.cluster.Cluster` after every step
+:class:`~coordspec.reference.replication.cluster.Cluster` after every step
 (``Cluster(..., monitor=Monitor())``) and raises
-:class:`~reference.errors.InvariantViolation` on the first one that fails.
+:class:`~coordspec.reference.errors.InvariantViolation` on the first one that fails.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reference.errors import InvariantViolation
-from reference.replication.partition import Role
-from reference.replication.znodes import NO_LEADER, TopicPartition
+from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.znodes import NO_LEADER, TopicPartition
 
 if TYPE_CHECKING:
-    from reference.replication.cluster import Cluster, StateWrite
+    from coordspec.reference.replication.cluster import Cluster, StateWrite
 
 INVARIANTS: dict[str, str] = {
     "NoWriteWithStaleVersion": "every partition-state write ZooKeeper accepted was conditional on the version current at that moment",

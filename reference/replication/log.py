@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 
 @dataclass(frozen=True, slots=True)

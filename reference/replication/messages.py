@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.replication.znodes import TopicPartition
+from coordspec.reference.replication.znodes import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

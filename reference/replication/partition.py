@@ -4,8 +4,8 @@ leader epoch) as the last LeaderAndIsr it applied, or its own step-down, set it.
 A leader keeps what it knows of each follower (the LEO its last fetch reported, when it
 last caught up), advances the high watermark to the smallest LEO over the ISR it holds,
 acknowledges acks=all produces below the HW, and proposes ISR changes that the broker
-writes to ZooKeeper (:mod:`reference.replication.broker`). Methods return notices
-(:mod:`reference.replication.effects`) in the order they happened.
+writes to ZooKeeper (:mod:`coordspec.reference.replication.broker`). Methods return notices
+(:mod:`coordspec.reference.replication.effects`) in the order they happened.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from reference.replication.effects import (
+from coordspec.reference.replication.effects import (
     BecameFollower,
     BecameLeader,
     Effect,
@@ -23,10 +23,10 @@ from reference.replication.effects import (
     ProduceAcked,
     ProduceFailed,
 )
-from reference.replication.events import Fetch, FetchResponse
-from reference.replication.log import Record, ReplicaLog
-from reference.replication.messages import LeaderAndIsrPartition
-from reference.replication.znodes import NO_LEADER, PartitionState, TopicPartition
+from coordspec.reference.replication.events import Fetch, FetchResponse
+from coordspec.reference.replication.log import Record, ReplicaLog
+from coordspec.reference.replication.messages import LeaderAndIsrPartition
+from coordspec.reference.replication.znodes import NO_LEADER, PartitionState, TopicPartition
 
 
 class Role(StrEnum):

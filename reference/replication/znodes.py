@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 NO_LEADER = -1  # LeaderAndIsr.NoLeader
 

@@ -1,18 +1,18 @@
 """ZooKeeper (3.8) as a sans-IO model: the data tree, sessions and watches, as the real
 server answers them (checked against it by tests/test_zookeeper_agreement.py).
 
-Inputs are in :mod:`reference.zookeeper.events` (with operations from
-:mod:`reference.zookeeper.ops`), outputs in :mod:`reference.zookeeper.effects` and
-:mod:`reference.zookeeper.results`; :class:`ZooKeeperServer` connects them.
+Inputs are in :mod:`coordspec.reference.zookeeper.events` (with operations from
+:mod:`coordspec.reference.zookeeper.ops`), outputs in :mod:`coordspec.reference.zookeeper.effects` and
+:mod:`coordspec.reference.zookeeper.results`; :class:`ZooKeeperServer` connects them.
 """
 
-from reference.zookeeper.codes import Code
-from reference.zookeeper.config import ZooKeeperConfig
-from reference.zookeeper.effects import Effect, EventType, Reply, SessionClosed, SessionExpired, SessionOpened, WatchFired
-from reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
-from reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
-from reference.zookeeper.paths import is_valid_path
-from reference.zookeeper.results import (
+from coordspec.reference.zookeeper.codes import Code
+from coordspec.reference.zookeeper.config import ZooKeeperConfig
+from coordspec.reference.zookeeper.effects import Effect, EventType, Reply, SessionClosed, SessionExpired, SessionOpened, WatchFired
+from coordspec.reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
+from coordspec.reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
+from coordspec.reference.zookeeper.paths import is_valid_path
+from coordspec.reference.zookeeper.results import (
     CheckResult,
     CreateResult,
     DeleteResult,
@@ -25,8 +25,8 @@ from reference.zookeeper.results import (
     SetDataResult,
     Stat,
 )
-from reference.zookeeper.server import ZooKeeperServer
-from reference.zookeeper.sessions import SessionState
+from coordspec.reference.zookeeper.server import ZooKeeperServer
+from coordspec.reference.zookeeper.sessions import SessionState
 
 __all__ = [
     "Check",

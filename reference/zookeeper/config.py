@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 
 @dataclass(frozen=True, slots=True)

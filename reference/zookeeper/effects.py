@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reference.zookeeper.ops import Op
-from reference.zookeeper.results import Result
+from coordspec.reference.zookeeper.ops import Op
+from coordspec.reference.zookeeper.results import Result
 
 
 class EventType(StrEnum):

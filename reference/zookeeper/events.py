@@ -3,15 +3,15 @@ an event says so.
 
 Session ids are the driver's names for sessions (positive ints, never reused), as request
 ids are in the group coordinator: a real server picks its own 64-bit ids, and a driver
-that talks to one (``broker.zookeeper.executor``) maps them.
+that talks to one (``coordspec.broker.zookeeper.executor``) maps them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import UsageError
-from reference.zookeeper.ops import OPS, Op
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper.ops import OPS, Op
 
 
 def _require(condition: bool, message: str) -> None:

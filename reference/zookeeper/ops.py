@@ -1,5 +1,5 @@
 """ZooKeeper's operations, as the client sends them (paths exactly as sent, see
-:mod:`reference.zookeeper.paths`). ``version=-1`` matches any version, as in ZooKeeper.
+:mod:`coordspec.reference.zookeeper.paths`). ``version=-1`` matches any version, as in ZooKeeper.
 
 Malformed field *types* raise :class:`UsageError`; invalid *values* a client can send (a
 bad path, a stale version) are answered with ZooKeeper's codes.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.errors import UsageError
+from coordspec.reference.errors import UsageError
 
 _INT32 = range(-(2**31), 2**31)
 

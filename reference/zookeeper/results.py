@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reference.zookeeper.codes import Code
-from reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
+from coordspec.reference.zookeeper.codes import Code
+from coordspec.reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
 
 
 @dataclass(frozen=True, slots=True)

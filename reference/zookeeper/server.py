@@ -17,13 +17,13 @@ caller's mistake: :class:`UsageError`.
 
 from __future__ import annotations
 
-from reference.errors import UsageError
-from reference.zookeeper.codes import Code, KeeperError
-from reference.zookeeper.config import ZooKeeperConfig
-from reference.zookeeper.effects import Effect, Reply, SessionClosed, SessionExpired, SessionOpened
-from reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
-from reference.zookeeper.ops import Check, Exists, GetChildren, GetData, Multi, Op, ReadOp, WriteOp
-from reference.zookeeper.results import (
+from coordspec.reference.errors import UsageError
+from coordspec.reference.zookeeper.codes import Code, KeeperError
+from coordspec.reference.zookeeper.config import ZooKeeperConfig
+from coordspec.reference.zookeeper.effects import Effect, Reply, SessionClosed, SessionExpired, SessionOpened
+from coordspec.reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
+from coordspec.reference.zookeeper.ops import Check, Exists, GetChildren, GetData, Multi, Op, ReadOp, WriteOp
+from coordspec.reference.zookeeper.results import (
     ExistsResult,
     GetChildrenResult,
     GetDataResult,
@@ -32,9 +32,9 @@ from reference.zookeeper.results import (
     failed_multi,
     failure,
 )
-from reference.zookeeper.sessions import Session, SessionState, SessionTracker
-from reference.zookeeper.tree import DataTree, Txn
-from reference.zookeeper.watches import WatchManager
+from coordspec.reference.zookeeper.sessions import Session, SessionState, SessionTracker
+from coordspec.reference.zookeeper.tree import DataTree, Txn
+from coordspec.reference.zookeeper.watches import WatchManager
 
 
 class ZooKeeperServer:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from reference.zookeeper import paths
-from reference.zookeeper.codes import Code, KeeperError
-from reference.zookeeper.effects import EventType
-from reference.zookeeper.ops import Check, Create, Delete, SetData, WriteOp
-from reference.zookeeper.results import CheckResult, CreateResult, DeleteResult, SetDataResult, Stat
+from coordspec.reference.zookeeper import paths
+from coordspec.reference.zookeeper.codes import Code, KeeperError
+from coordspec.reference.zookeeper.effects import EventType
+from coordspec.reference.zookeeper.ops import Check, Create, Delete, SetData, WriteOp
+from coordspec.reference.zookeeper.results import CheckResult, CreateResult, DeleteResult, SetDataResult, Stat
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ one watch of each kind on a path, and a NodeDeleted that finds both sends it one
 
 from __future__ import annotations
 
-from reference.zookeeper.effects import EventType, WatchFired
+from coordspec.reference.zookeeper.effects import EventType, WatchFired
 
 _DATA_EVENTS = (EventType.NodeCreated, EventType.NodeDataChanged, EventType.NodeDeleted)
 _CHILD_EVENTS = (EventType.NodeChildrenChanged, EventType.NodeDeleted)

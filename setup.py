@@ -1,0 +1,12 @@
+"""Installs one top-level name, ``coordspec``: the repository's top folders ``reference/``,
+``broker/`` and ``conformance/`` become ``coordspec.reference``, ``coordspec.broker`` and
+``coordspec.conformance`` (a broker implementer's own project may well have a ``broker``)."""
+
+from setuptools import find_packages, setup
+
+TOP = ("reference", "broker", "conformance")
+
+setup(
+    packages=[f"coordspec.{name}" for name in find_packages(include=[f"{top}*" for top in TOP])],
+    package_dir={f"coordspec.{top}": top for top in TOP},
+)
