@@ -34,7 +34,9 @@ TOPIC, GROUP, PARTITIONS = "bench", "bench-group", 3
 
 def run(zookeeper_connect: str, data_dir: Path, session_ms: int) -> tuple[float, float, float, int]:
     args = ("--initial-rebalance-delay-ms", "0", "--zookeeper-session-timeout-ms", str(session_ms))
-    with Cluster(data_dir, 3, zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}", broker_args=args) as cluster:
+    with Cluster(
+        data_dir, 3, zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}", broker_args=args
+    ) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
         for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
             future.result(15)
@@ -42,8 +44,17 @@ def run(zookeeper_connect: str, data_dir: Path, session_ms: int) -> tuple[float,
         for i in range(600):
             producer.produce(TOPIC, value=str(i).encode(), partition=i % PARTITIONS)
         producer.flush(30)
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
-                             "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 300, "log_level": 0})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": GROUP,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 300,
+                "log_level": 0,
+            }
+        )
         consumer.subscribe([TOPIC])
         acknowledged: dict[int, int] = {}
         last_ack = [0.0]
@@ -53,7 +64,10 @@ def run(zookeeper_connect: str, data_dir: Path, session_ms: int) -> tuple[float,
             if message is None or message.error() is not None:
                 return
             try:
-                result = consumer.commit(offsets=[TopicPartition(TOPIC, message.partition(), message.offset() + 1)], asynchronous=False)
+                result = consumer.commit(
+                    offsets=[TopicPartition(TOPIC, message.partition(), message.offset() + 1)],
+                    asynchronous=False,
+                )
             except KafkaException:
                 return
             for tp in result:
@@ -71,10 +85,15 @@ def run(zookeeper_connect: str, data_dir: Path, session_ms: int) -> tuple[float,
 
         def stable_on(broker: int) -> bool:
             try:
-                description = admin.describe_consumer_groups([GROUP], request_timeout=2)[GROUP].result(3)
+                description = admin.describe_consumer_groups([GROUP], request_timeout=2)[
+                    GROUP
+                ].result(3)
             except KafkaException:
                 return False
-            return description.state == ConsumerGroupState.STABLE and description.coordinator.id == broker
+            return (
+                description.state == ConsumerGroupState.STABLE
+                and description.coordinator.id == broker
+            )
 
         try:
             until(lambda: len(acknowledged) == PARTITIONS)
@@ -85,7 +104,9 @@ def run(zookeeper_connect: str, data_dir: Path, session_ms: int) -> tuple[float,
             new = cluster.coordinator(GROUP)
             stable = until(lambda: stable_on(new)) - killed
             committing = until(lambda: last_ack[0] > killed) - killed
-            fetched = consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+            fetched = consumer.committed(
+                [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10
+            )
         finally:
             consumer.close()
         lost = sum(1 for tp in fetched if tp.offset < acknowledged.get(tp.partition, 0))
@@ -98,12 +119,16 @@ def main() -> int:
     parser.add_argument("--zookeeper-session-timeout-ms", type=int, default=4000)
     args = parser.parse_args()
     session_s = args.zookeeper_session_timeout_ms / 1000
-    print(f"kill -9 of the coordinator, 3 brokers, ZooKeeper session timeout {session_s:.1f} s (goal: Stable and committing "
-          f"within {session_s + 2:.1f} s, 0 lost)")
+    print(
+        f"kill -9 of the coordinator, 3 brokers, ZooKeeper session timeout {session_s:.1f} s (goal: Stable and committing "
+        f"within {session_s + 2:.1f} s, 0 lost)"
+    )
     print("run  new leader  Stable on it  committing  lost acknowledged commits")
     with zookeeper(1) as zk, tempfile.TemporaryDirectory(prefix="coordspec-bench-") as directory:
         for i in range(args.runs):
-            elected, stable, committing, lost = run(zk.connect_string, Path(directory) / f"run{i}", args.zookeeper_session_timeout_ms)
+            elected, stable, committing, lost = run(
+                zk.connect_string, Path(directory) / f"run{i}", args.zookeeper_session_timeout_ms
+            )
             print(f"{i + 1:>3}  {elected:>9.2f}s  {stable:>11.2f}s  {committing:>9.2f}s  {lost}")
     return 0
 

@@ -33,7 +33,9 @@ CREATE_TOPICS, DESCRIBE_GROUPS = 19, 15
 
 
 def group_state(connection: Connection) -> tuple[str, int]:
-    described = connection.request(DESCRIBE_GROUPS, 5, {"groups": [GROUP], "include_authorized_operations": False})
+    described = connection.request(
+        DESCRIBE_GROUPS, 5, {"groups": [GROUP], "include_authorized_operations": False}
+    )
     group = described.groups[0]
     return group.group_state, len(group.members)
 
@@ -47,7 +49,11 @@ def join_phase(trace: Path) -> tuple[float | None, float | None]:
             continue
         if record["kind"] == "request" and first_join is None:
             first_join = record["ts_ms"] / 1000
-        if record["kind"] == "response" and record["fields"].get("generation_id", -1) >= 1 and first_answer is None:
+        if (
+            record["kind"] == "response"
+            and record["fields"].get("generation_id", -1) >= 1
+            and first_answer is None
+        ):
             first_answer = record["ts_ms"] / 1000
     return first_join, first_answer
 
@@ -62,13 +68,33 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="consumers-start-") as tmp:
         data = Path(tmp) / "data"
-        with BrokerProcess(data, "--initial-rebalance-delay-ms", str(args.initial_rebalance_delay_ms)) as broker:
+        with BrokerProcess(
+            data, "--initial-rebalance-delay-ms", str(args.initial_rebalance_delay_ms)
+        ) as broker:
             admin = Connection(broker.host, broker.port)
-            created = admin.request(CREATE_TOPICS, 7, {"topics": [{"name": TOPIC, "num_partitions": args.consumers, "replication_factor": 1}],
-                                                       "timeout": 10000})
+            created = admin.request(
+                CREATE_TOPICS,
+                7,
+                {
+                    "topics": [
+                        {"name": TOPIC, "num_partitions": args.consumers, "replication_factor": 1}
+                    ],
+                    "timeout": 10000,
+                },
+            )
             assert created.topics[0].error_code == 0, created
-            consumers = [Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP, "client.id": f"c{i}",
-                                   "enable.auto.commit": False, "log_level": 3}) for i in range(args.consumers)]
+            consumers = [
+                Consumer(
+                    {
+                        "bootstrap.servers": broker.bootstrap,
+                        "group.id": GROUP,
+                        "client.id": f"c{i}",
+                        "enable.auto.commit": False,
+                        "log_level": 3,
+                    }
+                )
+                for i in range(args.consumers)
+            ]
             assigned: dict[int, float] = {}
             stop = threading.Event()
 
@@ -76,11 +102,15 @@ def main() -> int:
                 def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
                     if partitions:
                         assigned.setdefault(i, time.monotonic())
+
                 consumer.subscribe([TOPIC], on_assign=on_assign)
                 while not stop.is_set():
                     consumer.poll(0.1)
 
-            threads = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(consumers)]
+            threads = [
+                threading.Thread(target=run, args=(i, c), daemon=True)
+                for i, c in enumerate(consumers)
+            ]
             started = time.monotonic()
             started_wall = time.time()
             for thread in threads:
@@ -103,16 +133,24 @@ def main() -> int:
             admin.close()
         first_join, first_answer = join_phase(data / "trace.jsonl")
     if stable_at is None or len(assigned) < args.consumers:
-        print(f"not Stable within {args.timeout:g} s: last state {state}, {len(assigned)} consumers assigned")
+        print(
+            f"not Stable within {args.timeout:g} s: last state {state}, {len(assigned)} consumers assigned"
+        )
         return 1
     elapsed = max(done, max(assigned.values())) - started
-    print(f"{args.consumers} consumers, initial rebalance delay {args.initial_rebalance_delay_ms} ms, load average {load_before:.2f} before")
-    print(f"subscribe -> Stable with {args.consumers} members and every consumer assigned: {elapsed:.2f} s   goal {goal_s:g} s   "
-          f"ratio {elapsed / goal_s:.2f}   (DescribeGroups Stable after {stable_at - started:.2f} s)")
+    print(
+        f"{args.consumers} consumers, initial rebalance delay {args.initial_rebalance_delay_ms} ms, load average {load_before:.2f} before"
+    )
+    print(
+        f"subscribe -> Stable with {args.consumers} members and every consumer assigned: {elapsed:.2f} s   goal {goal_s:g} s   "
+        f"ratio {elapsed / goal_s:.2f}   (DescribeGroups Stable after {stable_at - started:.2f} s)"
+    )
     if first_join is not None and first_answer is not None:
-        print(f"broker trace: first JoinGroup {first_join - started_wall:.2f} s after subscribe, join phase "
-              f"{first_answer - first_join:.2f} s (the initial delay, extended while members kept arriving), "
-              f"then {started_wall + elapsed - first_answer:.2f} s to Stable and assigned")
+        print(
+            f"broker trace: first JoinGroup {first_join - started_wall:.2f} s after subscribe, join phase "
+            f"{first_answer - first_join:.2f} s (the initial delay, extended while members kept arriving), "
+            f"then {started_wall + elapsed - first_answer:.2f} s to Stable and assigned"
+        )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -32,13 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordspec.broker.zookeeper.executor import KazooExecutor  # noqa: E402
-from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper  # noqa: E402
-from coordspec.reference.replication.config import ReplicationConfig  # noqa: E402
-from coordspec.reference.replication.controller import Controller  # noqa: E402
-from coordspec.reference.replication.effects import LeadersChanged, ZkCall  # noqa: E402
-from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch  # noqa: E402
-from coordspec.reference.replication.znodes import (  # noqa: E402
+from coordspec.broker.zookeeper.executor import KazooExecutor
+from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
+from coordspec.reference.replication.config import ReplicationConfig
+from coordspec.reference.replication.controller import Controller
+from coordspec.reference.replication.effects import LeadersChanged, ZkCall
+from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch
+from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     PERSISTENT_PATHS,
     PartitionState,
@@ -50,7 +50,16 @@ from coordspec.reference.replication.znodes import (  # noqa: E402
     state_path,
     topic_path,
 )
-from coordspec.reference.zookeeper import CloseSession, Code, Create, GetData, Multi, OpenSession, Request, WatchFired  # noqa: E402
+from coordspec.reference.zookeeper import (
+    CloseSession,
+    Code,
+    Create,
+    GetData,
+    Multi,
+    OpenSession,
+    Request,
+    WatchFired,
+)
 
 TOPIC = "t"
 ADMIN, CONTROLLER = 1, 2
@@ -68,17 +77,36 @@ def seed(zk: KazooExecutor, partitions: int) -> dict[int, tuple[int, ...]]:
     """The topic, its partition states, and the brokers' registrations."""
     assignment = {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(partitions)}
     creates = [Create(path) for path in PERSISTENT_PATHS]
-    creates += [Create(topic_path(TOPIC), TopicAssignment.of(assignment).encode()), Create(partitions_path(TOPIC))]
+    creates += [
+        Create(topic_path(TOPIC), TopicAssignment.of(assignment).encode()),
+        Create(partitions_path(TOPIC)),
+    ]
     for p, replicas in assignment.items():
         tp = TopicPartition(TOPIC, p)
-        creates += [Create(partition_path(tp)), Create(state_path(tp), PartitionState(replicas[0], 0, replicas, 0).encode())]
-    multis = [Multi(tuple(creates[i:i + SEED_OPS_PER_MULTI])) for i in range(0, len(creates), SEED_OPS_PER_MULTI)]
+        creates += [
+            Create(partition_path(tp)),
+            Create(state_path(tp), PartitionState(replicas[0], 0, replicas, 0).encode()),
+        ]
+    multis = [
+        Multi(tuple(creates[i : i + SEED_OPS_PER_MULTI]))
+        for i in range(0, len(creates), SEED_OPS_PER_MULTI)
+    ]
     for result in zk.pipeline(ADMIN, multis):
         if result.code != Code.OK:
             raise SystemExit(f"failover_10k: seeding failed with {result.code.name}")
     for broker, session in BROKERS.items():
         zk.handle(OpenSession(0, session, SESSION_TIMEOUT_MS))
-        zk.handle(Request(0, session, Create(broker_path(broker), b'{"version":4,"host":"127.0.0.1","port":9092}', ephemeral=True)))
+        zk.handle(
+            Request(
+                0,
+                session,
+                Create(
+                    broker_path(broker),
+                    b'{"version":4,"host":"127.0.0.1","port":9092}',
+                    ephemeral=True,
+                ),
+            )
+        )
     return assignment
 
 
@@ -92,11 +120,16 @@ def run(controller: Controller, zk: KazooExecutor, event, start: float) -> list:
         out += [e for e in effects if not isinstance(e, ZkCall)]
         if calls:
             results = zk.pipeline(CONTROLLER, [call.op for call in calls])
-            pending += [controller.handle(ZkResult(now_ms(start), call.call_id, result)) for call, result in zip(calls, results, strict=True)]
+            pending += [
+                controller.handle(ZkResult(now_ms(start), call.call_id, result))
+                for call, result in zip(calls, results, strict=True)
+            ]
     return out
 
 
-def failover(connect_string: str, chroot: str, partitions: int, batch_writes: bool) -> tuple[float, LeadersChanged]:
+def failover(
+    connect_string: str, chroot: str, partitions: int, batch_writes: bool
+) -> tuple[float, LeadersChanged]:
     """Seconds from broker 3's disappearance to the controller's last state write."""
     with KazooExecutor(connect_string) as root:
         root.handle(OpenSession(0, ADMIN, SESSION_TIMEOUT_MS))
@@ -112,8 +145,11 @@ def failover(connect_string: str, chroot: str, partitions: int, batch_writes: bo
             raise SystemExit("failover_10k: the controller did not settle after its election")
 
         began = time.perf_counter()
-        fired = [e for e in zk.handle(CloseSession(now_ms(start), BROKERS[DEAD]))
-                 if isinstance(e, WatchFired) and e.session_id == CONTROLLER and e.path == BROKER_IDS]
+        fired = [
+            e
+            for e in zk.handle(CloseSession(now_ms(start), BROKERS[DEAD]))
+            if isinstance(e, WatchFired) and e.session_id == CONTROLLER and e.path == BROKER_IDS
+        ]
         if not fired:
             raise SystemExit("failover_10k: the controller's watch on /brokers/ids did not fire")
         out = run(controller, zk, ZkWatch(now_ms(start), fired[0].path, fired[0].type), start)
@@ -121,7 +157,9 @@ def failover(connect_string: str, chroot: str, partitions: int, batch_writes: bo
 
         done = [e for e in out if isinstance(e, LeadersChanged)]
         if len(done) != 1 or done[0].written != partitions:
-            raise SystemExit(f"failover_10k: expected one round writing {partitions} states, got {done}")
+            raise SystemExit(
+                f"failover_10k: expected one round writing {partitions} states, got {done}"
+            )
         check_states(zk, assignment)
         return elapsed, done[0]
 
@@ -131,15 +169,27 @@ def check_states(zk: KazooExecutor, assignment: dict[int, tuple[int, ...]]) -> N
     reads = zk.pipeline(ADMIN, [GetData(state_path(TopicPartition(TOPIC, p))) for p in assignment])
     for p, read in zip(assignment, reads, strict=True):
         state = PartitionState.decode(state_path(TopicPartition(TOPIC, p)), read.data)
-        if DEAD in state.isr or state.leader == DEAD or state.leader not in state.isr or read.stat.version != 1:
-            raise SystemExit(f"failover_10k: partition {p} ended as {state} (version {read.stat.version})")
+        if (
+            DEAD in state.isr
+            or state.leader == DEAD
+            or state.leader not in state.isr
+            or read.stat.version != 1
+        ):
+            raise SystemExit(
+                f"failover_10k: partition {p} ended as {state} (version {read.stat.version})"
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=3, help="ZooKeeper ensemble size (default 3)")
-    parser.add_argument("--repeat", type=int, default=3, help="failovers per mode; the median is reported (default 3)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="failovers per mode; the median is reported (default 3)",
+    )
     args = parser.parse_args()
     if args.partitions < 3 or args.nodes < 1 or args.repeat < 1:
         parser.error("--partitions must be at least 3, --nodes and --repeat at least 1")
@@ -148,18 +198,34 @@ def main() -> int:
     rounds: dict[bool, LeadersChanged] = {}
     try:
         with zookeeper(args.nodes, full_jit=True) as ensemble:
-            print(f"ZooKeeper: {args.nodes} node(s) at {ensemble.connect_string}; {args.partitions:,} partitions, RF 3, "
-                  f"broker {DEAD} leads {sum(1 for p in range(args.partitions) if p % 3 + 1 == DEAD):,}", flush=True)
+            print(
+                f"ZooKeeper: {args.nodes} node(s) at {ensemble.connect_string}; {args.partitions:,} partitions, RF 3, "
+                f"broker {DEAD} leads {sum(1 for p in range(args.partitions) if p % 3 + 1 == DEAD):,}",
+                flush=True,
+            )
             # One untimed failover first: the servers' JIT compiles the write path.
-            elapsed, _ = failover(ensemble.connect_string, "/failover-warmup", args.partitions, True)
+            elapsed, _ = failover(
+                ensemble.connect_string, "/failover-warmup", args.partitions, True
+            )
             print(f"  warm-up  batched: {elapsed:8.3f} s (not counted)", flush=True)
             for attempt in range(args.repeat):
-                for batch_writes in (True, False):  # alternate, so drift in the machine's load hits both
+                for batch_writes in (
+                    True,
+                    False,
+                ):  # alternate, so drift in the machine's load hits both
                     mode = "batched" if batch_writes else "one-at-a-time"
-                    elapsed, done = failover(ensemble.connect_string, f"/failover-{attempt}-{mode}", args.partitions, batch_writes)
+                    elapsed, done = failover(
+                        ensemble.connect_string,
+                        f"/failover-{attempt}-{mode}",
+                        args.partitions,
+                        batch_writes,
+                    )
                     timings[batch_writes].append(elapsed)
                     rounds[batch_writes] = done
-                    print(f"  run {attempt + 1} {mode:>13}: {elapsed:8.3f} s  ({done.written:,} states in {done.multis:,} requests)", flush=True)
+                    print(
+                        f"  run {attempt + 1} {mode:>13}: {elapsed:8.3f} s  ({done.written:,} states in {done.multis:,} requests)",
+                        flush=True,
+                    )
     except ZooKeeperUnavailable as e:
         print(f"failover_10k: {e}", file=sys.stderr)
         return 2
@@ -171,10 +237,14 @@ def main() -> int:
     print("|---|---|---|---|")
     for batch_writes, median in ((True, batched), (False, single)):
         runs = ", ".join(f"{t:.3f}" for t in timings[batch_writes])
-        print(f"| {'batched' if batch_writes else 'one at a time'} | {rounds[batch_writes].multis:,} | {median:.3f} s | {runs} |")
+        print(
+            f"| {'batched' if batch_writes else 'one at a time'} | {rounds[batch_writes].multis:,} | {median:.3f} s | {runs} |"
+        )
     print()
     print(f"ratio (one at a time / batched): {ratio:.1f}x")
-    print(f"goal: batched <= 0.3 s: {'met' if batched <= 0.3 else 'NOT met'}; >= 30x: {'met' if ratio >= 30 else 'NOT met'}")
+    print(
+        f"goal: batched <= 0.3 s: {'met' if batched <= 0.3 else 'NOT met'}; >= 30x: {'met' if ratio >= 30 else 'NOT met'}"
+    )
     return 0
 
 

@@ -31,8 +31,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from coordspec.broker.testing import BrokerProcess, Connection
 from coordspec.broker.wire import fuzz
 
-BROKER_ARGS = ("--initial-rebalance-delay-ms", "0", "--max-frame-bytes", str(1 << 20),
-               "--min-session-timeout-ms", "10", "--max-session-timeout-ms", "2000")
+BROKER_ARGS = (
+    "--initial-rebalance-delay-ms",
+    "0",
+    "--max-frame-bytes",
+    str(1 << 20),
+    "--min-session-timeout-ms",
+    "10",
+    "--max-session-timeout-ms",
+    "2000",
+)
 
 
 class Run:
@@ -40,7 +48,9 @@ class Run:
         self.broker, self.args = broker, args
         self.choices = fuzz.RandomChoices(args.seed)
         self.frames = self.connections = self.responses = self.hangs = self.crashes = 0
-        self.in_flight: dict[int, bytes] = {}  # client -> what it sent, to name the culprit of a crash
+        self.in_flight: dict[
+            int, bytes
+        ] = {}  # client -> what it sent, to name the culprit of a crash
         self.peak_kib = 0
         self.started = time.monotonic()
 
@@ -66,7 +76,9 @@ class Run:
         """Send, half-close, read until closed: the number of whole response frames."""
         reader, writer = await asyncio.open_connection(self.broker.host, self.broker.port)
         sock = writer.get_extra_info("socket")
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # no TIME_WAIT pile-up
+        sock.setsockopt(
+            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+        )  # no TIME_WAIT pile-up
         try:
             try:
                 writer.write(data)
@@ -96,8 +108,12 @@ class Run:
             self.peak_kib = max(self.peak_kib, rss_kib)
             if not self.broker.alive() or rss_kib > self.args.max_rss_mib * 1024:
                 self.crashes += 1
-                why = "died" if not self.broker.alive() else f"grew past {self.args.max_rss_mib} MiB"
-                print(f"CRASH: the broker {why} after {self.frames:,} frames; in flight:", flush=True)
+                why = (
+                    "died" if not self.broker.alive() else f"grew past {self.args.max_rss_mib} MiB"
+                )
+                print(
+                    f"CRASH: the broker {why} after {self.frames:,} frames; in flight:", flush=True
+                )
                 for data in self.in_flight.values():
                     print(f"  {data[:300].hex()}", flush=True)
                 print(self.broker.stderr()[-2000:], flush=True)
@@ -106,9 +122,12 @@ class Run:
             if self.frames >= next_report:
                 next_report += self.args.report
                 elapsed = time.monotonic() - self.started
-                print(f"{self.frames:>9,} frames  {self.connections:>8,} connections  {self.frames / elapsed:6,.0f} frames/s  "
-                      f"hangs {self.hangs}  crashes {self.crashes}  peak RSS {self.peak_kib / 1024:.0f} MiB  "
-                      f"load average {os.getloadavg()[0]:.2f}", flush=True)
+                print(
+                    f"{self.frames:>9,} frames  {self.connections:>8,} connections  {self.frames / elapsed:6,.0f} frames/s  "
+                    f"hangs {self.hangs}  crashes {self.crashes}  peak RSS {self.peak_kib / 1024:.0f} MiB  "
+                    f"load average {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
 
     async def run(self) -> None:
         watcher = asyncio.create_task(self.watch())
@@ -128,7 +147,9 @@ def peak_rss_kib(broker: BrokerProcess) -> int:
 def api_versions_works(broker: BrokerProcess) -> bool:
     try:
         connection = Connection(broker.host, broker.port, timeout_s=10)
-        answer = connection.request(18, 3, {"client_software_name": "fuzz", "client_software_version": "1"})
+        answer = connection.request(
+            18, 3, {"client_software_name": "fuzz", "client_software_version": "1"}
+        )
         connection.close()
         return answer.error_code == 0
     except OSError:
@@ -139,23 +160,45 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--concurrency", type=int, default=16, help="connections in flight")
-    parser.add_argument("--bound", type=float, default=10.0, help="seconds a connection may take to be answered and closed")
+    parser.add_argument(
+        "--bound",
+        type=float,
+        default=10.0,
+        help="seconds a connection may take to be answered and closed",
+    )
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-rss-mib", type=int, default=2048, help="a broker above this is killed and counted as a crash")
-    parser.add_argument("--report", type=int, default=50_000, help="a progress line every this many frames")
+    parser.add_argument(
+        "--max-rss-mib",
+        type=int,
+        default=2048,
+        help="a broker above this is killed and counted as a crash",
+    )
+    parser.add_argument(
+        "--report", type=int, default=50_000, help="a progress line every this many frames"
+    )
     args = parser.parse_args()
-    print(f"{args.frames:,} frames, {args.concurrency} connections at a time, seed {args.seed}, load average {os.getloadavg()[0]:.2f}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="fuzz-frames-") as tmp, BrokerProcess(Path(tmp) / "data", *BROKER_ARGS) as broker:
+    print(
+        f"{args.frames:,} frames, {args.concurrency} connections at a time, seed {args.seed}, load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="fuzz-frames-") as tmp,
+        BrokerProcess(Path(tmp) / "data", *BROKER_ARGS) as broker,
+    ):
         run = Run(broker, args)
         asyncio.run(run.run())
         elapsed = time.monotonic() - run.started
         serving = api_versions_works(broker) and broker.alive()
         run.peak_kib = max(run.peak_kib, peak_rss_kib(broker))
         internal_errors = broker.stderr().count("internal error")
-    print(f"sent {run.frames:,} frames on {run.connections:,} connections in {elapsed:.0f} s ({run.frames / elapsed:,.0f} frames/s), "
-          f"{run.responses:,} response frames")
-    print(f"crashes {run.crashes} (goal 0)   hangs {run.hangs} (goal 0, bound {args.bound:g} s)   internal errors logged {internal_errors}   "
-          f"answers ApiVersions at the end: {serving}   broker peak RSS {run.peak_kib / 1024:.1f} MiB   load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"sent {run.frames:,} frames on {run.connections:,} connections in {elapsed:.0f} s ({run.frames / elapsed:,.0f} frames/s), "
+        f"{run.responses:,} response frames"
+    )
+    print(
+        f"crashes {run.crashes} (goal 0)   hangs {run.hangs} (goal 0, bound {args.bound:g} s)   internal errors logged {internal_errors}   "
+        f"answers ApiVersions at the end: {serving}   broker peak RSS {run.peak_kib / 1024:.1f} MiB   load average {os.getloadavg()[0]:.2f}"
+    )
     return 0 if run.crashes == run.hangs == internal_errors == 0 and serving else 1
 
 

@@ -40,22 +40,44 @@ SESSION_MS = 120_000
 
 def join(connection: Connection, group: str) -> tuple[str, int]:
     """Join ``group`` as its only member and sync: (member id, generation)."""
-    values = {"group_id": group, "session_timeout": SESSION_MS, "rebalance_timeout": SESSION_MS, "member_id": "",
-              "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+    values = {
+        "group_id": group,
+        "session_timeout": SESSION_MS,
+        "rebalance_timeout": SESSION_MS,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+    }
     first = connection.request(JOIN_GROUP, 5, values)
     assert first.error_code == MEMBER_ID_REQUIRED, first
     joined = connection.request(JOIN_GROUP, 5, {**values, "member_id": first.member_id})
     assert joined.error_code == 0 and joined.leader == joined.member_id, joined
-    synced = connection.request(SYNC_GROUP, 5, {"group_id": group, "generation_id": joined.generation_id, "member_id": joined.member_id,
-                                               "protocol_type": "consumer", "protocol_name": "range",
-                                               "assignments": [{"member_id": joined.member_id, "assignment": b""}]})
+    synced = connection.request(
+        SYNC_GROUP,
+        5,
+        {
+            "group_id": group,
+            "generation_id": joined.generation_id,
+            "member_id": joined.member_id,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": [{"member_id": joined.member_id, "assignment": b""}],
+        },
+    )
     assert synced.error_code == 0, synced
     return joined.member_id, joined.generation_id
 
 
-def heartbeat_frames(connection: Connection, group: str, member_id: str, generation: int) -> tuple[bytes, bytes]:
+def heartbeat_frames(
+    connection: Connection, group: str, member_id: str, generation: int
+) -> tuple[bytes, bytes]:
     """The request frame a member sends over and over, and the exact response frame it gets."""
-    request = encode_request(HEARTBEAT, 4, {"group_id": group, "generation_id": generation, "member_id": member_id}, correlation_id=7)
+    request = encode_request(
+        HEARTBEAT,
+        4,
+        {"group_id": group, "generation_id": generation, "member_id": member_id},
+        correlation_id=7,
+    )
     connection.sock.sendall(request)
     response = connection.read_frame()
     assert response[-3:-1] == b"\x00\x00", f"heartbeat error {response!r}"
@@ -68,8 +90,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def load(host: str, port: int, members: list[tuple[bytes, bytes]], depth: int, warmup_s: float, seconds: float,
-         results: multiprocessing.Queue) -> None:
+def load(
+    host: str,
+    port: int,
+    members: list[tuple[bytes, bytes]],
+    depth: int,
+    warmup_s: float,
+    seconds: float,
+    results: multiprocessing.Queue,
+) -> None:
     """One load process: ``depth`` heartbeats in flight per connection; count replies in the window."""
     selector = selectors.DefaultSelector()
     for request, response in members:
@@ -89,9 +118,9 @@ def load(host: str, port: int, members: list[tuple[bytes, bytes]], depth: int, w
             if len(data) == len(rest):
                 raise SystemExit("the broker closed a connection")
             n = len(data) // size
-            whole, key.data[3] = data[:n * size], data[n * size:]
+            whole, key.data[3] = data[: n * size], data[n * size :]
             if whole != expected * n:
-                bad += sum(whole[i:i + size] != expected for i in range(0, len(whole), size))
+                bad += sum(whole[i : i + size] != expected for i in range(0, len(whole), size))
             if window_start <= now:
                 counted += n
             key.fileobj.send(request * n)  # small: fits the socket buffer
@@ -109,8 +138,15 @@ class Measured:
 def measure(args: argparse.Namespace, broker_args: list[str], profile: Path | None) -> Measured:
     with tempfile.TemporaryDirectory(prefix="heartbeats-") as tmp:
         launcher = ("-m", "cProfile", "-o", str(profile.resolve())) if profile else ()
-        with BrokerProcess(Path(tmp) / "data", "--initial-rebalance-delay-ms", "0", "--max-session-timeout-ms", str(SESSION_MS),
-                           *broker_args, launcher=launcher) as broker:
+        with BrokerProcess(
+            Path(tmp) / "data",
+            "--initial-rebalance-delay-ms",
+            "0",
+            "--max-session-timeout-ms",
+            str(SESSION_MS),
+            *broker_args,
+            launcher=launcher,
+        ) as broker:
             setup = Connection(broker.host, broker.port)
             members = []
             for g in range(args.groups):
@@ -118,9 +154,22 @@ def measure(args: argparse.Namespace, broker_args: list[str], profile: Path | No
                 members.append(heartbeat_frames(setup, f"hb-{g}", member_id, generation))
             setup.close()
             results: multiprocessing.Queue = multiprocessing.Queue()
-            shares = [members[i::args.clients] for i in range(args.clients)]
-            workers = [multiprocessing.Process(target=load, args=(broker.host, broker.port, share, args.depth, args.warmup, args.seconds, results))
-                       for share in shares]
+            shares = [members[i :: args.clients] for i in range(args.clients)]
+            workers = [
+                multiprocessing.Process(
+                    target=load,
+                    args=(
+                        broker.host,
+                        broker.port,
+                        share,
+                        args.depth,
+                        args.warmup,
+                        args.seconds,
+                        results,
+                    ),
+                )
+                for share in shares
+            ]
             for worker in workers:
                 worker.start()
             time.sleep(args.warmup + 0.5)  # the load processes connect, then warm up
@@ -136,24 +185,39 @@ def measure(args: argparse.Namespace, broker_args: list[str], profile: Path | No
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--groups", type=int, default=128, help="groups of one member, one connection each")
-    parser.add_argument("--clients", type=int, default=2, help="load processes (one alone cannot keep the broker busy)")
+    parser.add_argument(
+        "--groups", type=int, default=128, help="groups of one member, one connection each"
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=2,
+        help="load processes (one alone cannot keep the broker busy)",
+    )
     parser.add_argument("--depth", type=int, default=16, help="heartbeats in flight per connection")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--profile", type=Path, help="run the untraced broker under cProfile, write the profile here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="run the untraced broker under cProfile, write the profile here",
+    )
     args = parser.parse_args()
-    print(f"{args.groups} members on {args.groups} connections, {args.depth} heartbeats in flight each, {args.clients} load process(es), "
-          f"{args.seconds:g} s each; load average before: {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.groups} members on {args.groups} connections, {args.depth} heartbeats in flight each, {args.clients} load process(es), "
+        f"{args.seconds:g} s each; load average before: {os.getloadavg()[0]:.2f}"
+    )
     ok = True
     for name, broker_args in (("traced (default)", []), ("--no-trace", ["--no-trace"])):
         m = measure(args, broker_args, args.profile if broker_args else None)
         rate = m.served / args.seconds
         busy = m.cpu_s / (args.seconds - 1.0)
         cpu_us = busy / rate * 1e6 if rate else float("nan")
-        print(f"{name:>17}: {rate:8,.0f} heartbeats/s   goal {GOAL:,}/s   ratio {rate / GOAL:.2f}   "
-              f"broker CPU {cpu_us:5.1f} us each ({busy:.0%} of a core: {1e6 / cpu_us:,.0f}/s on a core of its own)   "
-              f"errors {m.bad}   alive {m.alive}   load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"{name:>17}: {rate:8,.0f} heartbeats/s   goal {GOAL:,}/s   ratio {rate / GOAL:.2f}   "
+            f"broker CPU {cpu_us:5.1f} us each ({busy:.0%} of a core: {1e6 / cpu_us:,.0f}/s on a core of its own)   "
+            f"errors {m.bad}   alive {m.alive}   load average {os.getloadavg()[0]:.2f}"
+        )
         ok = ok and m.bad == 0 and m.alive
     if args.profile:
         pstats.Stats(str(args.profile)).sort_stats("tottime").print_stats(25)

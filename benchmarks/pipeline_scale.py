@@ -47,7 +47,9 @@ def base_runs(directory: Path, runs: int) -> list[tuple[str, list[str]]]:
     """Simulated runs as (group id, trace lines): run ``sim-<seed>-<token>`` is group ``sim-<seed>``."""
     bugged = max(1, runs // BUGGED_EVERY)
     clean, _ = simulate.simulate(runs - bugged, 0, simulate.Options(), directory / "clean")
-    buggy, _ = simulate.simulate(bugged, runs - bugged, simulate.Options(bug="stale-commit"), directory / "bug")
+    buggy, _ = simulate.simulate(
+        bugged, runs - bugged, simulate.Options(bug="stale-commit"), directory / "bug"
+    )
     by_group: dict[str, list[str]] = {}
     for d in ("clean", "bug"):
         for line in (directory / d / "sim-00000.jsonl").read_text().splitlines(keepends=True):
@@ -55,7 +57,9 @@ def base_runs(directory: Path, runs: int) -> list[tuple[str, list[str]]]:
     named = [(f"sim-{r.seed}", by_group.get(f"sim-{r.seed}", [])) for r in clean + buggy]
     empty = [name for name, lines in named if not lines]
     if empty:  # copying nothing would never reach --events
-        raise SystemExit(f"pipeline_scale: the simulator wrote no events for group(s) {', '.join(empty[:5])}")
+        raise SystemExit(
+            f"pipeline_scale: the simulator wrote no events for group(s) {', '.join(empty[:5])}"
+        )
     return named
 
 
@@ -84,7 +88,10 @@ def generate(workdir: Path, events: int, files: int, runs: int) -> tuple[Path, i
         written += len(base[c % len(base)][1])
         c += 1
     with multiprocessing.get_context("fork").Pool(os.cpu_count()) as pool:
-        pool.starmap(write_part, [(traces / f"part-{i:03d}.jsonl", base, copies) for i, copies in enumerate(plan)])
+        pool.starmap(
+            write_part,
+            [(traces / f"part-{i:03d}.jsonl", base, copies) for i, copies in enumerate(plan)],
+        )
     (workdir / "warm-up.jsonl").write_text("".join(base[0][1] + base[-1][1]))
     done.write_text(str(written))
     return traces, written
@@ -123,12 +130,24 @@ def on_spark(traces: Path, master: str, workdir: Path) -> tuple[float, float, fl
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         spark = pipeline.session(master, Path(tmp), io.StringIO())
         try:
-            pipeline.run_pipeline([str(workdir / "warm-up.jsonl")], Path(tmp) / "warm-up", spark=spark, out=io.StringIO())
+            pipeline.run_pipeline(
+                [str(workdir / "warm-up.jsonl")],
+                Path(tmp) / "warm-up",
+                spark=spark,
+                out=io.StringIO(),
+            )
             up = time.perf_counter() - started
             jvm = spark.sparkContext._gateway.proc.pid
             wall, cpu = time.perf_counter(), tree_cpu_s(jvm) + time.process_time()
-            findings = pipeline.run_pipeline([str(traces)], Path(tmp) / "out", spark=spark, out=io.StringIO())
-            return up, time.perf_counter() - wall, tree_cpu_s(jvm) + time.process_time() - cpu, findings
+            findings = pipeline.run_pipeline(
+                [str(traces)], Path(tmp) / "out", spark=spark, out=io.StringIO()
+            )
+            return (
+                up,
+                time.perf_counter() - wall,
+                tree_cpu_s(jvm) + time.process_time() - cpu,
+                findings,
+            )
         finally:
             spark.stop()
 
@@ -136,7 +155,13 @@ def on_spark(traces: Path, master: str, workdir: Path) -> tuple[float, float, fl
 def digest(f: Findings) -> tuple:
     """What the checkers must agree on."""
     t = f.totals
-    return t.events, t.keys, t.unchecked, sorted(Counter(v["rule"] for v in f.violations).items()), sorted(f.coverage.items())
+    return (
+        t.events,
+        t.keys,
+        t.unchecked,
+        sorted(Counter(v["rule"] for v in f.violations).items()),
+        sorted(f.coverage.items()),
+    )
 
 
 def main() -> int:
@@ -144,28 +169,49 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--base-runs", type=int, default=200)
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "coordspec-pipeline-bench",
-                        help="where the generated traces are kept for the next run (default: %(default)s)")
-    parser.add_argument("--masters", default="local[1],local[2]", help="Spark masters to measure (default: %(default)s)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "coordspec-pipeline-bench",
+        help="where the generated traces are kept for the next run (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--masters",
+        default="local[1],local[2]",
+        help="Spark masters to measure (default: %(default)s)",
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     traces, events = generate(args.workdir, args.events, args.files, args.base_runs)
     size = sum(f.stat().st_size for f in traces.iterdir()) / 1e9
-    print(f"{events:,} events in {args.files} files ({size:.2f} GB, {traces}) ready in {time.perf_counter() - started:.1f} s", flush=True)
-    print(f"{'checker':<16}{'start-up s':>11}{'job s':>9}{'events/s':>10}{'vs one':>8}{'CPU s':>9}{'CPU ms/event':>13}"
-          f"{'cores used':>11}{'groups':>9}{'violations':>11}", flush=True)
+    print(
+        f"{events:,} events in {args.files} files ({size:.2f} GB, {traces}) ready in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    print(
+        f"{'checker':<16}{'start-up s':>11}{'job s':>9}{'events/s':>10}{'vs one':>8}{'CPU s':>9}{'CPU ms/event':>13}"
+        f"{'cores used':>11}{'groups':>9}{'violations':>11}",
+        flush=True,
+    )
     checkers = [("one process", lambda: one_process(traces))] + [
-        (f"Spark {master}", lambda master=master: on_spark(traces, master, args.workdir)) for master in args.masters.split(",")]
+        (f"Spark {master}", lambda master=master: on_spark(traces, master, args.workdir))
+        for master in args.masters.split(",")
+    ]
     rows: list[tuple[str, float, Findings]] = []  # printed as each checker finishes
     for name, measure in checkers:
         up, job, cpu, f = measure()
         rows.append((name, job, f))
-        print(f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{rows[0][1] / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
-              f"{cpu / job:>11.2f}{f.totals.keys:>9,}{len(f.violations):>11,}", flush=True)
+        print(
+            f"{name:<16}{up:>11.1f}{job:>9.1f}{events / job:>10,.0f}{rows[0][1] / job:>7.2f}x{cpu:>9.1f}{1000 * cpu / events:>13.3f}"
+            f"{cpu / job:>11.2f}{f.totals.keys:>9,}{len(f.violations):>11,}",
+            flush=True,
+        )
     differ = [name for name, _, f in rows[1:] if digest(f) != digest(rows[0][2])]
     if differ:
-        print(f"DISAGREE: {', '.join(differ)} and the one process differ in events, groups, unchecked, violations or coverage")
+        print(
+            f"DISAGREE: {', '.join(differ)} and the one process differ in events, groups, unchecked, violations or coverage"
+        )
         return 1
     print("all checkers agree on events, groups, unchecked events, violations by rule and coverage")
     return 0

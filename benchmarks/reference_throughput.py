@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordspec.reference.choices import SeededChoices  # noqa: E402
-from coordspec.reference.group import (  # noqa: E402
+from coordspec.reference.choices import SeededChoices
+from coordspec.reference.group import (
     Assignment,
     CommitPartition,
     CommitTopic,
@@ -35,8 +35,8 @@ from coordspec.reference.group import (  # noqa: E402
     SyncGroup,
     Tick,
 )
-from coordspec.reference.group.effects import Reply  # noqa: E402
-from coordspec.reference.group.invariants import Monitor  # noqa: E402
+from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.invariants import Monitor
 
 GOAL_EVENTS_PER_S = 100_000
 CONFIG = GroupConfig(initial_rebalance_delay_ms=0)
@@ -75,11 +75,23 @@ def join_all(r: Recorder, group: str, members: list[str], names: list[str]) -> N
     ids = []
     for i, name in enumerate(names):
         member_id = members[i] if i < len(members) else ""
-        rid = r.send(lambda rid, now, m=member_id, n=name: JoinGroup(
-            rid, 9, now, group_id=group, member_id=m, session_timeout_ms=30_000, rebalance_timeout_ms=60_000,
-            protocols=PROTOCOLS, client_id=n))
+        rid = r.send(
+            lambda rid, now, m=member_id, n=name: JoinGroup(
+                rid,
+                9,
+                now,
+                group_id=group,
+                member_id=m,
+                session_timeout_ms=30_000,
+                rebalance_timeout_ms=60_000,
+                protocols=PROTOCOLS,
+                client_id=n,
+            )
+        )
         ids.append(rid)
-    members[:] = [r.replies[rid].member_id if rid in r.replies else members[i] for i, rid in enumerate(ids)]
+    members[:] = [
+        r.replies[rid].member_id if rid in r.replies else members[i] for i, rid in enumerate(ids)
+    ]
 
 
 def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
@@ -103,10 +115,16 @@ def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
             generation = generations[group]
             for i, member in enumerate(ids):
                 topic = CommitTopic("t", (CommitPartition(i, round_number * 100 + i),))
-                r.send(lambda rid, now, g=group, gen=generation, m=member: Heartbeat(
-                    rid, 4, now, group_id=g, generation_id=gen, member_id=m))
-                r.send(lambda rid, now, g=group, gen=generation, m=member, t=topic: OffsetCommit(
-                    rid, 9, now, group_id=g, generation_id=gen, member_id=m, topics=(t,)))
+                r.send(
+                    lambda rid, now, g=group, gen=generation, m=member: Heartbeat(
+                        rid, 4, now, group_id=g, generation_id=gen, member_id=m
+                    )
+                )
+                r.send(
+                    lambda rid, now, g=group, gen=generation, m=member, t=topic: OffsetCommit(
+                        rid, 9, now, group_id=g, generation_id=gen, member_id=m, topics=(t,)
+                    )
+                )
             if round_number % 5 == 4:
                 generations[group] = rebalance(r, group, ids, names)
     return r.events
@@ -118,25 +136,48 @@ def sync_all(r: Recorder, group: str, ids: list[str]) -> int:
     generation = leader_join.generation_id
     leader = leader_join.leader
     plan = tuple(Assignment(m, b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff") for m in ids)
-    r.send(lambda rid, now: SyncGroup(rid, 5, now, group_id=group, generation_id=generation, member_id=leader,
-                                      protocol_type="consumer", protocol_name="range", assignments=plan))
+    r.send(
+        lambda rid, now: SyncGroup(
+            rid,
+            5,
+            now,
+            group_id=group,
+            generation_id=generation,
+            member_id=leader,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=plan,
+        )
+    )
     for m in ids:
         if m != leader:
-            r.send(lambda rid, now, m=m: SyncGroup(rid, 5, now, group_id=group, generation_id=generation, member_id=m,
-                                                   protocol_type="consumer", protocol_name="range"))
+            r.send(
+                lambda rid, now, m=m: SyncGroup(
+                    rid,
+                    5,
+                    now,
+                    group_id=group,
+                    generation_id=generation,
+                    member_id=m,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                )
+            )
     return generation
 
 
 def rebalance(r: Recorder, group: str, ids: list[str], names: list[str]) -> int:
     """The last member leaves and comes back: two join phases, two syncs."""
-    r.send(lambda rid, now: LeaveGroup(rid, 5, now, group_id=group, members=(MemberIdentity(ids[-1]),)))
+    r.send(
+        lambda rid, now: LeaveGroup(rid, 5, now, group_id=group, members=(MemberIdentity(ids[-1]),))
+    )
     ids.pop()
     r.replies.clear()
     join_all(r, group, ids, names[: len(ids)])
     sync_all(r, group, ids)
     r.replies.clear()
     fresh: list[str] = []
-    join_all(r, group, fresh, names[len(ids):len(ids) + 1])
+    join_all(r, group, fresh, names[len(ids) : len(ids) + 1])
     ids.extend(fresh)
     r.replies.clear()
     join_all(r, group, ids, names[: len(ids)])
@@ -144,7 +185,9 @@ def rebalance(r: Recorder, group: str, ids: list[str], names: list[str]) -> int:
 
 
 def replay(events: list, seed: int, monitored: bool) -> float:
-    coordinator = GroupCoordinator(CONFIG, SeededChoices(seed), observer=Monitor() if monitored else None)
+    coordinator = GroupCoordinator(
+        CONFIG, SeededChoices(seed), observer=Monitor() if monitored else None
+    )
     handle = coordinator.handle
     gc.collect()
     start = time.perf_counter()
@@ -163,16 +206,21 @@ def main() -> int:
 
     started = time.perf_counter()
     events = build_stream(args.groups, args.members, args.rounds, args.seed)
-    print(f"recorded {len(events):,} events for {args.groups:,} groups x {args.members} members "
-          f"in {time.perf_counter() - started:.1f} s", flush=True)
+    print(
+        f"recorded {len(events):,} events for {args.groups:,} groups x {args.members} members "
+        f"in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     bare = min(replay(events, args.seed, monitored=False) for _ in range(3))
     checked = replay(events, args.seed, monitored=True)
     rate = len(events) / bare
     print(f"reference, bare:          {rate:>12,.0f} events/s  ({bare:.2f} s, best of 3)")
     print(f"reference, with Monitor:  {len(events) / checked:>12,.0f} events/s  ({checked:.2f} s)")
     print(f"Monitor overhead:         {checked / bare:>12.2f}x")
-    print(f"goal {GOAL_EVENTS_PER_S:,} events/s:    {rate / GOAL_EVENTS_PER_S:>12.2f}x of goal -> "
-          f"{'met' if rate >= GOAL_EVENTS_PER_S else 'NOT met'}")
+    print(
+        f"goal {GOAL_EVENTS_PER_S:,} events/s:    {rate / GOAL_EVENTS_PER_S:>12.2f}x of goal -> "
+        f"{'met' if rate >= GOAL_EVENTS_PER_S else 'NOT met'}"
+    )
     return 0
 
 

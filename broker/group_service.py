@@ -65,7 +65,7 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     """Kafka's choice: abs(Java String.hashCode(group_id)) % partitions (Utils.abs maps MIN to 0)."""
     data, h = group_id.encode("utf-16-be"), 0
     for i in range(0, len(data), 2):  # Java hashes UTF-16 code units
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
     signed = h - (1 << 32) if h & 0x80000000 else h
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
@@ -82,7 +82,9 @@ class _Write:
 
 
 class GroupService:
-    def __init__(self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace | None) -> None:
+    def __init__(
+        self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace | None
+    ) -> None:
         self._topics = topics
         self._trace = trace  # None: no trace, and none of its cost
         if OFFSETS_TOPIC not in topics:
@@ -133,7 +135,9 @@ class GroupService:
                     if isinstance(effect, Reply):
                         self._deliver(effect)
                     elif not effect.records:
-                        events.append(AppendCompleted(effect.append_id, self._now(), ErrorCode.NONE))
+                        events.append(
+                            AppendCompleted(effect.append_id, self._now(), ErrorCode.NONE)
+                        )
                     else:
                         self._queue_write(effect)
         finally:  # even after a failed step, the timers keep going
@@ -141,7 +145,9 @@ class GroupService:
 
     def _deliver(self, reply: Reply) -> None:
         if self._trace is not None:
-            self._trace.response(self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
+            self._trace.response(
+                self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response
+            )
         future = self._waiting.get(reply.request_id)
         if future is not None and not future.done():  # its connection may be gone
             future.set_result(reply.response)
@@ -149,10 +155,20 @@ class GroupService:
     # -- the group commit ------------------------------------------------------------
 
     def _queue_write(self, effect: AppendRecords) -> None:
-        log_ = self._topics.log(OFFSETS_TOPIC, offsets_partition(effect.group_id, self.offsets_partitions))
+        log_ = self._topics.log(
+            OFFSETS_TOPIC, offsets_partition(effect.group_id, self.offsets_partitions)
+        )
         assert log_ is not None
         commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in effect.records)
-        self._writes.append(_Write(effect.append_id, effect.group_id, commits_only, log_, _encode_batch(effect.records, self._now_ms)))
+        self._writes.append(
+            _Write(
+                effect.append_id,
+                effect.group_id,
+                commits_only,
+                log_,
+                _encode_batch(effect.records, self._now_ms),
+            )
+        )
         self._turns.writing(effect.group_id, commits_only)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_batches())
@@ -230,18 +246,32 @@ class GroupService:
                     batch, _ = read_batch(data, 0)
                     records.extend(decode_record(r.key or b"", r.value) for r in batch.records)
                 except (CorruptRecord, ValueError, KioError) as e:
-                    raise CorruptRecord(f"{log_.path}: batch {index} cannot be read ({e})") from None
+                    raise CorruptRecord(
+                        f"{log_.path}: batch {index} cannot be read ({e})"
+                    ) from None
         return tuple(records)
 
 
 def _encode_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
     timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     kio_records = tuple(
-        KioRecord(attributes=0, timestamp=timestamp, offset=i, key=encode_key(r.key), value=encode_value(r.value), headers=())
+        KioRecord(
+            attributes=0,
+            timestamp=timestamp,
+            offset=i,
+            key=encode_key(r.key),
+            value=encode_value(r.value),
+            headers=(),
+        )
         for i, r in enumerate(records)
     )
     buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0))
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0
+        ),
+    )
     return buffer.getvalue()
 
 

@@ -44,7 +44,9 @@ class _Held:
 class GroupTurns:
     def __init__(self) -> None:
         self._unwritten: dict[str, _Unwritten] = {}
-        self._held: dict[str, deque[_Held]] = {}  # group id -> requests waiting for its writes, in order
+        self._held: dict[
+            str, deque[_Held]
+        ] = {}  # group id -> requests waiting for its writes, in order
 
     async def wait(self, group_id: str, request: Any) -> bool:
         """Wait until ``request`` may run; True if it had to wait."""

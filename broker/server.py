@@ -50,7 +50,9 @@ class Limits:
 
     def __post_init__(self) -> None:
         if self.max_frame_bytes < 8 or self.max_connections < 1 or self.idle_s <= 0:
-            raise BrokerError(f"limits must be positive and frames at least 8 bytes (a request header), got {self}")
+            raise BrokerError(
+                f"limits must be positive and frames at least 8 bytes (a request header), got {self}"
+            )
 
 
 class Broker:
@@ -65,9 +67,15 @@ class Broker:
     async def start(self, host: str) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(lambda: FrameConnection(self.limits.max_frame_bytes, self._connection), host, self.ctx.port)
+            self._server = await loop.create_server(
+                lambda: FrameConnection(self.limits.max_frame_bytes, self._connection),
+                host,
+                self.ctx.port,
+            )
         except OSError as e:
-            reason = os.strerror(e.errno) if e.errno else str(e)  # asyncio's own message repeats the address
+            reason = (
+                os.strerror(e.errno) if e.errno else str(e)
+            )  # asyncio's own message repeats the address
             raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {reason}") from None
         self.ctx.port = self._server.sockets[0].getsockname()[1]
         self.ctx.groups.start()
@@ -80,7 +88,12 @@ class Broker:
             return
         self._connections.add(task)
         try:
-            await serve_frames(connection, lambda frame: respond(self.ctx, connection.peer, frame), lambda: self.limits.idle_s, log)
+            await serve_frames(
+                connection,
+                lambda frame: respond(self.ctx, connection.peer, frame),
+                lambda: self.limits.idle_s,
+                log,
+            )
         finally:
             self._connections.discard(task)
 
@@ -98,10 +111,20 @@ class Broker:
         self._lock.close()
 
 
-def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offsets_partitions: int = 1,
-                group_config: GroupConfig | None = None, limits: Limits | None = None,
-                trace_path: Path | None = None, default_partitions: int = 1,
-                advertised_host: str | None = None, trace: bool = True) -> Broker:
+def open_broker(
+    host: str,
+    port: int,
+    data_dir: Path,
+    *,
+    node_id: int = 1,
+    offsets_partitions: int = 1,
+    group_config: GroupConfig | None = None,
+    limits: Limits | None = None,
+    trace_path: Path | None = None,
+    default_partitions: int = 1,
+    advertised_host: str | None = None,
+    trace: bool = True,
+) -> Broker:
     """A broker over ``data_dir`` (created if missing), not yet listening.
 
     The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``; with ``trace``
@@ -115,15 +138,21 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
     except OSError as e:
         raise BrokerError(f"data directory {data_dir}: {e.strerror or e}") from None
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # one broker per data directory, as Kafka's .lock
+        fcntl.flock(
+            lock, fcntl.LOCK_EX | fcntl.LOCK_NB
+        )  # one broker per data directory, as Kafka's .lock
     except OSError:
         lock.close()
         raise BrokerError(f"data directory {data_dir} is in use by another broker") from None
     start_ms = int(time.time() * 1000)
     try:
-        trace_file = Trace((trace_path or data_dir / "trace.jsonl") if trace else None, node_id, start_ms)
+        trace_file = Trace(
+            (trace_path or data_dir / "trace.jsonl") if trace else None, node_id, start_ms
+        )
         topics = TopicStore(data_dir)
-        groups = GroupService(topics, offsets_partitions, group_config or GroupConfig(), trace_file if trace else None)
+        groups = GroupService(
+            topics, offsets_partitions, group_config or GroupConfig(), trace_file if trace else None
+        )
         trace_file.restart(start_ms, set(groups.coordinator.groups))
     except (DataDirError, CorruptRecord, TraceFileError) as e:
         lock.close()
@@ -133,13 +162,28 @@ def open_broker(host: str, port: int, data_dir: Path, *, node_id: int = 1, offse
         raise BrokerError(f"data directory {data_dir}: {e}") from None
     if advertised_host is None:
         advertised_host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
-    ctx = BrokerContext(node_id=node_id, host=advertised_host, port=port, cluster_id="coordspec", topics=topics, groups=groups,
-                        producer_ids=ProducerIds(data_dir / "producer_ids.json"), default_partitions=default_partitions)
+    ctx = BrokerContext(
+        node_id=node_id,
+        host=advertised_host,
+        port=port,
+        cluster_id="coordspec",
+        topics=topics,
+        groups=groups,
+        producer_ids=ProducerIds(data_dir / "producer_ids.json"),
+        default_partitions=default_partitions,
+    )
     return Broker(ctx, limits or Limits(), trace_file, lock)
 
 
-async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None, **options) -> None:
+async def serve(
+    host: str,
+    port: int,
+    data_dir: Path,
+    *,
+    ready: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None,
+    **options,
+) -> None:
     """Serve until ``stop`` is set (or SIGINT / SIGTERM arrive when ``stop`` is not given)."""
     broker = open_broker(host, port, data_dir, **options)
     await broker.start(host)
@@ -148,7 +192,10 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    print(f"broker {broker.ctx.node_id} serving on {broker.ctx.host}:{broker.ctx.port}, data in {data_dir}", flush=True)
+    print(
+        f"broker {broker.ctx.node_id} serving on {broker.ctx.host}:{broker.ctx.port}, data in {data_dir}",
+        flush=True,
+    )
     if ready is not None:
         ready.set()
     try:
@@ -159,30 +206,81 @@ async def serve(host: str, port: int, data_dir: Path, *, ready: asyncio.Event | 
 
 def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.server") -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Serve one coordspec broker.")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--advertised-host", help="address clients are told to dial (default: --host)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--advertised-host", help="address clients are told to dial (default: --host)"
+    )
     parser.add_argument("--port", type=int, default=9092)
-    parser.add_argument("--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)")
-    parser.add_argument("--offsets-partitions", type=int, default=1, help="__consumer_offsets partitions when it is created")
-    parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
-    parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms,
-                        help="group.min.session.timeout.ms")
-    parser.add_argument("--max-session-timeout-ms", type=int, default=GroupConfig().max_session_timeout_ms,
-                        help="group.max.session.timeout.ms")
-    parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
+    parser.add_argument(
+        "--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)"
+    )
+    parser.add_argument(
+        "--offsets-partitions",
+        type=int,
+        default=1,
+        help="__consumer_offsets partitions when it is created",
+    )
+    parser.add_argument(
+        "--initial-rebalance-delay-ms",
+        type=int,
+        default=3000,
+        help="group.initial.rebalance.delay.ms",
+    )
+    parser.add_argument(
+        "--min-session-timeout-ms",
+        type=int,
+        default=GroupConfig().min_session_timeout_ms,
+        help="group.min.session.timeout.ms",
+    )
+    parser.add_argument(
+        "--max-session-timeout-ms",
+        type=int,
+        default=GroupConfig().max_session_timeout_ms,
+        help="group.max.session.timeout.ms",
+    )
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=Limits.max_frame_bytes,
+        help="socket.request.max.bytes",
+    )
     parser.add_argument("--max-connections", type=int, default=Limits.max_connections)
-    parser.add_argument("--no-trace", action="store_true", help="write no trace.jsonl (it costs about two fifths of a heartbeat's CPU)")
-    parser.add_argument("--connections-max-idle-ms", type=int, default=int(Limits.idle_s * 1000), help="connections.max.idle.ms")
+    parser.add_argument(
+        "--no-trace",
+        action="store_true",
+        help="write no trace.jsonl (it costs about two fifths of a heartbeat's CPU)",
+    )
+    parser.add_argument(
+        "--connections-max-idle-ms",
+        type=int,
+        default=int(Limits.idle_s * 1000),
+        help="connections.max.idle.ms",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
-        config = GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                             min_session_timeout_ms=args.min_session_timeout_ms,
-                             max_session_timeout_ms=args.max_session_timeout_ms)
-        limits = Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)
-        asyncio.run(serve(args.host, args.port, args.data, offsets_partitions=args.offsets_partitions,
-                          advertised_host=args.advertised_host, group_config=config, limits=limits,
-                          trace=not args.no_trace))
+        config = GroupConfig(
+            initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+            min_session_timeout_ms=args.min_session_timeout_ms,
+            max_session_timeout_ms=args.max_session_timeout_ms,
+        )
+        limits = Limits(
+            args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000
+        )
+        asyncio.run(
+            serve(
+                args.host,
+                args.port,
+                args.data,
+                offsets_partitions=args.offsets_partitions,
+                advertised_host=args.advertised_host,
+                group_config=config,
+                limits=limits,
+                trace=not args.no_trace,
+            )
+        )
     except (BrokerError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -30,7 +30,13 @@ _SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *args: str, start_timeout_s: float = 20.0, launcher: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *args: str,
+        start_timeout_s: float = 20.0,
+        launcher: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.args = args
         self.launcher = launcher  # Python options before ``-m coordspec.broker.server``, e.g. ("-m", "cProfile", "-o", path)
@@ -55,21 +61,39 @@ class BrokerProcess:
         # stderr goes to a file: a pipe nobody reads would block the broker once full.
         with open(self.stderr_path, "ab") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, *self.launcher, "-m", "coordspec.broker.server", "--port", "0", "--data", str(self.data_dir), *self.args],
-                stdout=subprocess.PIPE, stderr=stderr, cwd=Path(__file__).resolve().parent.parent,
+                [
+                    sys.executable,
+                    *self.launcher,
+                    "-m",
+                    "coordspec.broker.server",
+                    "--port",
+                    "0",
+                    "--data",
+                    str(self.data_dir),
+                    *self.args,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=Path(__file__).resolve().parent.parent,
             )
         deadline = time.monotonic() + self.start_timeout_s
         seen = ""
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline and _SERVING.search(seen) is None and self.process.poll() is None:
+            while (
+                time.monotonic() < deadline
+                and _SERVING.search(seen) is None
+                and self.process.poll() is None
+            ):
                 if selector.select(0.05):
                     seen += os.read(self.process.stdout.fileno(), 4096).decode()
         if (match := _SERVING.search(seen)) is not None:
             self.host, self.port = match.group(1), int(match.group(2))
             return self
         if self.process.poll() is not None:
-            raise RuntimeError(f"broker exited with {self.process.returncode}: {self.stderr().strip()}")
+            raise RuntimeError(
+                f"broker exited with {self.process.returncode}: {self.stderr().strip()}"
+            )
         self.stop()
         raise RuntimeError(f"broker did not start within {self.start_timeout_s} s")
 
@@ -105,12 +129,28 @@ class BrokerProcess:
         self.stop()
 
 
-def encode_request(api_key: int, version: int, values: dict[str, Any], correlation_id: int = 1, client_id: str = "coordspec-test") -> bytes:
+def encode_request(
+    api_key: int,
+    version: int,
+    values: dict[str, Any],
+    correlation_id: int = 1,
+    client_id: str = "coordspec-test",
+) -> bytes:
     """One framed request of ``api_key`` at ``version`` from plain values."""
     cls = kio.index.load_request_schema(api_key, version)
     buffer = io.BytesIO()
-    entity_writer(cls.__header_schema__)(buffer, build(cls.__header_schema__, {
-        "request_api_key": api_key, "request_api_version": version, "correlation_id": correlation_id, "client_id": client_id}))
+    entity_writer(cls.__header_schema__)(
+        buffer,
+        build(
+            cls.__header_schema__,
+            {
+                "request_api_key": api_key,
+                "request_api_version": version,
+                "correlation_id": correlation_id,
+                "client_id": client_id,
+            },
+        ),
+    )
     entity_writer(cls)(buffer, build(cls, values))
     payload = buffer.getvalue()
     return struct.pack(">i", len(payload)) + payload
@@ -145,7 +185,7 @@ class Connection:
             if len(self._buffer) >= 4:
                 (length,) = struct.unpack_from(">i", self._buffer)
                 if len(self._buffer) >= 4 + length:
-                    frame, self._buffer = self._buffer[4:4 + length], self._buffer[4 + length:]
+                    frame, self._buffer = self._buffer[4 : 4 + length], self._buffer[4 + length :]
                     return frame
             chunk = self.sock.recv(1 << 16)
             if not chunk:

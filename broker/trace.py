@@ -35,8 +35,12 @@ from coordspec.conformance.suite import codec  # the trace format's values
 from coordspec.reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
-_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder: json.dumps makes one per call with these
-_STRING = json.encoder.encode_basestring_ascii  # what _COMPACT writes for a str, without its dispatch
+_COMPACT = json.JSONEncoder(
+    separators=(",", ":")
+)  # one encoder: json.dumps makes one per call with these
+_STRING = (
+    json.encoder.encode_basestring_ascii
+)  # what _COMPACT writes for a str, without its dispatch
 
 
 def _json(value: Any) -> str:
@@ -59,17 +63,24 @@ def _json(value: Any) -> str:
 def _object_writer(cls: type, leave_out: frozenset[str]) -> Callable[[Any], str]:
     """Writes an instance of the dataclass ``cls`` as a JSON object without the fields
     ``leave_out``: JSON text made directly, with no dict of JSON values in between."""
-    members = [(_STRING(name) + ":", name) for name, _ in codec.fields(cls) if name not in leave_out]
+    members = [
+        (_STRING(name) + ":", name) for name, _ in codec.fields(cls) if name not in leave_out
+    ]
 
     def write(value: Any) -> str:
         return "{" + ",".join([key + _json(getattr(value, name)) for key, name in members]) + "}"
+
     return write
 
 
 def group_key(request: Any) -> str:
     if getattr(request, "group_id", None) is not None:
         return request.group_id
-    names = [g for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ()) if g is not None]
+    names = [
+        g
+        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
+        if g is not None
+    ]
     return names[0] if names else ""
 
 
@@ -83,23 +94,38 @@ class TraceRun(BaseModel):
 
 
 class Trace:
-    def __init__(self, path: Path | None, node_id: int, now_ms: int, *, run: str | None = None, epoch_ms: int = 0) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        node_id: int,
+        now_ms: int,
+        *,
+        run: str | None = None,
+        epoch_ms: int = 0,
+    ) -> None:
         self._out: TextIO | None = None
-        self._open: dict[int | str, tuple[str, str]] = {}  # request id -> (client, group id), until answered
+        self._open: dict[
+            int | str, tuple[str, str]
+        ] = {}  # request id -> (client, group id), until answered
         self._seen: set[str] = set()
         self._groups_file: Path | None = None
         self.restarted = False
         self._run, self._start_ms = f"broker-{node_id}-{now_ms}", now_ms
         self._flush_due = False
         self._head: str | None = None  # every line's first members, up to the group id's value
-        self._apis: dict[tuple[str, str, int], str] = {}  # (kind, api, version) -> their members' JSON
+        self._apis: dict[
+            tuple[str, str, int], str
+        ] = {}  # (kind, api, version) -> their members' JSON
         if path is None:
             return
         if run is not None:  # a cluster's broker: the run and its clock are the cluster's
             self._run, self._start_ms = run, epoch_ms
             self._out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the broker's life
             return
-        run_file, self._groups_file = path.with_name(path.name + ".run"), path.with_name(path.name + ".groups")
+        run_file, self._groups_file = (
+            path.with_name(path.name + ".run"),
+            path.with_name(path.name + ".groups"),
+        )
         if run_file.exists():
             try:
                 state = TraceRun.model_validate_json(run_file.read_bytes())
@@ -107,7 +133,9 @@ class Trace:
                 raise TraceFileError(f"{run_file}: cannot read the trace's run") from None
             self._run, self._start_ms, self.restarted = state.run, state.start_ms, True
             if self._groups_file.exists():
-                self._seen = {json.loads(line) for line in self._groups_file.read_text().splitlines() if line}
+                self._seen = {
+                    json.loads(line) for line in self._groups_file.read_text().splitlines() if line
+                }
         else:
             run_file.write_text(TraceRun(run=self._run, start_ms=self._start_ms).model_dump_json())
         self._out = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the broker's life
@@ -125,8 +153,18 @@ class Trace:
 
     def fault(self, now_ms: int, group_id: str, fault: str, down_ms: int | None = None) -> None:
         if self._out is not None:
-            down = {} if down_ms is None else {"down_ms": min(max(down_ms - self._start_ms, 0), max(now_ms - self._start_ms, 0))}
-            self._line(now_ms, group_id, _COMPACT.encode({"kind": "fault", "fault": fault, **down})[1:])
+            down = (
+                {}
+                if down_ms is None
+                else {
+                    "down_ms": min(
+                        max(down_ms - self._start_ms, 0), max(now_ms - self._start_ms, 0)
+                    )
+                }
+            )
+            self._line(
+                now_ms, group_id, _COMPACT.encode({"kind": "fault", "fault": fault, **down})[1:]
+            )
 
     def forget(self, request_id: int | str) -> None:
         """A request that will have no response in the trace (as if in flight at a fault)."""
@@ -142,23 +180,51 @@ class Trace:
         group_id = group_key(request)
         self._open[request.request_id] = (client, group_id)
         fields = _object_writer(type(request), codec.REQUEST_ENVELOPE)(request)
-        self._write(now_ms, "request", client, group_id, request.api, request.api_version, request.request_id, fields)
+        self._write(
+            now_ms,
+            "request",
+            client,
+            group_id,
+            request.api,
+            request.api_version,
+            request.request_id,
+            fields,
+        )
 
-    def response(self, now_ms: int, api: str, api_version: int, request_id: int | str, response: Any) -> None:
+    def response(
+        self, now_ms: int, api: str, api_version: int, request_id: int | str, response: Any
+    ) -> None:
         client, group_id = self._open.pop(request_id, ("", ""))
-        self._write(now_ms, "response", client, group_id, api, api_version, request_id, _json(response))
+        self._write(
+            now_ms, "response", client, group_id, api, api_version, request_id, _json(response)
+        )
 
-    def _write(self, now_ms: int, kind: str, client: str, group_id: str, api: str, api_version: int,
-               request_id: int | str, fields: str) -> None:
+    def _write(
+        self,
+        now_ms: int,
+        kind: str,
+        client: str,
+        group_id: str,
+        api: str,
+        api_version: int,
+        request_id: int | str,
+        fields: str,
+    ) -> None:
         if self._out is None:
             return
         self._see(group_id)
         api_members = self._apis.get((kind, api, api_version))
         if api_members is None:
-            api_members = self._apis[kind, api, api_version] = f'"api":{_STRING(api)},"api_key":{API_KEYS[api]},"api_version":{api_version},'
+            api_members = self._apis[kind, api, api_version] = (
+                f'"api":{_STRING(api)},"api_key":{API_KEYS[api]},"api_version":{api_version},'
+            )
         correlation = str(request_id) if type(request_id) is int else _STRING(request_id)
-        self._line(now_ms, group_id, f'"kind":"{kind}","client":{_STRING(client)},{api_members}'
-                                     f'"correlation_id":{correlation},"fields":{fields}}}')
+        self._line(
+            now_ms,
+            group_id,
+            f'"kind":"{kind}","client":{_STRING(client)},{api_members}'
+            f'"correlation_id":{correlation},"fields":{fields}}}',
+        )
 
     def _line(self, now_ms: int, group_id: str, members: str) -> None:
         """Write a line: the envelope, then ``members``, the record's own members and the closing brace.
@@ -171,8 +237,10 @@ class Trace:
         assert self._out is not None
         if self._head is None:
             self._head = f'{{"v":{FORMAT_VERSION},"source":"broker","run":{_STRING(self._run)},"scenario":null,"group_id":'
-        self._out.write(f'{self._head}{_STRING(group_id)},"ts_ms":{round(time.time() * 1000, 3)!r},'
-                        f'"t_ms":{max(now_ms - self._start_ms, 0)},{members}\n')
+        self._out.write(
+            f'{self._head}{_STRING(group_id)},"ts_ms":{round(time.time() * 1000, 3)!r},'
+            f'"t_ms":{max(now_ms - self._start_ms, 0)},{members}\n'
+        )
         if self._flush_due:
             return
         try:

@@ -13,7 +13,11 @@ from collections.abc import Callable
 
 from coordspec.reference.assignors.leader import lead
 from coordspec.reference.choices import SeededChoices
-from coordspec.reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    decode_assignment,
+    encode_subscription,
+)
 from coordspec.reference.group import (
     Assignment,
     CommitPartition,
@@ -43,7 +47,9 @@ REBALANCE_MS = 30_000
 class Session:
     def __init__(self, seed: int, say: Callable[[str], None]) -> None:
         self.monitor = Monitor()
-        self.coordinator = GroupCoordinator(GroupConfig(), SeededChoices(seed), observer=self.monitor)
+        self.coordinator = GroupCoordinator(
+            GroupConfig(), SeededChoices(seed), observer=self.monitor
+        )
         self.say = say
         self.now_ms = 0
         self.next_request = 0
@@ -66,11 +72,15 @@ class Session:
         for effect in self.coordinator.handle(event):
             if isinstance(effect, AppendRecords):
                 self.log.extend(effect.records)
-                self.say(f"{'':>9}  log <- {len(effect.records)} record(s): {', '.join(type(r.key).__name__ for r in effect.records)}")
+                self.say(
+                    f"{'':>9}  log <- {len(effect.records)} record(s): {', '.join(type(r.key).__name__ for r in effect.records)}"
+                )
             else:
                 replies.append(effect)
                 self.replies += 1
-                self.say(f"{'':>9}  <- {effect.api} #{effect.request_id}: {describe_response(effect.response)}")
+                self.say(
+                    f"{'':>9}  <- {effect.api} #{effect.request_id}: {describe_response(effect.response)}"
+                )
         return replies
 
 
@@ -78,9 +88,14 @@ ID_FIELDS = ("member_id", "leader")
 
 
 def describe_request(request) -> str:
-    fields = {"member_id": getattr(request, "member_id", None), "generation_id": getattr(request, "generation_id", None)}
+    fields = {
+        "member_id": getattr(request, "member_id", None),
+        "generation_id": getattr(request, "generation_id", None),
+    }
     shown = ", ".join(f"{k}={show(k, v)}" for k, v in fields.items() if v not in (None, "", -1))
-    return f"{request.api} v{request.api_version} #{request.request_id}" + (f" ({shown})" if shown else "")
+    return f"{request.api} v{request.api_version} #{request.request_id}" + (
+        f" ({shown})" if shown else ""
+    )
 
 
 def describe_response(response) -> str:
@@ -94,7 +109,9 @@ def describe_response(response) -> str:
         elif name == "assignment":
             value = format_assignment(value)
         elif name == "topics":
-            value = "; ".join(f"{t.name}: " + " ".join(format_partition(p) for p in t.partitions) for t in value)
+            value = "; ".join(
+                f"{t.name}: " + " ".join(format_partition(p) for p in t.partitions) for t in value
+            )
         parts.append(f"{name}={show(name, value)}")
     return ", ".join(parts) or "NONE"
 
@@ -124,19 +141,41 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
 
     def join(member_id: str = "", client: str = "c"):
         return lambda rid, now: JoinGroup(
-            rid, 9, now, group_id=GROUP, member_id=member_id, session_timeout_ms=SESSION_MS,
-            rebalance_timeout_ms=REBALANCE_MS, protocols=protocols, client_id=client,
+            rid,
+            9,
+            now,
+            group_id=GROUP,
+            member_id=member_id,
+            session_timeout_ms=SESSION_MS,
+            rebalance_timeout_ms=REBALANCE_MS,
+            protocols=protocols,
+            client_id=client,
         )
 
     def sync(member_id: str, generation: int, assignments=()):
         return lambda rid, now: SyncGroup(
-            rid, 5, now, group_id=GROUP, generation_id=generation, member_id=member_id,
-            protocol_type="consumer", protocol_name="range", assignments=assignments,
+            rid,
+            5,
+            now,
+            group_id=GROUP,
+            generation_id=generation,
+            member_id=member_id,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=assignments,
         )
 
     def commit(member_id: str, generation: int, offsets: dict[int, int]):
         topic = CommitTopic(TOPIC, tuple(CommitPartition(p, o) for p, o in offsets.items()))
-        return lambda rid, now: OffsetCommit(rid, 9, now, group_id=GROUP, generation_id=generation, member_id=member_id, topics=(topic,))
+        return lambda rid, now: OffsetCommit(
+            rid,
+            9,
+            now,
+            group_id=GROUP,
+            generation_id=generation,
+            member_id=member_id,
+            topics=(topic,),
+        )
 
     s.say("# Three consumers join; v4+ clients first learn their member id.")
     ids = {}
@@ -145,7 +184,9 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
         ids[name] = reply.response.member_id
     for name in ("c1", "c2", "c3"):
         s.send(name, join(ids[name], client=name))
-    s.say("# The initial rebalance delay (3 s) is extended while members keep arriving; then generation 1 forms.")
+    s.say(
+        "# The initial rebalance delay (3 s) is extended while members keep arriving; then generation 1 forms."
+    )
     joined = {}
     while not joined:
         joined = {r.request_id: r.response for r in s.wait(s.coordinator.next_deadline_ms())}
@@ -160,35 +201,63 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
             s.send(name, sync(ids[name], generation))
     s.now_ms += 1_000
     for i, name in enumerate(ids):
-        s.send(name, commit(ids[name], generation, {p: 100 * (i + 1) + p for p in decode_partitions(plan[ids[name]])}))
+        s.send(
+            name,
+            commit(
+                ids[name],
+                generation,
+                {p: 100 * (i + 1) + p for p in decode_partitions(plan[ids[name]])},
+            ),
+        )
     s.say("# c3 goes silent; c1 and c2 keep heartbeating.")
     expiry = s.coordinator.timers.deadline(("ExpireSession", GROUP, ids["c3"]))
     while s.now_ms + 3_000 < expiry:
         s.now_ms += 3_000
         for name in ("c1", "c2"):
-            s.send(name, lambda rid, now, n=name: Heartbeat(rid, 4, now, group_id=GROUP, generation_id=generation, member_id=ids[n]))
+            s.send(
+                name,
+                lambda rid, now, n=name: Heartbeat(
+                    rid, 4, now, group_id=GROUP, generation_id=generation, member_id=ids[n]
+                ),
+            )
     s.say(f"# c3's session expires at t={expiry}: the group rebalances.")
     s.wait(expiry)
     s.now_ms += 1_000
     for name in ("c1", "c2"):
-        s.send(name, lambda rid, now, n=name: Heartbeat(rid, 4, now, group_id=GROUP, generation_id=generation, member_id=ids[n]))
+        s.send(
+            name,
+            lambda rid, now, n=name: Heartbeat(
+                rid, 4, now, group_id=GROUP, generation_id=generation, member_id=ids[n]
+            ),
+        )
     rejoined = {}
     for name in ("c1", "c2"):
-        rejoined.update({r.request_id: r.response for r in s.send(name, join(ids[name], client=name))})
+        rejoined.update(
+            {r.request_id: r.response for r in s.send(name, join(ids[name], client=name))}
+        )
     new_generation = next(iter(rejoined.values())).generation_id
     new_leader = next(iter(rejoined.values())).leader
-    plan = lead("range", {TOPIC: PARTITIONS}, next(r.members for r in rejoined.values() if r.members))
-    s.send("c1" if ids["c1"] == new_leader else "c2", sync(new_leader, new_generation, tuple(Assignment(m, a) for m, a in plan.items())))
+    plan = lead(
+        "range", {TOPIC: PARTITIONS}, next(r.members for r in rejoined.values() if r.members)
+    )
+    s.send(
+        "c1" if ids["c1"] == new_leader else "c2",
+        sync(new_leader, new_generation, tuple(Assignment(m, a) for m, a in plan.items())),
+    )
     other = "c2" if ids["c1"] == new_leader else "c1"
     s.send(other, sync(ids[other], new_generation))
     s.say("# c3 wakes up as a zombie of generation 1 and tries to commit: fenced.")
     (zombie,) = s.send("c3", commit(ids["c3"], generation, {5: 999}))
     s.send("c1", lambda rid, now: OffsetFetch(rid, 9, now, group_id=GROUP, topics=None))
     s.say("# A new coordinator loads the written records and serves the group.")
-    successor = GroupCoordinator(GroupConfig(), SeededChoices(seed + 1), now_ms=s.now_ms, observer=Monitor())
+    successor = GroupCoordinator(
+        GroupConfig(), SeededChoices(seed + 1), now_ms=s.now_ms, observer=Monitor()
+    )
     successor.handle(LoadGroups(tuple(s.log), s.now_ms))
     loaded = successor.group(GROUP)
-    s.say(f"{'':>9}  loaded {GROUP}: {loaded.state}, generation {loaded.generation_id}, {len(loaded.members)} members, {len(loaded.offsets)} offsets")
+    s.say(
+        f"{'':>9}  loaded {GROUP}: {loaded.state}, generation {loaded.generation_id}, {len(loaded.members)} members, {len(loaded.offsets)} offsets"
+    )
 
     fenced = zombie.response.topics[0].partitions[0].error_code.name
     print(

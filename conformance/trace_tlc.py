@@ -33,11 +33,29 @@ def run_tlc(directory, module: str, config: str, extra: list[str], deadlock: boo
     if java is None:
         raise TlcError("Java is missing: TLC needs a JDK")
     result = TlcResult(module, config)
-    command = [java, "-XX:+UseParallelGC", "-Xmx1g", f"-Djava.io.tmpdir={directory}", "-cp", str(find_jar()),
-               "tlc2.TLC", "-tool", "-workers", "1", "-metadir", f"{directory}/states-{config}",
-               "-config", config, *extra, *([] if deadlock else ["-deadlock"]), module]
+    command = [
+        java,
+        "-XX:+UseParallelGC",
+        "-Xmx1g",
+        f"-Djava.io.tmpdir={directory}",
+        "-cp",
+        str(find_jar()),
+        "tlc2.TLC",
+        "-tool",
+        "-workers",
+        "1",
+        "-metadir",
+        f"{directory}/states-{config}",
+        "-config",
+        config,
+        *extra,
+        *([] if deadlock else ["-deadlock"]),
+        module,
+    ]
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     messages = read_messages(process.stdout, None)
     code = process.wait()
     result.seconds = time.monotonic() - started
@@ -57,7 +75,9 @@ class TraceCheck:
     states: int
     seconds: float
     violated: str | None = None
-    failed_trace: int | None = None  # 1-based trace number and index of the record TLC could not reach
+    failed_trace: int | None = (
+        None  # 1-based trace number and index of the record TLC could not reach
+    )
     failed_index: int | None = None
     distinct: int = 0
 
@@ -72,18 +92,33 @@ def _scratch(spec: str, *modules: tuple[str, str]) -> tempfile.TemporaryDirector
     return scratch
 
 
-def check_trace_data(spec: str, trace_data: str, config: str, traces: Sequence[Sequence[object]],
-                     position: tuple[str, str] = ("t", "i")) -> TraceCheck:
+def check_trace_data(
+    spec: str,
+    trace_data: str,
+    config: str,
+    traces: Sequence[Sequence[object]],
+    position: tuple[str, str] = ("t", "i"),
+) -> TraceCheck:
     """One TLC run of ``tla/Trace<spec>.tla`` over ``trace_data`` (the ``TraceData`` module)
     with ``config``; ``position`` names the trace module's variables for the trace number
     and the record index, read from a counterexample."""
     trace_spec = f"Trace{spec}"
-    with _scratch(spec, (f"{trace_spec}.tla", (TLA_DIR / f"{trace_spec}.tla").read_text()), ("TraceData.tla", trace_data),
-                  (f"{trace_spec}.cfg", config)) as scratch:
+    with _scratch(
+        spec,
+        (f"{trace_spec}.tla", (TLA_DIR / f"{trace_spec}.tla").read_text()),
+        ("TraceData.tla", trace_data),
+        (f"{trace_spec}.cfg", config),
+    ) as scratch:
         result = run_tlc(scratch, trace_spec, f"{trace_spec}.cfg", [], deadlock=True)
     states = sum(len(t) for t in traces)
-    check = TraceCheck(result.passed and result.distinct == states, len(traces), states, result.seconds,
-                       result.violated, distinct=result.distinct)
+    check = TraceCheck(
+        result.passed and result.distinct == states,
+        len(traces),
+        states,
+        result.seconds,
+        result.violated,
+        distinct=result.distinct,
+    )
     if result.trace:
         last = result.trace[-1].values
         check.failed_trace, check.failed_index = int(last[position[0]]), int(last[position[1]])
@@ -92,7 +127,11 @@ def check_trace_data(spec: str, trace_data: str, config: str, traces: Sequence[S
     return check
 
 
-def tla_value(value, model_values: frozenset[str], special: Callable[[object], str | None] = lambda value: None) -> str:
+def tla_value(
+    value,
+    model_values: frozenset[str],
+    special: Callable[[object], str | None] = lambda value: None,
+) -> str:
     """Python -> TLA+ text: strings in ``model_values`` are model values, other strings are
     strings; lists and tuples are sequences, sets are sets; a dict is a sequence when keyed by
     ints, a function (``:>``/``@@``) when keyed by model values, else a record. ``special``
@@ -124,8 +163,12 @@ def tla_value(value, model_values: frozenset[str], special: Callable[[object], s
     raise TypeError(f"no TLA+ form for {value!r}")
 
 
-def trace_data_module(traces: Sequence[Sequence[Sequence[str]]], fields: Sequence[str], constants: Sequence[str],
-                      shared: Sequence[str]) -> str:
+def trace_data_module(
+    traces: Sequence[Sequence[Sequence[str]]],
+    fields: Sequence[str],
+    constants: Sequence[str],
+    shared: Sequence[str],
+) -> str:
     """The ``TraceData`` module: ``Traces``, a sequence of traces, each a sequence of records
     whose values (TLA+ texts, in the order of ``fields``) are built by ``R(...)``. Each
     distinct value of a field in ``shared`` is defined once, which keeps the module small
@@ -138,29 +181,56 @@ def trace_data_module(traces: Sequence[Sequence[Sequence[str]]], fields: Sequenc
         return names[text]
 
     def record(values: Sequence[str]) -> str:
-        return "R(" + ",".join(name_of(v) if f in shared else v for f, v in zip(fields, values, strict=True)) + ")"
+        return (
+            "R("
+            + ",".join(
+                name_of(v) if f in shared else v for f, v in zip(fields, values, strict=True)
+            )
+            + ")"
+        )
 
     body = ",\n".join("<<" + ",\n".join(record(r) for r in trace) + ">>" for trace in traces)
     params = [f"x{k}" for k in range(len(fields))]
-    maker = f"R({', '.join(params)}) == [" + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params, strict=True)) + "]"
+    maker = (
+        f"R({', '.join(params)}) == ["
+        + ", ".join(f"{f} |-> {x}" for f, x in zip(fields, params, strict=True))
+        + "]"
+    )
     definitions = "\n".join(f"{name} == {text}" for text, name in names.items())
-    return (f"---- MODULE TraceData ----\nEXTENDS Integers, Sequences, TLC\nCONSTANTS {', '.join(constants)}\n"
-            f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n")
+    return (
+        f"---- MODULE TraceData ----\nEXTENDS Integers, Sequences, TLC\nCONSTANTS {', '.join(constants)}\n"
+        f"{maker}\n{definitions}\nTraces == <<\n{body}\n>>\n====\n"
+    )
 
 
 Behaviour = list[tuple[dict, dict]]  # (act, spec state) per state, Init first
 
 
-def simulate_behaviours(spec: str, sim_module: str, constants: str, count: int, depth: int, seed: int,
-                        parse_state: Callable[[dict[str, str]], tuple[dict, dict]]) -> list[Behaviour]:
+def simulate_behaviours(
+    spec: str,
+    sim_module: str,
+    constants: str,
+    count: int,
+    depth: int,
+    seed: int,
+    parse_state: Callable[[dict[str, str]], tuple[dict, dict]],
+) -> list[Behaviour]:
     """The behaviours of one TLC simulation of ``Sim<spec>`` (``sim_module``, whose cfg is
     ``constants`` plus Depth and Count), split at their Init states; ``parse_state`` turns
     TLC's printed values of one state into (act, spec state)."""
     sim = f"Sim{spec}"
-    config = constants + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n"
+    config = (
+        constants
+        + f"    Depth = {depth}\n    Count = {count}\nINIT SimInit\nNEXT SimNext\nINVARIANT Done\n"
+    )
     with _scratch(spec, (f"{sim}.tla", sim_module), (f"{sim}.cfg", config)) as scratch:
-        result = run_tlc(scratch, sim, f"{sim}.cfg", ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)],
-                         deadlock=False)
+        result = run_tlc(
+            scratch,
+            sim,
+            f"{sim}.cfg",
+            ["-simulate", "-depth", str(count * (depth + 1) + 5), "-seed", str(seed)],
+            deadlock=False,
+        )
     if result.violated != "Done":
         raise TlcError(f"simulation seed {seed}: expected Done to fail, got {result.violated}")
     behaviours: list[Behaviour] = []
@@ -186,8 +256,13 @@ class ReplaySummary:
         return not self.mismatches
 
 
-def replay_all(behaviours: list[Behaviour], replay: Callable[[Behaviour, int], int], seed: int, started: float,
-               mismatch: type[Exception]) -> ReplaySummary:
+def replay_all(
+    behaviours: list[Behaviour],
+    replay: Callable[[Behaviour, int], int],
+    seed: int,
+    started: float,
+    mismatch: type[Exception],
+) -> ReplaySummary:
     """Replay every behaviour (``replay(behaviour, number)`` returns the steps taken and raises
     ``mismatch`` where the reference parts from the spec); count actions and steps."""
     actions: dict[str, int] = {}
@@ -199,5 +274,11 @@ def replay_all(behaviours: list[Behaviour], replay: Callable[[Behaviour, int], i
             steps += replay(behaviour, number)
         except mismatch as found:
             mismatches.append(f"behaviour {number + 1} (seed {seed}): {found}")
-    return ReplaySummary(len(behaviours), steps, actions, mismatches, time.monotonic() - started,
-                         max((len(b) - 1 for b in behaviours), default=0))
+    return ReplaySummary(
+        len(behaviours),
+        steps,
+        actions,
+        mismatches,
+        time.monotonic() - started,
+        max((len(b) - 1 for b in behaviours), default=0),
+    )

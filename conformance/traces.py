@@ -101,10 +101,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from coordspec.conformance.tla import TlcError
-from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.conformance.trace_tlc import (
+    ReplaySummary,
+    TraceCheck,
+    check_trace_data,
+    replay_all,
+    simulate_behaviours,
+    tla_value,
+    trace_data_module,
+)
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
-from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, decode_assignment, encode_assignment, encode_subscription
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    TopicPartitions,
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import Assignment as SyncAssignment
 from coordspec.reference.group import (
@@ -132,12 +146,33 @@ NONE = "none"  # the spec's None
 GROUP = "group"
 TOPIC = "foo"
 PARTITION_INDEX = {"p1": 0, "p2": 1}
-CONFIG = GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=600_000, initial_rebalance_delay_ms=3_000)
+CONFIG = GroupConfig(
+    min_session_timeout_ms=10, max_session_timeout_ms=600_000, initial_rebalance_delay_ms=3_000
+)
 SESSION_MS = 30_000
 REBALANCE_MS = 2_000  # not above the initial delay: the initial join phase is never extended
-VARIABLES = ("state", "generation", "members", "joined", "syncing", "pendingSync", "leader", "assignment",
-             "assignmentGen", "clientGen", "clientLeader", "owners", "lastCommit")
-NO_COMMIT = {"client": NONE, "generationId": -1, "groupGeneration": 0, "wasMember": False, "groupState": "Empty"}
+VARIABLES = (
+    "state",
+    "generation",
+    "members",
+    "joined",
+    "syncing",
+    "pendingSync",
+    "leader",
+    "assignment",
+    "assignmentGen",
+    "clientGen",
+    "clientLeader",
+    "owners",
+    "lastCommit",
+)
+NO_COMMIT = {
+    "client": NONE,
+    "generationId": -1,
+    "groupGeneration": 0,
+    "wasMember": False,
+    "groupState": "Empty",
+}
 
 
 class TraceMismatch(AssertionError):
@@ -203,7 +238,9 @@ class Harness:
         self.now_ms = 0
         self.clients = {c: Client(c) for c in CLIENTS}
         self.client_of: dict[str, str] = {}
-        self.owners = {g: {p: frozenset() for p in PARTITIONS} for g in range(1, MAX_GENERATION + 1)}
+        self.owners = {
+            g: {p: frozenset() for p in PARTITIONS} for g in range(1, MAX_GENERATION + 1)
+        }
         self.last_commit = dict(NO_COMMIT)
         self.assignment = {c: frozenset() for c in CLIENTS}
         self.assignment_gen = 0
@@ -226,7 +263,11 @@ class Harness:
             return
         for member in group.members.values():
             parked = member.awaiting_join
-            if member.member_id not in self.client_of and parked is not None and parked.request_id in self.pending:
+            if (
+                member.member_id not in self.client_of
+                and parked is not None
+                and parked.request_id in self.pending
+            ):
                 client = self.pending[parked.request_id][0]
                 self.client_of[member.member_id] = client
                 self.clients[client].member_id = member.member_id
@@ -248,10 +289,22 @@ class Harness:
             "lastCommit": dict(self.last_commit),
         }
         if group is None:
-            return {"state": "Empty", "generation": 0, "members": frozenset(), "joined": frozenset(),
-                    "syncing": frozenset(), "pendingSync": frozenset(), "leader": NONE,
-                    "assignment": dict(self.assignment), "assignmentGen": self.assignment_gen, **clients}
-        if group.assignment_generation is not None and group.assignment_generation != self.assignment_gen:
+            return {
+                "state": "Empty",
+                "generation": 0,
+                "members": frozenset(),
+                "joined": frozenset(),
+                "syncing": frozenset(),
+                "pendingSync": frozenset(),
+                "leader": NONE,
+                "assignment": dict(self.assignment),
+                "assignmentGen": self.assignment_gen,
+                **clients,
+            }
+        if (
+            group.assignment_generation is not None
+            and group.assignment_generation != self.assignment_gen
+        ):
             self.assignment = {c: frozenset() for c in CLIENTS}
             for member in group.members.values():
                 self.assignment[self._client(member.member_id)] = partitions_of(member.assignment)
@@ -261,8 +314,12 @@ class Harness:
             "state": str(group.state),
             "generation": group.generation_id,
             "members": frozenset(self._client(m.member_id) for m in members),
-            "joined": frozenset(self._client(m.member_id) for m in members if m.awaiting_join is not None),
-            "syncing": frozenset(self._client(m.member_id) for m in members if m.awaiting_sync is not None),
+            "joined": frozenset(
+                self._client(m.member_id) for m in members if m.awaiting_join is not None
+            ),
+            "syncing": frozenset(
+                self._client(m.member_id) for m in members if m.awaiting_sync is not None
+            ),
             "pendingSync": frozenset(self._client(m) for m in group.pending_sync),
             "leader": self._client(group.leader_id),
             "assignment": dict(self.assignment),
@@ -352,35 +409,76 @@ class Harness:
         sent: list[int] = []
 
         def run():
-            sent.append(self._send(c, JoinGroup, 3, member_id=member_id, session_timeout_ms=SESSION_MS,
-                                   rebalance_timeout_ms=REBALANCE_MS, protocol_type="consumer",
-                                   protocols=self.protocols(c)))
+            sent.append(
+                self._send(
+                    c,
+                    JoinGroup,
+                    3,
+                    member_id=member_id,
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=REBALANCE_MS,
+                    protocol_type="consumer",
+                    protocols=self.protocols(c),
+                )
+            )
 
         steps = self._record("JoinGroup", c, False, run)
         error = self.join_errors.get(sent[0])  # None: parked
         if len(steps) == 1 and error == ErrorCode.NONE:
-            steps[0].action = "JoinGroupAnswered"  # answered at once with the current generation (GM-12)
+            steps[
+                0
+            ].action = "JoinGroupAnswered"  # answered at once with the current generation (GM-12)
         elif error not in (None, ErrorCode.NONE) and steps[0].action == "JoinGroup":
-            steps[0].action = "JoinGroupRefused"  # no spec action refuses a JoinGroup: TLC rejects the trace
+            steps[
+                0
+            ].action = (
+                "JoinGroupRefused"  # no spec action refuses a JoinGroup: TLC rejects the trace
+            )
         return steps
 
-    def sync(self, c: str, assignment: dict[str, frozenset] | None = None, rng: random.Random | None = None) -> list[Step]:
+    def sync(
+        self,
+        c: str,
+        assignment: dict[str, frozenset] | None = None,
+        rng: random.Random | None = None,
+    ) -> list[Step]:
         me = self.clients[c]
         assignments: tuple = ()
         if me.leader:
             if assignment is None:
-                assignment = random_assignment([self._client(m) for m in me.members_seen], rng or random.Random(0))
+                assignment = random_assignment(
+                    [self._client(m) for m in me.members_seen], rng or random.Random(0)
+                )
             ids = {self._client(m): m for m in me.members_seen}
-            assignments = tuple(SyncAssignment(ids[client], encode_partitions(ps))
-                                for client, ps in sorted(assignment.items()) if client in ids)
-        return self._record("SyncGroup", c, False, lambda: self._send(
-            c, SyncGroup, 5, generation_id=me.gen, member_id=me.member_id, protocol_type="consumer",
-            protocol_name="range", assignments=assignments))
+            assignments = tuple(
+                SyncAssignment(ids[client], encode_partitions(ps))
+                for client, ps in sorted(assignment.items())
+                if client in ids
+            )
+        return self._record(
+            "SyncGroup",
+            c,
+            False,
+            lambda: self._send(
+                c,
+                SyncGroup,
+                5,
+                generation_id=me.gen,
+                member_id=me.member_id,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=assignments,
+            ),
+        )
 
     def heartbeat(self, c: str) -> list[Step]:
         me = self.clients[c]
-        return self._record("Heartbeat", c, False, lambda: self._send(
-            c, Heartbeat, 4, generation_id=me.gen, member_id=me.member_id))
+        return self._record(
+            "Heartbeat",
+            c,
+            False,
+            lambda: self._send(c, Heartbeat, 4, generation_id=me.gen, member_id=me.member_id),
+        )
 
     def leave(self, c: str) -> list[Step]:
         me = self.clients[c]
@@ -395,13 +493,28 @@ class Harness:
     def commit(self, c: str, with_generation: bool) -> list[Step]:
         me = self.clients[c]
         generation = me.gen if with_generation else -1
-        context = {"client": c, "generationId": generation, "groupGeneration": self.generation(),
-                   "wasMember": self.is_member(c), "groupState": self.state()}
+        context = {
+            "client": c,
+            "generationId": generation,
+            "groupGeneration": self.generation(),
+            "wasMember": self.is_member(c),
+            "groupState": self.state(),
+        }
         self.commit_accepted = False
         self.commit_context[self.request_ids + 1] = context
-        self._record("OffsetCommit", c, with_generation, lambda: self._send(
-            c, OffsetCommit, 9, generation_id=generation, member_id=(me.member_id or "") if with_generation else "",
-            topics=(CommitTopic(TOPIC, (CommitPartition(0, self.request_ids),)),)))
+        self._record(
+            "OffsetCommit",
+            c,
+            with_generation,
+            lambda: self._send(
+                c,
+                OffsetCommit,
+                9,
+                generation_id=generation,
+                member_id=(me.member_id or "") if with_generation else "",
+                topics=(CommitTopic(TOPIC, (CommitPartition(0, self.request_ids),)),),
+            ),
+        )
         if not self.commit_accepted:
             self.steps[-1].action = "OffsetCommitRejected"
         return [self.steps[-1]]
@@ -435,12 +548,19 @@ def partitions_of(data: bytes) -> frozenset:
     if not data:
         return frozenset()
     names = {i: p for p, i in PARTITION_INDEX.items()}
-    return frozenset(names[i] for tp in decode_assignment(data).partitions if tp.topic == TOPIC for i in tp.partitions)
+    return frozenset(
+        names[i]
+        for tp in decode_assignment(data).partitions
+        if tp.topic == TOPIC
+        for i in tp.partitions
+    )
 
 
 def encode_partitions(partitions) -> bytes:
     indexes = tuple(sorted(PARTITION_INDEX[p] for p in partitions))
-    return encode_assignment(ConsumerAssignment((TopicPartitions(TOPIC, indexes),) if indexes else ()))
+    return encode_assignment(
+        ConsumerAssignment((TopicPartitions(TOPIC, indexes),) if indexes else ())
+    )
 
 
 def random_assignment(members: list[str], rng: random.Random) -> dict[str, frozenset]:
@@ -465,11 +585,18 @@ def random_trace(seed: int, steps: int) -> list[Step]:
             member = h.is_member(c)
             if generation < MAX_GENERATION:
                 moves += [(4, lambda c=c: h.join(c, changed=rng.random() < 0.5))]
-            elif member and (state == "CompletingRebalance" or (state == "Stable" and group.leader_id != me.member_id)):
+            elif member and (
+                state == "CompletingRebalance"
+                or (state == "Stable" and group.leader_id != me.member_id)
+            ):
                 moves += [(2, lambda c=c: h.join(c, changed=False))]
             if me.gen >= 0:
-                moves += [(4, lambda c=c: h.sync(c, rng=rng)), (1, lambda c=c: h.heartbeat(c)),
-                          (2, lambda c=c: h.commit(c, True)), (1, lambda c=c: h.crash(c))]
+                moves += [
+                    (4, lambda c=c: h.sync(c, rng=rng)),
+                    (1, lambda c=c: h.heartbeat(c)),
+                    (2, lambda c=c: h.commit(c, True)),
+                    (1, lambda c=c: h.crash(c)),
+                ]
             moves += [(1, lambda c=c: h.commit(c, False))]
             if member:
                 moves += [(1, lambda c=c: h.leave(c))]
@@ -502,10 +629,18 @@ def corrupt_stale_commit(trace: list[Step]) -> tuple[list[Step], int] | None:
         if s.action == "OffsetCommitRejected" and s.with_generation:
             before = trace[k - 1].state
             gen = before["clientGen"][s.actor]
-            if before["state"] not in ("PreparingRebalance", "Stable") or gen == before["generation"]:
+            if (
+                before["state"] not in ("PreparingRebalance", "Stable")
+                or gen == before["generation"]
+            ):
                 continue
-            commit = {"client": s.actor, "generationId": gen, "groupGeneration": before["generation"],
-                      "wasMember": s.actor in before["members"], "groupState": before["state"]}
+            commit = {
+                "client": s.actor,
+                "generationId": gen,
+                "groupGeneration": before["generation"],
+                "wasMember": s.actor in before["members"],
+                "groupState": before["state"],
+            }
             old = s.state["lastCommit"]
             out = [Step(x.action, x.actor, x.with_generation, dict(x.state)) for x in trace]
             out[k].action = "OffsetCommit"
@@ -528,14 +663,28 @@ def tla(value) -> str:
     return tla_value(value, _MODEL_VALUES)
 
 
-_SHARED = ("assignment", "clientGen", "clientLeader", "owners", "lastCommit")  # few distinct values: named once
+_SHARED = (
+    "assignment",
+    "clientGen",
+    "clientLeader",
+    "owners",
+    "lastCommit",
+)  # few distinct values: named once
 
 
 def trace_module(traces: list[list[Step]]) -> str:
     """The traces as the TraceData module (record-valued variables with few distinct values named once)."""
-    rows = [[[tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.actor), tla(s.with_generation)] for s in trace]
-            for trace in traces]
-    return trace_data_module(rows, [*VARIABLES, "action", "actor", "withGeneration"], ["c1", "c2", "p1", "p2"], _SHARED)
+    rows = [
+        [
+            [tla(s.state[n]) for n in VARIABLES]
+            + [f'"{s.action}"', tla(s.actor), tla(s.with_generation)]
+            for s in trace
+        ]
+        for trace in traces
+    ]
+    return trace_data_module(
+        rows, [*VARIABLES, "action", "actor", "withGeneration"], ["c1", "c2", "p1", "p2"], _SHARED
+    )
 
 
 _TOKEN = re.compile(r'\s*(<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|[A-Za-z_][A-Za-z0-9_]*)')
@@ -699,8 +848,12 @@ Done == b < Count
 
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of GroupMembership?"""
-    return check_trace_data("GroupMembership", trace_module(traces),
-                            _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n", traces)
+    return check_trace_data(
+        "GroupMembership",
+        trace_module(traces),
+        _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n",
+        traces,
+    )
 
 
 @dataclass
@@ -726,7 +879,9 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
         for s in trace[1:]:
             actions[s.action] = actions.get(s.action, 0) + 1
     check = check_traces(traces)
-    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces)
+    return RandomTraceSummary(
+        count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces
+    )
 
 
 # -- spec -> reference: TLC simulation replayed ---------------------------------------------------------------------
@@ -740,7 +895,9 @@ def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec, ``depth`` steps each, from one TLC simulation run:
     each a list of (act, spec state) with Init first."""
-    behaviours = simulate_behaviours("GroupMembership", SIM_MODULE, _CONSTANTS, count, depth, seed, _parse_state)[:count]
+    behaviours = simulate_behaviours(
+        "GroupMembership", SIM_MODULE, _CONSTANTS, count, depth, seed, _parse_state
+    )[:count]
     if len(behaviours) != count or any(len(x) != depth + 1 for x in behaviours):
         raise TlcError(f"simulation seed {seed}: expected {count} behaviours of {depth} steps")
     return behaviours
@@ -761,13 +918,23 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
         act, target = behaviour[k]
         action, c = act["action"], act["actor"]
         final = target
-        if k + 1 < len(behaviour) and behaviour[k + 1][0]["action"] == "CompleteJoin" and action != "CompleteJoin":
+        if (
+            k + 1 < len(behaviour)
+            and behaviour[k + 1][0]["action"] == "CompleteJoin"
+            and action != "CompleteJoin"
+        ):
             final = behaviour[k + 1][1]
-        h.choices.want = [h.clients[x].member_id for x in (final["leader"],) if x in CLIENTS and h.clients[x].member_id]
+        h.choices.want = [
+            h.clients[x].member_id
+            for x in (final["leader"],)
+            if x in CLIENTS and h.clients[x].member_id
+        ]
         if action == "JoinGroup":
             group, member = h.group, h.is_member(c)
             rebalancing = h.state() == "PreparingRebalance"
-            leader_in_stable = member and h.state() == "Stable" and group.leader_id == h.clients[c].member_id
+            leader_in_stable = (
+                member and h.state() == "Stable" and group.leader_id == h.clients[c].member_id
+            )
             steps = h.join(c, changed=member and not rebalancing and not leader_in_stable)
         elif action == "JoinGroupAnswered":
             steps = h.join(c, changed=False)
@@ -788,25 +955,40 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
         else:
             raise TraceMismatch(f"step {k}: unknown action {action}")
         if action == "CompleteJoin" and not steps:
-            raise TraceMismatch(f"step {k} CompleteJoin: the reference's join timer changed nothing")
+            raise TraceMismatch(
+                f"step {k} CompleteJoin: the reference's join timer changed nothing"
+            )
         for s in steps:
             if k >= len(behaviour):
                 raise TraceMismatch(f"the reference took {s.action} beyond the behaviour's end")
             want_act, want = behaviour[k]
             if s.action != want_act["action"]:
-                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['actor']}): the reference took {s.action}")
+                raise TraceMismatch(
+                    f"step {k} {want_act['action']}({want_act['actor']}): the reference took {s.action}"
+                )
             if _normal(s.state) != want:
-                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['actor']}): {diff(s.state, want)}")
+                raise TraceMismatch(
+                    f"step {k} {want_act['action']}({want_act['actor']}): {diff(s.state, want)}"
+                )
             k += 1
     return k - 1
 
 
 def diff(reference: dict, spec: dict) -> str:
-    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+    return "; ".join(
+        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
+        for n in VARIABLES
+        if reference[n] != spec[n]
+    )
 
 
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours of ``depth`` steps from one TLC simulation (``-seed seed``), each replayed on the reference."""
     started = time.monotonic()
-    return replay_all(simulate(count, depth, seed), lambda behaviour, number: replay(behaviour, seed + number), seed, started,
-                      TraceMismatch)
+    return replay_all(
+        simulate(count, depth, seed),
+        lambda behaviour, number: replay(behaviour, seed + number),
+        seed,
+        started,
+        TraceMismatch,
+    )

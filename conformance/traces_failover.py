@@ -175,14 +175,30 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.conformance.trace_tlc import (
+    ReplaySummary,
+    TraceCheck,
+    check_trace_data,
+    replay_all,
+    simulate_behaviours,
+    tla_value,
+    trace_data_module,
+)
 from coordspec.conformance.traces import TraceMismatch
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.cluster import FailoverCluster
 from coordspec.reference.failover.partition import PartitionState
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.records import GroupMetadataValue, OffsetCommitValue
-from coordspec.reference.group.requests import Assignment, CommitPartition, CommitTopic, JoinGroup, OffsetCommit, Protocol, SyncGroup
+from coordspec.reference.group.requests import (
+    Assignment,
+    CommitPartition,
+    CommitTopic,
+    JoinGroup,
+    OffsetCommit,
+    Protocol,
+    SyncGroup,
+)
 from coordspec.reference.group.requests import Tick as GroupTick
 from coordspec.reference.replication.partition import Role
 from coordspec.reference.replication.znodes import NO_LEADER
@@ -198,8 +214,21 @@ NONE = "none"
 GROUP = "g"
 TOPIC = "foo"
 MAX_EPOCH, MAX_GENERATION, MAX_COMMITS = 3, 1, 2
-VARIABLES = ("leader", "leaderEpoch", "isr", "view", "log", "hw", "status", "cache", "pending", "ackedGen",
-             "acked", "commits", "answeredLoaded")
+VARIABLES = (
+    "leader",
+    "leaderEpoch",
+    "isr",
+    "view",
+    "log",
+    "hw",
+    "status",
+    "cache",
+    "pending",
+    "ackedGen",
+    "acked",
+    "commits",
+    "answeredLoaded",
+)
 NO_VIEW = {"leader": NONE, "epoch": 0, "isr": frozenset()}
 EMPTY_GROUP = {"gen": 0, "offsets": {"p1": 0}}
 EXPIRE_WEIGHT = 0.4
@@ -232,9 +261,21 @@ def _spec_record(batch, epoch: int) -> dict | None:
     if isinstance(value, GroupMetadataValue):
         if value.generation == 0:
             return None
-        return {"kind": "group", "epoch": epoch + 1, "gen": value.generation, "partition": NONE, "offset": 0}
+        return {
+            "kind": "group",
+            "epoch": epoch + 1,
+            "gen": value.generation,
+            "partition": NONE,
+            "offset": 0,
+        }
     if isinstance(value, OffsetCommitValue):
-        return {"kind": "offset", "epoch": epoch + 1, "gen": 0, "partition": "p1", "offset": value.offset}
+        return {
+            "kind": "offset",
+            "epoch": epoch + 1,
+            "gen": 0,
+            "partition": "p1",
+            "offset": value.offset,
+        }
     raise TraceMismatch(f"a record the spec does not model: {record!r}")
 
 
@@ -242,8 +283,13 @@ class Harness:
     """The reference cluster, one client, and the spec's view of them."""
 
     def __init__(self, seed: int = 0) -> None:
-        self.fc = _Cluster([CONTROLLER, 1, 2, 3], offsets_partitions=1, replication_factor=3,
-                           group_config=GROUP_CONFIG, seed=seed)
+        self.fc = _Cluster(
+            [CONTROLLER, 1, 2, 3],
+            offsets_partitions=1,
+            replication_factor=3,
+            group_config=GROUP_CONFIG,
+            seed=seed,
+        )
         self.fc.building = False
         assert self.fc.cluster.controller_id() == CONTROLLER
         self.tp = self.fc.tp(0)
@@ -293,8 +339,11 @@ class Harness:
                 view[b] = dict(NO_VIEW)
             else:
                 leads = replica.role == Role.LEADER
-                view[b] = {"leader": NAMES.get(replica.leader, NONE), "epoch": replica.leader_epoch + 1,
-                           "isr": frozenset(NAMES[r] for r in replica.isr) if leads else frozenset()}
+                view[b] = {
+                    "leader": NAMES.get(replica.leader, NONE),
+                    "epoch": replica.leader_epoch + 1,
+                    "isr": frozenset(NAMES[r] for r in replica.isr) if leads else frozenset(),
+                }
             log[b], before = self._log(b)
             hw[b] = before[replica.log.high_watermark] if replica is not None else 0
             host = self.fc.hosts[IDS[b]]
@@ -314,13 +363,28 @@ class Harness:
                     for record in hosted.appends[python_offset][1]:
                         if isinstance(record.value, OffsetCommitValue):
                             offset = record.value.offset
-                cache[b] = {"gen": group.generation_id if group is not None else 0, "offsets": {"p1": offset}}
+                cache[b] = {
+                    "gen": group.generation_id if group is not None else 0,
+                    "offsets": {"p1": offset},
+                }
             for python_offset, (_, records) in hosted.appends.items():
                 if _spec_record(records, 0) is not None:
                     pending.add((b, before[python_offset] + 1))
-        return {"leader": leader, "leaderEpoch": epoch, "isr": isr, "view": view, "log": log, "hw": hw,
-                "status": status, "cache": cache, "pending": frozenset(pending), "ackedGen": self.acked_gen,
-                "acked": {"p1": self.acked}, "commits": self.commits, "answeredLoaded": True}
+        return {
+            "leader": leader,
+            "leaderEpoch": epoch,
+            "isr": isr,
+            "view": view,
+            "log": log,
+            "hw": hw,
+            "status": status,
+            "cache": cache,
+            "pending": frozenset(pending),
+            "ackedGen": self.acked_gen,
+            "acked": {"p1": self.acked},
+            "commits": self.commits,
+            "answeredLoaded": True,
+        }
 
     # -- replies ---------------------------------------------------------------------------
 
@@ -344,12 +408,16 @@ class Harness:
     def _send(self, b: str, cls, version: int, context: dict | None = None, **fields):
         self.request_ids += 1
         self.requests[self.request_ids] = (cls.__name__, context or {})
-        self.fc.send(IDS[b], cls(self.request_ids, version, self.fc.now_ms, group_id=GROUP, **fields))
+        self.fc.send(
+            IDS[b], cls(self.request_ids, version, self.fc.now_ms, group_id=GROUP, **fields)
+        )
         return self.fc.replies.get((IDS[b], self.request_ids))
 
     # -- recording ----------------------------------------------------------------------------
 
-    def _record(self, run, label: tuple[str, str, str] | None = None, follower_first: list[str] = ()) -> list[Step]:
+    def _record(
+        self, run, label: tuple[str, str, str] | None = None, follower_first: list[str] = ()
+    ) -> list[Step]:
         before = self.steps[-1].state
         run()
         self._read_replies()
@@ -357,7 +425,9 @@ class Harness:
         steps = decompose(before, after, follower_first[0] if follower_first else None)
         if label is not None:
             if steps:
-                raise TraceMismatch(f"{label[0]}({label[1]}): expected no change, got {[s.action for s in steps]}")
+                raise TraceMismatch(
+                    f"{label[0]}({label[1]}): expected no change, got {[s.action for s in steps]}"
+                )
             steps = [Step(*label, after)]
         self.steps.extend(steps)
         return steps
@@ -370,6 +440,7 @@ class Harness:
             slots = self.fc.cluster.slots
             while slots[CONTROLLER].inbox:
                 self.fc.deliver_watches(CONTROLLER)
+
         return self._record(run)
 
     def deliver(self, index: int) -> list[Step]:
@@ -385,11 +456,15 @@ class Harness:
                 replica = self.replica(dest)
                 if replica is not None and replica.leader_epoch >= published[0].leader_epoch:
                     break
-                nxt = [i for i in cluster.deliverable()
-                       if (cluster.in_flight[i].source, cluster.in_flight[i].destination) == channel]
+                nxt = [
+                    i
+                    for i in cluster.deliverable()
+                    if (cluster.in_flight[i].source, cluster.in_flight[i].destination) == channel
+                ]
                 if not nxt:
                     break
                 self.fc.deliver(nxt[0])
+
         return self._record(run)
 
     def deliver_to(self, b: str) -> list[Step]:
@@ -419,10 +494,14 @@ class Harness:
                 # the spec's Replicate truncates alone only to the leader's whole log, taking
                 # its high watermark
                 state = self.abstract()
-                if leader is None or state["log"][f] != state["log"][leader] \
-                        or state["hw"][f] != min(state["hw"][leader], len(state["log"][f])):
+                if (
+                    leader is None
+                    or state["log"][f] != state["log"][leader]
+                    or state["hw"][f] != min(state["hw"][leader], len(state["log"][f]))
+                ):
                     self.fc.replicate(IDS[f], 0)
                     merged.append(f)
+
         return self._record(run, follower_first=merged)
 
     def replicate(self, f: str) -> list[Step]:
@@ -437,26 +516,51 @@ class Harness:
 
     def rebalance(self, b: str) -> list[Step]:
         def run():
-            join = self._send(b, JoinGroup, 3, member_id="", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
-                              protocol_type="consumer", protocols=(Protocol("range", b""),))
+            join = self._send(
+                b,
+                JoinGroup,
+                3,
+                member_id="",
+                session_timeout_ms=30_000,
+                rebalance_timeout_ms=30_000,
+                protocol_type="consumer",
+                protocols=(Protocol("range", b""),),
+            )
             if join is None:
                 self.fc._handle(IDS[b], GroupTick(self.fc.now_ms))
                 join = self.fc.replies.get((IDS[b], self.request_ids))
             if join is None or join.response.error_code != ErrorCode.NONE:
-                raise TraceMismatch(f"rebalance at {b}: JoinGroup answered {join and join.response.error_code!r}")
+                raise TraceMismatch(
+                    f"rebalance at {b}: JoinGroup answered {join and join.response.error_code!r}"
+                )
             response = join.response
             self.awaiting_sync = True
             context = {"generation": response.generation_id, "member_id": response.member_id}
-            self._send(b, SyncGroup, 3, context, generation_id=response.generation_id, member_id=response.member_id,
-                       assignments=(Assignment(response.member_id, b""),))
+            self._send(
+                b,
+                SyncGroup,
+                3,
+                context,
+                generation_id=response.generation_id,
+                member_id=response.member_id,
+                assignments=(Assignment(response.member_id, b""),),
+            )
+
         return self._record(run)
 
     def commit(self, b: str) -> list[Step]:
         offset = self.commits + 1
         hosted = self.fc.hosts[IDS[b]].hosted[0]
         length = hosted.next_offset
-        self._send(b, OffsetCommit, 8, {"offset": offset}, generation_id=self.acked_gen, member_id=self.member_id,
-                   topics=(CommitTopic(TOPIC, (CommitPartition(0, offset),)),))
+        self._send(
+            b,
+            OffsetCommit,
+            8,
+            {"offset": offset},
+            generation_id=self.acked_gen,
+            member_id=self.member_id,
+            topics=(CommitTopic(TOPIC, (CommitPartition(0, offset),)),),
+        )
         if hosted.next_offset > length:
             self.commits += 1
             return self._record(lambda: None)
@@ -471,11 +575,18 @@ class Harness:
         # No election while a LeaderAndIsr naming its destination leader is in flight (the spec's
         # brokers learn only the current epoch: see the module docstring).
         leader_in_flight = any(
-            p.leader == m.destination for m in cluster.in_flight for p in getattr(m.request, "partitions", ())
-            if p.topic == self.tp.topic and p.partition == self.tp.partition)
+            p.leader == m.destination
+            for m in cluster.in_flight
+            for p in getattr(m.request, "partitions", ())
+            if p.topic == self.tp.topic and p.partition == self.tp.partition
+        )
         if state["leaderEpoch"] < MAX_EPOCH and state["leader"] != NONE and not leader_in_flight:
             for b in BROKERS:
-                if b in state["isr"] and len(state["isr"]) > 1 and not self.would_advance_on_shrink(b):
+                if (
+                    b in state["isr"]
+                    and len(state["isr"]) > 1
+                    and not self.would_advance_on_shrink(b)
+                ):
                     out.append((EXPIRE_WEIGHT, lambda b=b: self.expire(b)))
         for i in cluster.deliverable():
             if not self.would_advance_on_apply(i):
@@ -483,19 +594,38 @@ class Harness:
         for b in BROKERS:
             host = self.fc.hosts[IDS[b]]
             hosted = host.hosted.get(0)
-            if hosted is not None and hosted.state == PartitionState.LOADING and (IDS[b], 0) in self.fc.pending_loads:
+            if (
+                hosted is not None
+                and hosted.state == PartitionState.LOADING
+                and (IDS[b], 0) in self.fc.pending_loads
+            ):
                 out.append((3, lambda b=b: self.load(b)))
             replica = self.replica(b)
-            if replica is not None and replica.role == Role.FOLLOWER and not self.would_step_down(b) \
-                    and not self.isr_behind(replica.leader, b) and not self.hw_ahead(b):
+            if (
+                replica is not None
+                and replica.role == Role.FOLLOWER
+                and not self.would_step_down(b)
+                and not self.isr_behind(replica.leader, b)
+                and not self.hw_ahead(b)
+            ):
                 out.append((3, lambda b=b: self.replicate(b)))
             if hosted is None or hosted.state != PartitionState.SERVING:
                 continue
             group = hosted.coordinator.groups.get(GROUP)
-            if self.acked_gen == 0 and not self.awaiting_sync and (group is None or group.generation_id == 0):
+            if (
+                self.acked_gen == 0
+                and not self.awaiting_sync
+                and (group is None or group.generation_id == 0)
+            ):
                 out.append((3, lambda b=b: self.rebalance(b)))
-            if self.acked_gen >= 1 and self.commits < MAX_COMMITS and (
-                    group is None or (str(group.state) == "Stable" and self.member_id in group.members)):
+            if (
+                self.acked_gen >= 1
+                and self.commits < MAX_COMMITS
+                and (
+                    group is None
+                    or (str(group.state) == "Stable" and self.member_id in group.members)
+                )
+            ):
                 out.append((3, lambda b=b: self.commit(b)))
         return out
 
@@ -512,8 +642,11 @@ class Harness:
         lead = self._leading(published.leader)
         if lead is None or NAMES.get(published.leader) == x:
             return False
-        ends = [lead.log.log_end_offset] + [lead.followers[r].log_end_offset for r in lead.isr
-                                            if r != lead.broker_id and NAMES.get(r) != x]
+        ends = [lead.log.log_end_offset] + [
+            lead.followers[r].log_end_offset
+            for r in lead.isr
+            if r != lead.broker_id and NAMES.get(r) != x
+        ]
         return min(ends) > lead.log.high_watermark
 
     def would_advance_on_apply(self, index: int) -> bool:
@@ -525,12 +658,16 @@ class Harness:
         if lead is None:
             return False
         for decision in getattr(message.request, "partitions", ()):
-            if (decision.topic, decision.partition) != tuple(self.tp) or decision.leader != lead.broker_id \
-                    or decision.leader_epoch <= lead.leader_epoch:
+            if (
+                (decision.topic, decision.partition) != tuple(self.tp)
+                or decision.leader != lead.broker_id
+                or decision.leader_epoch <= lead.leader_epoch
+            ):
                 continue
             members = [r for r in decision.isr if r != lead.broker_id]
-            ends = [lead.log.log_end_offset] + [lead.followers[r].log_end_offset if r in lead.followers else -1
-                                                for r in members]
+            ends = [lead.log.log_end_offset] + [
+                lead.followers[r].log_end_offset if r in lead.followers else -1 for r in members
+            ]
             replicas = [self.fc.cluster.broker(r).partitions.get(self.tp) for r in members]
             behind = any(x is None or x.leader_epoch != decision.leader_epoch for x in replicas)
             if behind and min(ends) > lead.log.high_watermark:
@@ -557,7 +694,10 @@ class Harness:
             if r in (lead.broker_id, IDS[f]):
                 continue
             member = self.fc.cluster.broker(r).partitions.get(self.tp)
-            if member is None or (member.leader, member.leader_epoch) != (lead.broker_id, lead.leader_epoch):
+            if member is None or (member.leader, member.leader_epoch) != (
+                lead.broker_id,
+                lead.leader_epoch,
+            ):
                 return True
         return False
 
@@ -569,8 +709,13 @@ class Harness:
         leader = self.fc.cluster.broker(replica.leader)
         lead = leader.partitions.get(self.tp) if leader is not None else None
         published = self.fc.cluster.published()[self.tp][0]
-        return (lead is not None and lead.role == Role.LEADER and published.leader == replica.leader
-                and lead.leader_epoch < published.leader_epoch and replica.broker_id not in lead.isr)
+        return (
+            lead is not None
+            and lead.role == Role.LEADER
+            and published.leader == replica.leader
+            and lead.leader_epoch < published.leader_epoch
+            and replica.broker_id not in lead.isr
+        )
 
     def start(self) -> list[Step]:
         """The controller's InitLeaders for the new offsets topic (an ElectLeader)."""
@@ -600,8 +745,15 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
         emit("ElectLeader", after["leader"])
     for b in BROKERS:
         new_view, old_view = after["view"][b], cur["view"][b]
-        stepped_down = old_view["leader"] == b == new_view["leader"] and old_view["isr"] and not new_view["isr"]
-        if (new_view["epoch"], new_view["leader"]) != (old_view["epoch"], old_view["leader"]) or stepped_down:
+        stepped_down = (
+            old_view["leader"] == b == new_view["leader"]
+            and old_view["isr"]
+            and not new_view["isr"]
+        )
+        if (new_view["epoch"], new_view["leader"]) != (
+            old_view["epoch"],
+            old_view["leader"],
+        ) or stepped_down:
             # a newer epoch applied, or (the reference's ISR-17 StepDown) a leader that lost an
             # ISR write stopped leading without learning of another leader
             cur["view"][b] = dict(new_view)
@@ -617,15 +769,18 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
         if cur["view"][b]["leader"] != b:
             continue
         old, new = cur["log"][b], after["log"][b]
-        if len(new) > len(old) and new[:len(old)] == old:
-            for r in new[len(old):]:
+        if len(new) > len(old) and new[: len(old)] == old:
+            for r in new[len(old) :]:
                 cur["log"][b] = [*cur["log"][b], r]
                 cur["pending"] = cur["pending"] | {(b, len(cur["log"][b]))}
                 if r["kind"] == "group":
                     cur["cache"][b] = {"gen": r["gen"], "offsets": dict(cur["cache"][b]["offsets"])}
                     emit("SyncGroup", b)
                 else:
-                    cur["cache"][b] = {"gen": cur["cache"][b]["gen"], "offsets": {"p1": r["offset"]}}
+                    cur["cache"][b] = {
+                        "gen": cur["cache"][b]["gen"],
+                        "offsets": {"p1": r["offset"]},
+                    }
                     cur["commits"] += 1
                     emit("OffsetCommit", b, "p1")
     if after["isr"] != cur["isr"] and after["leaderEpoch"] == cur["leaderEpoch"]:
@@ -633,7 +788,10 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
         for f in sorted(after["isr"] - cur["isr"]):
             cur["isr"] = cur["isr"] | {f}
             if leader != NONE and cur["view"][leader]["leader"] == leader:
-                cur["view"][leader] = {**cur["view"][leader], "isr": cur["view"][leader]["isr"] | {f}}
+                cur["view"][leader] = {
+                    **cur["view"][leader],
+                    "isr": cur["view"][leader]["isr"] | {f},
+                }
             emit("ExpandIsr", leader, f)
     for b in BROKERS:
         if cur["view"][b]["leader"] == b and after["hw"][b] != cur["hw"][b]:
@@ -650,7 +808,9 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
                 cur["acked"] = {"p1": max(cur["acked"]["p1"], r["offset"])}
             emit("AckCommit", b)
     for b in BROKERS:
-        if cur["view"][b]["leader"] != b and (after["log"][b] != cur["log"][b] or after["hw"][b] != cur["hw"][b]):
+        if cur["view"][b]["leader"] != b and (
+            after["log"][b] != cur["log"][b] or after["hw"][b] != cur["hw"][b]
+        ):
             cur["log"][b], cur["hw"][b] = after["log"][b], after["hw"][b]
             emit("Replicate", b)
     for b in BROKERS:
@@ -659,8 +819,10 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
             emit("LoadGroup", b)
     if cur != after:
         names = [n for n in VARIABLES if cur[n] != after[n]]
-        raise TraceMismatch(f"a change no spec step explains in {names}: "
-                            + "; ".join(f"{n}: spec {cur[n]!r}, reference {after[n]!r}" for n in names))
+        raise TraceMismatch(
+            f"a change no spec step explains in {names}: "
+            + "; ".join(f"{n}: spec {cur[n]!r}, reference {after[n]!r}" for n in names)
+        )
     return steps
 
 
@@ -690,7 +852,9 @@ def random_trace(seed: int, steps: int, max_moves: int = 400) -> list[Step]:
     return h.steps
 
 
-def validate_random_traces(count: int, steps: int, seed: int, max_draws: int | None = None) -> RandomTraceSummary:
+def validate_random_traces(
+    count: int, steps: int, seed: int, max_draws: int | None = None
+) -> RandomTraceSummary:
     """``count`` random reference runs of at least ``steps`` spec steps, checked by TLC in one run.
     Runs that end shorter (the driver ran out of moves within the bounds) are drawn again."""
     started = time.monotonic()
@@ -707,8 +871,15 @@ def validate_random_traces(count: int, steps: int, seed: int, max_draws: int | N
         for s in trace[1:]:
             actions[s.action] = actions.get(s.action, 0) + 1
     check = check_traces(traces)
-    return RandomTraceSummary(count, draws, sum(len(t) - 1 for t in traces), actions, check,
-                              time.monotonic() - started, traces)
+    return RandomTraceSummary(
+        count,
+        draws,
+        sum(len(t) - 1 for t in traces),
+        actions,
+        check,
+        time.monotonic() - started,
+        traces,
+    )
 
 
 # -- TLA+ values and the TLC run ---------------------------------------------------------------------------
@@ -729,12 +900,27 @@ def _pending_write(value) -> str | None:
     return None
 
 
-_SHARED = ("view", "log", "hw", "status", "cache", "pending")  # few distinct values: each defined once
+_SHARED = (
+    "view",
+    "log",
+    "hw",
+    "status",
+    "cache",
+    "pending",
+)  # few distinct values: each defined once
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    rows = [[[tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.a1), tla(s.a2)] for s in trace] for trace in traces]
-    return trace_data_module(rows, [*VARIABLES, "action", "a1", "a2"], [*BROKERS, *PARTITIONS], _SHARED)
+    rows = [
+        [
+            [tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.a1), tla(s.a2)]
+            for s in trace
+        ]
+        for trace in traces
+    ]
+    return trace_data_module(
+        rows, [*VARIABLES, "action", "a1", "a2"], [*BROKERS, *PARTITIONS], _SHARED
+    )
 
 
 CONSTANTS = """CONSTANTS
@@ -760,8 +946,13 @@ INVARIANTS = "StartsInInit TypeOK LoadBeforeServe SingleActiveCoordinator NoComm
 
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of CoordinatorFailover?"""
-    return check_trace_data("CoordinatorFailover", trace_module(traces),
-                            CONSTANTS + f"INIT TraceInit\nNEXT TraceNext\nINVARIANTS {INVARIANTS}\n", traces, position=("tr", "ix"))
+    return check_trace_data(
+        "CoordinatorFailover",
+        trace_module(traces),
+        CONSTANTS + f"INIT TraceInit\nNEXT TraceNext\nINVARIANTS {INVARIANTS}\n",
+        traces,
+        position=("tr", "ix"),
+    )
 
 
 @dataclass
@@ -949,11 +1140,15 @@ def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
     for name in VARIABLES:
         text = values[name]
         if name == "pending":
-            state[name] = frozenset((b, int(i)) for b, i in re.findall(r"broker \|-> (\w+),\s*index \|-> (\d+)", text))
+            state[name] = frozenset(
+                (b, int(i)) for b, i in re.findall(r"broker \|-> (\w+),\s*index \|-> (\d+)", text)
+            )
             continue
         value = parse_value(text)
         if name == "log":
-            value = {b: [value[b][j] for j in sorted(value[b])] if value[b] else [] for b in BROKERS}
+            value = {
+                b: [value[b][j] for j in sorted(value[b])] if value[b] else [] for b in BROKERS
+            }
         state[name] = value
     return parse_value(values["act"]), state
 
@@ -961,7 +1156,9 @@ def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec (at most ``depth`` steps each, fewer when the wrapper has
     nothing left to do), from one TLC simulation run: lists of (act, spec state), Init first."""
-    return simulate_behaviours("CoordinatorFailover", SIM_MODULE, CONSTANTS, count, depth, seed, _parse_state)[:count]
+    return simulate_behaviours(
+        "CoordinatorFailover", SIM_MODULE, CONSTANTS, count, depth, seed, _parse_state
+    )[:count]
 
 
 def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
@@ -996,25 +1193,48 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
             want_act, want = behaviour[k]
             name = "OffsetCommit" if s.action == "OffsetCommitFenced" else s.action
             if (name, s.a1) != (want_act["action"], want_act["a1"]):
-                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.a1})")
+                raise TraceMismatch(
+                    f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.a1})"
+                )
             if s.state != want:
-                raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): {_diff(s.state, want)}")
+                raise TraceMismatch(
+                    f"step {k} {want_act['action']}({want_act['a1']}): {_diff(s.state, want)}"
+                )
             k += 1
         if k < len(behaviour) and behaviour[k][0]["action"] not in _STARTERS:
             want_act = behaviour[k][0]
-            raise TraceMismatch(f"step {k} {want_act['action']}({want_act['a1']}): the reference's step ended before it")
+            raise TraceMismatch(
+                f"step {k} {want_act['action']}({want_act['a1']}): the reference's step ended before it"
+            )
     return k - 1
 
 
-_STARTERS = ("ElectLeader", "BecomeCoordinator", "ResignCoordinator", "LoadGroup", "SyncGroup", "OffsetCommit", "Fetch")
+_STARTERS = (
+    "ElectLeader",
+    "BecomeCoordinator",
+    "ResignCoordinator",
+    "LoadGroup",
+    "SyncGroup",
+    "OffsetCommit",
+    "Fetch",
+)
 
 
 def _diff(reference: dict, spec: dict) -> str:
-    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+    return "; ".join(
+        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
+        for n in VARIABLES
+        if reference[n] != spec[n]
+    )
 
 
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the reference."""
     started = time.monotonic()
-    return replay_all(simulate(count, depth, seed), lambda behaviour, number: replay(behaviour, seed + number), seed, started,
-                      TraceMismatch)
+    return replay_all(
+        simulate(count, depth, seed),
+        lambda behaviour, number: replay(behaviour, seed + number),
+        seed,
+        started,
+        TraceMismatch,
+    )

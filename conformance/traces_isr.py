@@ -143,7 +143,15 @@ import time
 from dataclasses import dataclass, field
 
 from coordspec.conformance.tla import TlcError
-from coordspec.conformance.trace_tlc import ReplaySummary, TraceCheck, check_trace_data, replay_all, simulate_behaviours, tla_value, trace_data_module
+from coordspec.conformance.trace_tlc import (
+    ReplaySummary,
+    TraceCheck,
+    check_trace_data,
+    replay_all,
+    simulate_behaviours,
+    tla_value,
+    trace_data_module,
+)
 from coordspec.reference.replication import partition as partition_module
 from coordspec.reference.replication.broker import Broker
 from coordspec.reference.replication.cluster import Cluster
@@ -172,13 +180,43 @@ NONE = "none"
 TOPIC = "t"
 TP = TopicPartition(TOPIC, 0)
 MIN_ISR = 2
-BOUNDS = {"MaxRecords": 2, "MaxLeaderEpoch": 2, "MaxControllerEpoch": 2, "MaxVersion": 4, "MaxFaults": 1}
+BOUNDS = {
+    "MaxRecords": 2,
+    "MaxLeaderEpoch": 2,
+    "MaxControllerEpoch": 2,
+    "MaxVersion": 4,
+    "MaxFaults": 1,
+}
 LAG_MS = 1_000
-CONFIG = ReplicationConfig(min_insync_replicas=MIN_ISR, replica_lag_time_max_ms=LAG_MS, zookeeper_session_timeout_ms=10**9)
+CONFIG = ReplicationConfig(
+    min_insync_replicas=MIN_ISR, replica_lag_time_max_ms=LAG_MS, zookeeper_session_timeout_ms=10**9
+)
 ZK = ZooKeeperConfig(tick_time_ms=500, max_session_timeout_ms=10**9)
-VARIABLES = ("controller", "controllerEpoch", "session", "partState", "zkVersion", "brokerState", "ctrlEpochOf",
-             "seenCtrlEpoch", "view", "fetched", "log", "hw", "lisr", "lastWrite", "committed", "faults")
-NO_VIEW = {"leader": NONE, "leaderEpoch": -1, "isr": frozenset(), "controllerEpoch": 0, "zkVersion": -1}
+VARIABLES = (
+    "controller",
+    "controllerEpoch",
+    "session",
+    "partState",
+    "zkVersion",
+    "brokerState",
+    "ctrlEpochOf",
+    "seenCtrlEpoch",
+    "view",
+    "fetched",
+    "log",
+    "hw",
+    "lisr",
+    "lastWrite",
+    "committed",
+    "faults",
+)
+NO_VIEW = {
+    "leader": NONE,
+    "leaderEpoch": -1,
+    "isr": frozenset(),
+    "controllerEpoch": 0,
+    "zkVersion": -1,
+}
 
 
 class TraceMismatch(AssertionError):
@@ -240,9 +278,13 @@ def _hw_observed(harness):
         effects = original(self, min_insync)
         if harness.observing and effects:
             harness.hw[self.broker_id] = self.log.high_watermark
-            for effect in effects:  # the Cluster records acks as it carries the effects out: here, at once
+            for (
+                effect
+            ) in effects:  # the Cluster records acks as it carries the effects out: here, at once
                 if isinstance(effect, ProduceAcked):
-                    harness.cluster.committed.setdefault(self.tp, {})[effect.offset] = self.log.records[effect.offset]
+                    harness.cluster.committed.setdefault(self.tp, {})[effect.offset] = (
+                        self.log.records[effect.offset]
+                    )
             harness.cut(("AdvanceHighWatermark", NAME[self.broker_id], NONE))
         return effects
 
@@ -258,14 +300,20 @@ class Harness:
 
     def __init__(self) -> None:
         self.cluster = Cluster(list(BROKERS), CONFIG, zookeeper=ZK, broker_factory=HeldBroker)
-        for op in (Create(topic_path(TOPIC), TopicAssignment.of({0: BROKERS}).encode()), Create(partitions_path(TOPIC)),
-                   Create(partition_path(TP)), Create(state_path(TP), PartitionState(NO_LEADER, 0, BROKERS, 0).encode())):
+        for op in (
+            Create(topic_path(TOPIC), TopicAssignment.of({0: BROKERS}).encode()),
+            Create(partitions_path(TOPIC)),
+            Create(partition_path(TP)),
+            Create(state_path(TP), PartitionState(NO_LEADER, 0, BROKERS, 0).encode()),
+        ):
             self.cluster._admin(op, "seed")
         self.fetched: dict = dict.fromkeys(BROKERS)  # the role at which it last fetched
         self.hw = dict.fromkeys(BROKERS, 0)
         self.faults = 0
         self.lisr: set = set()
-        self.written: set = set()  # (controller epoch, leader epoch, zk_version) of controller writes
+        self.written: set = (
+            set()
+        )  # (controller epoch, leader epoch, zk_version) of controller writes
         self.observing = False
         self._cuts: list = []
         self._hook_controllers()
@@ -284,12 +332,23 @@ class Harness:
         if part is None:
             return dict(NO_VIEW)
         leader = NAME[part.leader] if part.role != Role.NONE and part.leader != NO_LEADER else NONE
-        return {"leader": leader, "leaderEpoch": part.leader_epoch, "isr": frozenset(NAME[r] for r in part.isr),
-                "controllerEpoch": max(part.controller_epoch, 0), "zkVersion": part.zk_version}
+        return {
+            "leader": leader,
+            "leaderEpoch": part.leader_epoch,
+            "isr": frozenset(NAME[r] for r in part.isr),
+            "controllerEpoch": max(part.controller_epoch, 0),
+            "zkVersion": part.zk_version,
+        }
 
     def _request_record(self, request: LeaderAndIsr, d) -> tuple:
-        return (request.controller_epoch, NAME[d.leader] if d.leader != NO_LEADER else NONE, d.leader_epoch,
-                frozenset(NAME[r] for r in d.isr), d.controller_epoch, d.zk_version)
+        return (
+            request.controller_epoch,
+            NAME[d.leader] if d.leader != NO_LEADER else NONE,
+            d.leader_epoch,
+            frozenset(NAME[r] for r in d.isr),
+            d.controller_epoch,
+            d.zk_version,
+        )
 
     def _genuine(self, record: tuple) -> bool:
         return record[0] == record[4] and (record[4], record[2], record[5]) in self.written
@@ -314,7 +373,9 @@ class Harness:
             brokers[b] = {
                 "session": c.zk.tree.node(broker_path(b)) is not None,
                 "brokerState": "down" if broker is None else ("paused" if slot.paused else "up"),
-                "ctrlEpochOf": broker.controller.controller_epoch if broker is not None and broker.controller.active else 0,
+                "ctrlEpochOf": broker.controller.controller_epoch
+                if broker is not None and broker.controller.active
+                else 0,
                 "seenCtrlEpoch": max(broker.controller_epoch, 0) if broker is not None else 0,
                 "view": self._view(b),
                 "log": tuple(r.leader_epoch for r in log.records) if log else (),
@@ -323,20 +384,33 @@ class Harness:
             "controller": NAME[controller] if controller is not None else NONE,
             "controllerEpoch": c.controller_epoch() or 0,
             "session": {NAME[b]: brokers[b]["session"] for b in BROKERS},
-            "partState": {"leader": NAME[state.leader] if state.leader != NO_LEADER else NONE, "leaderEpoch": state.leader_epoch,
-                          "isr": frozenset(NAME[r] for r in state.isr), "controllerEpoch": state.controller_epoch},
+            "partState": {
+                "leader": NAME[state.leader] if state.leader != NO_LEADER else NONE,
+                "leaderEpoch": state.leader_epoch,
+                "isr": frozenset(NAME[r] for r in state.isr),
+                "controllerEpoch": state.controller_epoch,
+            },
             "zkVersion": version,
             "brokerState": {NAME[b]: brokers[b]["brokerState"] for b in BROKERS},
             "ctrlEpochOf": {NAME[b]: brokers[b]["ctrlEpochOf"] for b in BROKERS},
             "seenCtrlEpoch": {NAME[b]: brokers[b]["seenCtrlEpoch"] for b in BROKERS},
             "view": {NAME[b]: brokers[b]["view"] for b in BROKERS},
-            "fetched": {NAME[b]: self.fetched[b] is not None and self.fetched[b] == self._role(b) for b in BROKERS},
+            "fetched": {
+                NAME[b]: self.fetched[b] is not None and self.fetched[b] == self._role(b)
+                for b in BROKERS
+            },
             "log": {NAME[b]: brokers[b]["log"] for b in BROKERS},
             "hw": {NAME[b]: self.hw[b] for b in BROKERS},
             "lisr": frozenset(lisr),
-            "lastWrite": {"expected": writes[-1].expected_version, "before": writes[-1].version_before} if writes
+            "lastWrite": {
+                "expected": writes[-1].expected_version,
+                "before": writes[-1].version_before,
+            }
+            if writes
             else {"expected": 0, "before": 0},
-            "committed": frozenset((o + 1, r.leader_epoch) for o, r in c.committed.get(TP, {}).items()),
+            "committed": frozenset(
+                (o + 1, r.leader_epoch) for o, r in c.committed.get(TP, {}).items()
+            ),
             "faults": self.faults,
         }
 
@@ -367,7 +441,9 @@ class Harness:
         kept = []
         for message in c.in_flight:
             request = message.request
-            if isinstance(request, LeaderAndIsr) and all(self._genuine(self._request_record(request, d)) for d in request.partitions):
+            if isinstance(request, LeaderAndIsr) and all(
+                self._genuine(self._request_record(request, d)) for d in request.partitions
+            ):
                 kept.append(message)
         c.in_flight = kept
 
@@ -465,7 +541,9 @@ class Harness:
                 served.append(True)
                 self.cut(("Replicate", NAME[f], NONE))
                 self._replicate_first(f, start)
-                fetch(False)  # the next fetch tells the leader the follower's log end; its answer is lost
+                fetch(
+                    False
+                )  # the next fetch tells the leader the follower's log end; its answer is lost
 
         steps = self.move(("Replicate", NAME[f], NONE), run, stutter=True)
         if not served and steps and steps[-1].state == self.steps[-2].state:
@@ -491,7 +569,11 @@ class Harness:
                 out[var][name] = replicated[var][name]
             return out
 
-        self._cuts[start:] = [(("Replicate", name, NONE), with_follower(before))] + [(label, with_follower(state)) for label, state in serve] + [(None, replicated)]
+        self._cuts[start:] = (
+            [(("Replicate", name, NONE), with_follower(before))]
+            + [(label, with_follower(state)) for label, state in serve]
+            + [(None, replicated)]
+        )
 
     def shrink(self, leader: int, f: int, at_ms: int) -> list[Step]:
         c = self.cluster
@@ -543,16 +625,27 @@ def classify(prev: dict, state: dict, default: tuple) -> tuple:
     if prev["zkVersion"] != state["zkVersion"]:
         old, new = prev["partState"], state["partState"]
         if new["leaderEpoch"] != old["leaderEpoch"]:
-            actor = default[1] if default[0] in ("ElectController", "ElectLeader") else next(
-                (b for b, e in state["ctrlEpochOf"].items() if e > 0), default[1])
+            actor = (
+                default[1]
+                if default[0] in ("ElectController", "ElectLeader")
+                else next((b for b, e in state["ctrlEpochOf"].items() if e > 0), default[1])
+            )
             return ("ElectLeader", actor, NONE)
         leader = new["leader"]
         if new["isr"] < old["isr"]:
             return ("ShrinkIsr", leader, min(old["isr"] - new["isr"]))
-        return ("ExpandIsr", leader, min(new["isr"] - old["isr"]) if new["isr"] - old["isr"] else NONE)
+        return (
+            "ExpandIsr",
+            leader,
+            min(new["isr"] - old["isr"]) if new["isr"] - old["isr"] else NONE,
+        )
     if default[0] != "LeaderAndIsr":
         for b, v in prev["view"].items():
-            if v["leader"] == b and state["view"][b] != v and state["brokerState"][b] == prev["brokerState"][b]:
+            if (
+                v["leader"] == b
+                and state["view"][b] != v
+                and state["brokerState"][b] == prev["brokerState"][b]
+            ):
                 return ("StepDown", b, NONE)
     return default
 
@@ -561,9 +654,13 @@ def classify(prev: dict, state: dict, default: tuple) -> tuple:
 
 
 def _within_bounds(state: dict) -> bool:
-    return (state["partState"]["leaderEpoch"] <= BOUNDS["MaxLeaderEpoch"] and state["zkVersion"] <= BOUNDS["MaxVersion"]
-            and state["controllerEpoch"] <= BOUNDS["MaxControllerEpoch"] and state["faults"] <= BOUNDS["MaxFaults"]
-            and all(len(x) <= BOUNDS["MaxRecords"] for x in state["log"].values()))
+    return (
+        state["partState"]["leaderEpoch"] <= BOUNDS["MaxLeaderEpoch"]
+        and state["zkVersion"] <= BOUNDS["MaxVersion"]
+        and state["controllerEpoch"] <= BOUNDS["MaxControllerEpoch"]
+        and state["faults"] <= BOUNDS["MaxFaults"]
+        and all(len(x) <= BOUNDS["MaxRecords"] for x in state["log"].values())
+    )
 
 
 def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
@@ -581,9 +678,17 @@ def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
             leader = s.actor
             epoch = prev["view"][leader]["leaderEpoch"]
             others = prev["view"][leader]["isr"] - {leader}
-            if not all(prev["view"][m]["leader"] == leader and prev["view"][m]["leaderEpoch"] == epoch and prev["fetched"][m]
-                       for m in others):
-                return "(a) HW advanced on fetches at an older epoch" if move != "deliver" else "(a) HW advanced on a LeaderAndIsr"
+            if not all(
+                prev["view"][m]["leader"] == leader
+                and prev["view"][m]["leaderEpoch"] == epoch
+                and prev["fetched"][m]
+                for m in others
+            ):
+                return (
+                    "(a) HW advanced on fetches at an older epoch"
+                    if move != "deliver"
+                    else "(a) HW advanced on a LeaderAndIsr"
+                )
             if any(e != epoch for _, e in s.state["committed"] - prev["committed"]):
                 return "(a) a record of an older epoch acknowledged"
             # The model's leader counts the log end a fetch reported, before the fetch's answer
@@ -597,8 +702,12 @@ def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
 
 def _in_sync(state: dict, f: str, leader: str) -> bool:
     vf, vl = state["view"][f], state["view"][leader]
-    return (vf["leader"] == leader and vf["leaderEpoch"] == vl["leaderEpoch"] and state["fetched"][f]
-            and len(state["log"][f]) == len(state["log"][leader]))
+    return (
+        vf["leader"] == leader
+        and vf["leaderEpoch"] == vl["leaderEpoch"]
+        and state["fetched"][f]
+        and len(state["log"][f]) == len(state["log"][leader])
+    )
 
 
 def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
@@ -613,7 +722,10 @@ def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
             # a zombie re-registers only once the controller has handled its expiry: the model's
             # controller then sees a bounce (KIP-380) and drops it from the ISR, which the spec's
             # Decisions (registrations only) forbid
-            busy = any(s.broker is not None and s.broker.controller.active and s.inbox for s in c.slots.values())
+            busy = any(
+                s.broker is not None and s.broker.controller.active and s.inbox
+                for s in c.slots.values()
+            )
             if not (slot.expired and busy):
                 moves.append((2, "resume", (b,)))
             if state["session"][NAME[b]]:
@@ -634,8 +746,12 @@ def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
                         moves.append((2, "shrink", (b, f, at)))
         if part is not None and part.role == Role.FOLLOWER:
             leader = c.slots.get(part.leader)
-            lpart = leader.broker.partitions.get(TP) if leader is not None and leader.running else None
-            behind = lpart is None or len(lpart.log.records) != len(part.log.records) or not h.fetched[b]
+            lpart = (
+                leader.broker.partitions.get(TP) if leader is not None and leader.running else None
+            )
+            behind = (
+                lpart is None or len(lpart.log.records) != len(part.log.records) or not h.fetched[b]
+            )
             moves.append((6 if behind else 1, "replicate", (b,)))
         moves.append((1, "crash", (b,)))
         moves.append((1, "pause", (b,)))
@@ -647,7 +763,9 @@ def _moves(h: Harness, rng: random.Random) -> list[tuple[int, str, tuple]]:
     return moves
 
 
-def random_trace(seed: int, steps: int, tries: int = 400, skipped: dict[str, int] | None = None) -> list[Step]:
+def random_trace(
+    seed: int, steps: int, tries: int = 400, skipped: dict[str, int] | None = None
+) -> list[Step]:
     """A random run of the model, recorded as at least ``steps`` spec steps after Init (or
     fewer if no move is left within the bounds)."""
     rng = random.Random(seed)
@@ -722,8 +840,10 @@ def tla(value) -> str:
 
 def _lisr_tla(record: tuple) -> str:
     ce, leader, epoch, isr, pce, version = record
-    return (f"[controllerEpoch |-> {ce}, partition |-> [leader |-> {tla(leader)}, leaderEpoch |-> {epoch}, "
-            f"isr |-> {tla(isr)}, controllerEpoch |-> {pce}, zkVersion |-> {version}]]")
+    return (
+        f"[controllerEpoch |-> {ce}, partition |-> [leader |-> {tla(leader)}, leaderEpoch |-> {epoch}, "
+        f"isr |-> {tla(isr)}, controllerEpoch |-> {pce}, zkVersion |-> {version}]]"
+    )
 
 
 def _value(name: str, value) -> str:
@@ -733,8 +853,17 @@ def _value(name: str, value) -> str:
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    rows = [[[_value(n, s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.actor), tla(s.other)] for s in trace] for trace in traces]
-    return trace_data_module(rows, [*VARIABLES, "action", "actor", "other"], ["b1", "b2", "b3"], VARIABLES)
+    rows = [
+        [
+            [_value(n, s.state[n]) for n in VARIABLES]
+            + [f'"{s.action}"', tla(s.actor), tla(s.other)]
+            for s in trace
+        ]
+        for trace in traces
+    ]
+    return trace_data_module(
+        rows, [*VARIABLES, "action", "actor", "other"], ["b1", "b2", "b3"], VARIABLES
+    )
 
 
 _CONSTANTS = """CONSTANTS
@@ -758,8 +887,12 @@ _CONSTANTS = """CONSTANTS
 
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of IsrVersionedWrites?"""
-    return check_trace_data("IsrVersionedWrites", trace_module(traces),
-                            _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n", traces)
+    return check_trace_data(
+        "IsrVersionedWrites",
+        trace_module(traces),
+        _CONSTANTS + "INIT TraceInit\nNEXT TraceNext\nINVARIANT StartsInInit\n",
+        traces,
+    )
 
 
 @dataclass
@@ -770,7 +903,9 @@ class RandomTraceSummary:
     check: TraceCheck
     seconds: float
     trace_list: list[list[Step]] = field(default_factory=list, repr=False)
-    skipped: dict[str, int] = field(default_factory=dict)  # moves not taken: the model/spec differences
+    skipped: dict[str, int] = field(
+        default_factory=dict
+    )  # moves not taken: the model/spec differences
     short: int = 0  # runs dropped for ending (no move left within the bounds) before ``steps``
 
     @property
@@ -784,7 +919,9 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
     traces: list[list[Step]] = []
     skipped: dict[str, int] = {}
     k = 0
-    while len(traces) < count:  # a run that found no move left within the bounds before ``steps`` is not kept
+    while (
+        len(traces) < count
+    ):  # a run that found no move left within the bounds before ``steps`` is not kept
         trace = random_trace(seed * 100_003 + k, steps, skipped=skipped)
         k += 1
         if len(trace) > steps:
@@ -794,10 +931,16 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
         for s in trace[1:]:
             actions[s.action] = actions.get(s.action, 0) + 1
     check = check_traces(traces)
-    return RandomTraceSummary(count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces,
-                              skipped, k - count)
-
-
+    return RandomTraceSummary(
+        count,
+        sum(len(t) - 1 for t in traces),
+        actions,
+        check,
+        time.monotonic() - started,
+        traces,
+        skipped,
+        k - count,
+    )
 
 
 # -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
@@ -1002,8 +1145,13 @@ def _seq(value) -> tuple:
 
 
 def _spec_view(v: dict) -> dict:
-    return {"leader": v["leader"], "leaderEpoch": v["leaderEpoch"], "isr": frozenset(v["isr"]),
-            "controllerEpoch": v["controllerEpoch"], "zkVersion": v["zkVersion"]}
+    return {
+        "leader": v["leader"],
+        "leaderEpoch": v["leaderEpoch"],
+        "isr": frozenset(v["isr"]),
+        "controllerEpoch": v["controllerEpoch"],
+        "zkVersion": v["zkVersion"],
+    }
 
 
 def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
@@ -1011,16 +1159,37 @@ def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
     v = {name: _parse(values[name]) for name in (*VARIABLES, "act")}
     part = v["partState"]
     state = {
-        "controller": v["controller"], "controllerEpoch": v["controllerEpoch"], "session": v["session"],
-        "partState": {"leader": part["leader"], "leaderEpoch": part["leaderEpoch"], "isr": frozenset(part["isr"]),
-                      "controllerEpoch": part["controllerEpoch"]},
-        "zkVersion": v["zkVersion"], "brokerState": v["brokerState"], "ctrlEpochOf": v["ctrlEpochOf"],
-        "seenCtrlEpoch": v["seenCtrlEpoch"], "view": {b: _spec_view(x) for b, x in v["view"].items()},
-        "fetched": v["fetched"], "log": {b: _seq(x) for b, x in v["log"].items()}, "hw": v["hw"],
-        "lisr": frozenset((r["controllerEpoch"], r["partition"]["leader"], r["partition"]["leaderEpoch"],
-                           frozenset(r["partition"]["isr"]), r["partition"]["controllerEpoch"], r["partition"]["zkVersion"])
-                          for r in v["lisr"]),
-        "lastWrite": v["lastWrite"], "committed": frozenset(tuple(x) for x in v["committed"]), "faults": v["faults"],
+        "controller": v["controller"],
+        "controllerEpoch": v["controllerEpoch"],
+        "session": v["session"],
+        "partState": {
+            "leader": part["leader"],
+            "leaderEpoch": part["leaderEpoch"],
+            "isr": frozenset(part["isr"]),
+            "controllerEpoch": part["controllerEpoch"],
+        },
+        "zkVersion": v["zkVersion"],
+        "brokerState": v["brokerState"],
+        "ctrlEpochOf": v["ctrlEpochOf"],
+        "seenCtrlEpoch": v["seenCtrlEpoch"],
+        "view": {b: _spec_view(x) for b, x in v["view"].items()},
+        "fetched": v["fetched"],
+        "log": {b: _seq(x) for b, x in v["log"].items()},
+        "hw": v["hw"],
+        "lisr": frozenset(
+            (
+                r["controllerEpoch"],
+                r["partition"]["leader"],
+                r["partition"]["leaderEpoch"],
+                frozenset(r["partition"]["isr"]),
+                r["partition"]["controllerEpoch"],
+                r["partition"]["zkVersion"],
+            )
+            for r in v["lisr"]
+        ),
+        "lastWrite": v["lastWrite"],
+        "committed": frozenset(tuple(x) for x in v["committed"]),
+        "faults": v["faults"],
     }
     return v["act"], state
 
@@ -1028,7 +1197,9 @@ def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the constrained spec (at most ``depth`` steps each), from one TLC
     simulation run: lists of (act, spec state), Init first."""
-    behaviours = simulate_behaviours("IsrVersionedWrites", SIM_MODULE, _CONSTANTS, count, depth, seed, _spec_state)
+    behaviours = simulate_behaviours(
+        "IsrVersionedWrites", SIM_MODULE, _CONSTANTS, count, depth, seed, _spec_state
+    )
     if len(behaviours) < count:
         raise TlcError(f"simulation seed {seed}: {len(behaviours)} behaviours, expected {count}")
     return behaviours[:count]
@@ -1043,9 +1214,23 @@ def _candidates(h: Harness, action: str, actor: str, other: str) -> list[tuple[s
     if action == "ElectLeader":
         return [("controller_job", (b,)), ("stand", (b,))]
     if action == "LeaderAndIsr":
-        return [("deliver_lossy", (i,)) for i, m in enumerate(c.in_flight) if m.destination == b and c.slots[b].running]
+        return [
+            ("deliver_lossy", (i,))
+            for i, m in enumerate(c.in_flight)
+            if m.destination == b and c.slots[b].running
+        ]
     if action in ("Produce", "CrashBroker", "PauseBroker", "ExpireSession"):
-        return [({"Produce": "produce", "CrashBroker": "crash", "PauseBroker": "pause", "ExpireSession": "expire"}[action], (b,))]
+        return [
+            (
+                {
+                    "Produce": "produce",
+                    "CrashBroker": "crash",
+                    "PauseBroker": "pause",
+                    "ExpireSession": "expire",
+                }[action],
+                (b,),
+            )
+        ]
     if action == "ResumeBroker":
         return [("resume", (b,))]
     if action == "Replicate":
@@ -1056,7 +1241,9 @@ def _candidates(h: Harness, action: str, actor: str, other: str) -> list[tuple[s
         if part is not None and part.role == Role.LEADER:
             for f in part.isr:
                 if f != b and (action == "StepDown" or NAME[f] == other):
-                    moves.append(("shrink", (b, f, part.followers[f].last_caught_up_ms + LAG_MS + 1)))
+                    moves.append(
+                        ("shrink", (b, f, part.followers[f].last_caught_up_ms + LAG_MS + 1))
+                    )
         if action == "StepDown":
             moves += [("replicate", (f,)) for f in BROKERS if f != b]
         return moves
@@ -1068,7 +1255,9 @@ def _deliver_lossy(h: Harness, index: int) -> list[Step]:
     c = h.cluster
     message = c.in_flight[index]
     channel = (message.source, message.destination)
-    keep = [m for j, m in enumerate(c.in_flight) if j >= index or (m.source, m.destination) != channel]
+    keep = [
+        m for j, m in enumerate(c.in_flight) if j >= index or (m.source, m.destination) != channel
+    ]
     c.in_flight = keep
     return h.deliver(keep.index(message))
 
@@ -1077,7 +1266,12 @@ def _flush(h: Harness) -> Harness:
     """Run the controllers' pending jobs that change nothing the spec sees."""
     for b in BROKERS:
         slot = h.cluster.slots[b]
-        if slot.broker is not None and not slot.paused and slot.inbox and slot.broker.controller.active:
+        if (
+            slot.broker is not None
+            and not slot.paused
+            and slot.inbox
+            and slot.broker.controller.active
+        ):
             trial = copy.deepcopy(h)
             trial._hook_controllers()
             if not trial.controller_job(b):
@@ -1086,7 +1280,11 @@ def _flush(h: Harness) -> Harness:
 
 
 def _diff(reference: dict, spec: dict) -> str:
-    return "; ".join(f"{n}: reference {reference[n]!r}, spec {spec[n]!r}" for n in VARIABLES if reference[n] != spec[n])
+    return "; ".join(
+        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
+        for n in VARIABLES
+        if reference[n] != spec[n]
+    )
 
 
 class ReplayMismatch(TraceMismatch):
@@ -1106,7 +1304,9 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
     end), and the behaviour must go on with a free step after them."""
     h = Harness()
     if h.steps[0].state != behaviour[0][1]:
-        raise ReplayMismatch(0, f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}")
+        raise ReplayMismatch(
+            0, f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}"
+        )
     k = 1
     while k < len(behaviour):
         act = behaviour[k][0]
@@ -1116,25 +1316,48 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
         for name, args in _candidates(h, act["action"], act["actor"], act["other"]):
             trial = copy.deepcopy(h)
             trial._hook_controllers()
-            steps = _deliver_lossy(trial, *args) if name == "deliver_lossy" else getattr(trial, name)(*args)
+            steps = (
+                _deliver_lossy(trial, *args)
+                if name == "deliver_lossy"
+                else getattr(trial, name)(*args)
+            )
             n = min(len(steps), len(behaviour) - k)
             got = [((s.action, s.actor, s.other), s.state) for s in steps[:n]]
-            expected = [((a["action"], a["actor"], a["other"]), st) for a, st in behaviour[k:k + n]]
-            if steps and got == expected and (k + n == len(behaviour) or behaviour[k + n][0]["action"] in _FREE):
+            expected = [
+                ((a["action"], a["actor"], a["other"]), st) for a, st in behaviour[k : k + n]
+            ]
+            if (
+                steps
+                and got == expected
+                and (k + n == len(behaviour) or behaviour[k + n][0]["action"] in _FREE)
+            ):
                 h, k = trial, k + n
                 break
             for j, (g, e) in enumerate(zip(got, expected, strict=True)):
                 if g != e:
-                    what = _diff(g[1], e[1]) if g[0] == e[0] else f"the model took {g[0]}, the spec {e[0]}"
+                    what = (
+                        _diff(g[1], e[1])
+                        if g[0] == e[0]
+                        else f"the model took {g[0]}, the spec {e[0]}"
+                    )
                     tried.append(f"{name}{args}: at step {k + j}: {what}")
                     furthest = max(furthest, k + j)
                     break
             else:
-                tried.append(f"{name}{args}: {len(steps)} steps" + ("" if n < len(steps) or k + n == len(behaviour)
-                                                                  else f", the spec goes on with {behaviour[k + n][0]}"))
+                tried.append(
+                    f"{name}{args}: {len(steps)} steps"
+                    + (
+                        ""
+                        if n < len(steps) or k + n == len(behaviour)
+                        else f", the spec goes on with {behaviour[k + n][0]}"
+                    )
+                )
                 furthest = max(furthest, k + n)
         else:
-            raise ReplayMismatch(furthest, f"{label}: no move of the model takes it ({'; '.join(tried) or 'no candidate'})")
+            raise ReplayMismatch(
+                furthest,
+                f"{label}: no move of the model takes it ({'; '.join(tried) or 'no candidate'})",
+            )
         before = h.abstract()
         h.cluster.tick(1)
         if h.abstract() != before:
@@ -1149,15 +1372,43 @@ def corrupt_behaviour(behaviour: list[tuple[dict, dict]], index: int) -> list[tu
     return out
 
 
-_FREE = ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate", "ShrinkIsr", "StepDown", "CrashBroker",
-         "PauseBroker", "ResumeBroker", "ExpireSession")
+_FREE = (
+    "ElectController",
+    "ElectLeader",
+    "LeaderAndIsr",
+    "Produce",
+    "Replicate",
+    "ShrinkIsr",
+    "StepDown",
+    "CrashBroker",
+    "PauseBroker",
+    "ResumeBroker",
+    "ExpireSession",
+)
 
 
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:
     """``count`` behaviours from one TLC simulation (``-seed seed``), each replayed on the model."""
     started = time.monotonic()
-    return replay_all(simulate(count, depth, seed), lambda behaviour, _: replay(behaviour), seed, started, ReplayMismatch)
+    return replay_all(
+        simulate(count, depth, seed),
+        lambda behaviour, _: replay(behaviour),
+        seed,
+        started,
+        ReplayMismatch,
+    )
 
 
-__all__ = ["Harness", "ReplayMismatch", "Step", "TlcError", "TraceMismatch", "check_traces", "random_trace", "replay",
-           "replay_simulated_behaviours", "simulate", "validate_random_traces"]
+__all__ = [
+    "Harness",
+    "ReplayMismatch",
+    "Step",
+    "TlcError",
+    "TraceMismatch",
+    "check_traces",
+    "random_trace",
+    "replay",
+    "replay_simulated_behaviours",
+    "simulate",
+    "validate_random_traces",
+]

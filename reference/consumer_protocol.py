@@ -87,7 +87,9 @@ class _Reader:
 
     def _take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
-            raise MalformedConsumerProtocol(f"{self.what}: truncated at byte {self.pos} of {len(self.data)}")
+            raise MalformedConsumerProtocol(
+                f"{self.what}: truncated at byte {self.pos} of {len(self.data)}"
+            )
         chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
@@ -105,7 +107,9 @@ class _Reader:
         try:
             return self._take(n).decode()
         except UnicodeDecodeError as exc:
-            raise MalformedConsumerProtocol(f"{self.what}: string at byte {self.pos} is not UTF-8") from exc
+            raise MalformedConsumerProtocol(
+                f"{self.what}: string at byte {self.pos} is not UTF-8"
+            ) from exc
 
     def bytes_(self) -> bytes | None:
         n = self.int32()
@@ -114,7 +118,9 @@ class _Reader:
     def count(self) -> int:
         n = self.int32()
         if n < 0 or n > len(self.data):
-            raise MalformedConsumerProtocol(f"{self.what}: impossible array length {n} at byte {self.pos - 4}")
+            raise MalformedConsumerProtocol(
+                f"{self.what}: impossible array length {n} at byte {self.pos - 4}"
+            )
         return n
 
     def topic_partitions(self) -> tuple[TopicPartitions, ...]:

@@ -41,16 +41,28 @@ def zookeeper_fixture() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module", name="cluster")
-def cluster_fixture(tmp_path_factory: pytest.TempPathFactory, zookeeper_connect: str) -> Iterator[Cluster]:
+def cluster_fixture(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper_connect: str
+) -> Iterator[Cluster]:
     data_dir = tmp_path_factory.mktemp("cluster")
     try:
-        with Cluster(data_dir, BROKERS, zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}", broker_args=BROKER_ARGS) as started:
+        with Cluster(
+            data_dir,
+            BROKERS,
+            zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}",
+            broker_args=BROKER_ARGS,
+        ) as started:
             yield started
     except ClusterError as e:
         pytest.fail(f"the cluster: {e}", pytrace=False)
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str, poll: Callable[[], object] = lambda: time.sleep(0.05)) -> None:
+def wait_for(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    poll: Callable[[], object] = lambda: time.sleep(0.05),
+) -> None:
     """Call ``poll`` until ``condition`` holds; fail naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -77,7 +89,9 @@ def partition_of(value: bytes, partitions: int) -> int:
 def assert_partitioned(assignments: list[set[int]], partitions: int) -> None:
     """Every member owns at least one partition, no two own the same, together all of them."""
     assert all(assignments), assignments
-    assert sum(len(a) for a in assignments) == partitions and set().union(*assignments) == set(range(partitions)), assignments
+    assert sum(len(a) for a in assignments) == partitions and set().union(*assignments) == set(
+        range(partitions)
+    ), assignments
 
 
 def is_partitioned(assignments: list[set[int]], partitions: int) -> bool:
@@ -95,9 +109,20 @@ def wait_replicated(cluster: Cluster, topic: str, partitions: int, timeout_s: fl
     def replicated() -> bool:
         assignment, states = cluster.view.assignments.get(topic, {}), cluster.view.states
         tps = [TopicPartition(topic, p) for p in range(partitions)]
-        return (len(assignment) == partitions and all(set(replicas) == everyone for replicas in assignment.values())
-                and all(tp in states and set(states[tp].isr) == everyone and states[tp].leader in everyone for tp in tps))
-    wait_for(replicated, timeout_s, f"{topic}'s {partitions} partitions on brokers {sorted(everyone)}, all in sync")
+        return (
+            len(assignment) == partitions
+            and all(set(replicas) == everyone for replicas in assignment.values())
+            and all(
+                tp in states and set(states[tp].isr) == everyone and states[tp].leader in everyone
+                for tp in tps
+            )
+        )
+
+    wait_for(
+        replicated,
+        timeout_s,
+        f"{topic}'s {partitions} partitions on brokers {sorted(everyone)}, all in sync",
+    )
 
 
 def assert_no_errors(cluster: Cluster) -> None:

@@ -53,21 +53,35 @@ from coordspec.reference.group.records import Record
 from coordspec.reference.group.state import Group
 
 GROUP_ID = "group-id"
-LATEST = {"JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5, "OffsetCommit": 9, "OffsetFetch": 9,
-          "DescribeGroups": 5, "ListGroups": 5, "DeleteGroups": 2}
+LATEST = {
+    "JoinGroup": 9,
+    "SyncGroup": 5,
+    "Heartbeat": 4,
+    "LeaveGroup": 5,
+    "OffsetCommit": 9,
+    "OffsetFetch": 9,
+    "DescribeGroups": 5,
+    "ListGroups": 5,
+    "DeleteGroups": 2,
+}
 _TOPICS = ("foo", "bar", "baz")
 
 
 def kafka_test_config(**overrides) -> GroupConfig:
     """GroupMetadataManagerTestContext's settings: 3 s initial delay, sessions 10 ms..10 min."""
-    settings = dict(min_session_timeout_ms=10, max_session_timeout_ms=600_000, initial_rebalance_delay_ms=3_000)
+    settings = dict(
+        min_session_timeout_ms=10, max_session_timeout_ms=600_000, initial_rebalance_delay_ms=3_000
+    )
     settings.update(overrides)
     return GroupConfig(**settings)
 
 
 def protocols(*names: str) -> tuple[Protocol, ...]:
     """Protocols whose metadata is a consumer subscription to foo, bar, baz in turn (Kafka's test builder)."""
-    return tuple(Protocol(name, encode_subscription(Subscription((_TOPICS[i % 3],)))) for i, name in enumerate(names))
+    return tuple(
+        Protocol(name, encode_subscription(Subscription((_TOPICS[i % 3],))))
+        for i, name in enumerate(names)
+    )
 
 
 @dataclass
@@ -94,12 +108,22 @@ class Pending:
 
 
 class Driver:
-    def __init__(self, config: GroupConfig | None = None, *, seed: int = 0, now_ms: int = 0,
-                 complete_appends: bool = True, arbitrary: bool = False) -> None:
+    def __init__(
+        self,
+        config: GroupConfig | None = None,
+        *,
+        seed: int = 0,
+        now_ms: int = 0,
+        complete_appends: bool = True,
+        arbitrary: bool = False,
+    ) -> None:
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(
-            config or kafka_test_config(), SeededChoices(seed, arbitrary), now_ms=now_ms,
-            complete_appends=complete_appends, observer=self.monitor,
+            config or kafka_test_config(),
+            SeededChoices(seed, arbitrary),
+            now_ms=now_ms,
+            complete_appends=complete_appends,
+            observer=self.monitor,
         )
         self.now_ms = now_ms
         self.replies: dict[int, Reply] = {}
@@ -115,7 +139,9 @@ class Driver:
         records = []
         for effect in self.coordinator.handle(event):
             if isinstance(effect, Reply):
-                assert effect.request_id not in self.replies, f"second reply to #{effect.request_id}"
+                assert effect.request_id not in self.replies, (
+                    f"second reply to #{effect.request_id}"
+                )
                 self.replies[effect.request_id] = effect
             else:
                 self.appends.append(effect)
@@ -127,7 +153,12 @@ class Driver:
 
     def send(self, cls, version: int | None = None, **fields) -> Pending:
         self._request_ids += 1
-        request = cls(self._request_ids, LATEST[cls.__name__] if version is None else version, self.now_ms, **fields)
+        request = cls(
+            self._request_ids,
+            LATEST[cls.__name__] if version is None else version,
+            self.now_ms,
+            **fields,
+        )
         pending = Pending(self, request)
         pending.records = self._step(request)
         return pending
@@ -149,43 +180,124 @@ class Driver:
 
     # -- requests with Kafka's test defaults -----------------------------------------
 
-    def join(self, member_id: str = "", *, version: int = 3, group_id: str = GROUP_ID, group_instance_id: str | None = None,
-             protocol_names: tuple[str, ...] = ("range",), session_timeout_ms: int = 500, rebalance_timeout_ms: int = 500,
-             protocol_type: str = "consumer", **fields) -> Pending:
+    def join(
+        self,
+        member_id: str = "",
+        *,
+        version: int = 3,
+        group_id: str = GROUP_ID,
+        group_instance_id: str | None = None,
+        protocol_names: tuple[str, ...] = ("range",),
+        session_timeout_ms: int = 500,
+        rebalance_timeout_ms: int = 500,
+        protocol_type: str = "consumer",
+        **fields,
+    ) -> Pending:
         fields.setdefault("protocols", protocols(*protocol_names))
-        return self.send(JoinGroup, version, group_id=group_id, member_id=member_id, group_instance_id=group_instance_id,
-                         session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms,
-                         protocol_type=protocol_type, **fields)
+        return self.send(
+            JoinGroup,
+            version,
+            group_id=group_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=protocol_type,
+            **fields,
+        )
 
-    def sync(self, member_id: str, generation_id: int, *, version: int | None = None, group_id: str = GROUP_ID,
-             group_instance_id: str | None = None, protocol_type: str | None = "consumer",
-             protocol_name: str | None = "range", assignments: dict[str, bytes] | None = None) -> Pending:
-        return self.send(SyncGroup, version, group_id=group_id, generation_id=generation_id, member_id=member_id,
-                         group_instance_id=group_instance_id, protocol_type=protocol_type, protocol_name=protocol_name,
-                         assignments=tuple(Assignment(m, a) for m, a in (assignments or {}).items()))
+    def sync(
+        self,
+        member_id: str,
+        generation_id: int,
+        *,
+        version: int | None = None,
+        group_id: str = GROUP_ID,
+        group_instance_id: str | None = None,
+        protocol_type: str | None = "consumer",
+        protocol_name: str | None = "range",
+        assignments: dict[str, bytes] | None = None,
+    ) -> Pending:
+        return self.send(
+            SyncGroup,
+            version,
+            group_id=group_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            protocol_type=protocol_type,
+            protocol_name=protocol_name,
+            assignments=tuple(Assignment(m, a) for m, a in (assignments or {}).items()),
+        )
 
-    def heartbeat(self, member_id: str, generation_id: int, *, group_id: str = GROUP_ID,
-                  group_instance_id: str | None = None, version: int | None = None) -> Pending:
-        return self.send(Heartbeat, version, group_id=group_id, generation_id=generation_id, member_id=member_id,
-                         group_instance_id=group_instance_id)
+    def heartbeat(
+        self,
+        member_id: str,
+        generation_id: int,
+        *,
+        group_id: str = GROUP_ID,
+        group_instance_id: str | None = None,
+        version: int | None = None,
+    ) -> Pending:
+        return self.send(
+            Heartbeat,
+            version,
+            group_id=group_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+        )
 
-    def leave(self, *members: tuple[str, str | None] | str, group_id: str = GROUP_ID, version: int | None = None) -> Pending:
-        identities = tuple(MemberIdentity(m) if isinstance(m, str) else MemberIdentity(m[0], m[1]) for m in members)
+    def leave(
+        self,
+        *members: tuple[str, str | None] | str,
+        group_id: str = GROUP_ID,
+        version: int | None = None,
+    ) -> Pending:
+        identities = tuple(
+            MemberIdentity(m) if isinstance(m, str) else MemberIdentity(m[0], m[1]) for m in members
+        )
         return self.send(LeaveGroup, version, group_id=group_id, members=identities)
 
-    def commit(self, offsets: dict[tuple[str, int], int], *, group_id: str | None = GROUP_ID, generation_id: int = -1,
-               member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1,
-               version: int | None = None, metadata: str | None = "", leader_epoch: int = -1) -> Pending:
+    def commit(
+        self,
+        offsets: dict[tuple[str, int], int],
+        *,
+        group_id: str | None = GROUP_ID,
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        retention_time_ms: int = -1,
+        version: int | None = None,
+        metadata: str | None = "",
+        leader_epoch: int = -1,
+    ) -> Pending:
         topics: dict[str, list[CommitPartition]] = {}
         for (topic, partition), offset in offsets.items():
-            topics.setdefault(topic, []).append(CommitPartition(partition, offset, leader_epoch, metadata))
-        return self.send(OffsetCommit, version, group_id=group_id, generation_id=generation_id, member_id=member_id,
-                         group_instance_id=group_instance_id, retention_time_ms=retention_time_ms,
-                         topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()))
+            topics.setdefault(topic, []).append(
+                CommitPartition(partition, offset, leader_epoch, metadata)
+            )
+        return self.send(
+            OffsetCommit,
+            version,
+            group_id=group_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            retention_time_ms=retention_time_ms,
+            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+        )
 
-    def fetch(self, partitions: dict[str, tuple[int, ...]] | None, *, group_id: str | None = GROUP_ID,
-              version: int | None = None) -> Pending:
-        topics = None if partitions is None else tuple(FetchTopic(t, ps) for t, ps in partitions.items())
+    def fetch(
+        self,
+        partitions: dict[str, tuple[int, ...]] | None,
+        *,
+        group_id: str | None = GROUP_ID,
+        version: int | None = None,
+    ) -> Pending:
+        topics = (
+            None if partitions is None else tuple(FetchTopic(t, ps) for t, ps in partitions.items())
+        )
         return self.send(OffsetFetch, version, group_id=group_id, topics=topics)
 
     def describe(self, *group_ids: str | None, version: int | None = None) -> Pending:

@@ -35,14 +35,24 @@ from driver import GROUP_ID, LATEST, Driver, Pending, kafka_test_config
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.rebalance import join_key, session_key, sync_key
-from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, OffsetCommitKey, Record
+from coordspec.reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    Record,
+)
 from coordspec.reference.group.responses import JoinGroupMember, JoinGroupResponse
 from coordspec.reference.group.transitions import COMPLETING, EMPTY, PREPARING, STABLE, GroupState
 
 INITIAL_DELAY_MS = 3_000  # GroupMetadataManagerTestContext's classicGroupInitialRebalanceDelayMs
 LATEST_JOIN = LATEST["JoinGroup"]
-STATIC_V3 = 7  # a static member's "v3" JoinGroup, for tests that compare whole responses (module docstring)
-STATIC_JOIN_V3_FLAGS = 5  # a static member's "v3" JoinGroup, the first version with an instance id (docstring)
+STATIC_V3 = (
+    7  # a static member's "v3" JoinGroup, for tests that compare whole responses (module docstring)
+)
+STATIC_JOIN_V3_FLAGS = (
+    5  # a static member's "v3" JoinGroup, the first version with an instance id (docstring)
+)
 LEADER_INSTANCE_ID = "leader-instance-id"
 FOLLOWER_INSTANCE_ID = "follower-instance-id"
 
@@ -87,7 +97,9 @@ def complete_appends(d: Driver, error: ErrorCode = ErrorCode.NONE) -> int:
 
 def create_classic_group(d: Driver, group_id: str = GROUP_ID):
     """GroupMetadataManagerTestContext.createClassicGroup(groupId): an Empty group at generation 0."""
-    d.load([Record(GroupMetadataKey(group_id), GroupMetadataValue("", 0, None, None, d.now_ms, ()))])
+    d.load(
+        [Record(GroupMetadataKey(group_id), GroupMetadataValue("", 0, None, None, d.now_ms, ()))]
+    )
     group = d.group(group_id)
     assert group.state == EMPTY and not group.members and group.generation_id == 0
     return group
@@ -151,13 +163,17 @@ def new_group_metadata_record(group, assignment: dict[str, bytes] | None = None)
         generation=group.generation_id,
         protocol=group.protocol_name,
         leader=group.leader_id,
-        current_state_timestamp=group.state_timestamp_ms if group.state_timestamp_ms is not None else -1,
+        current_state_timestamp=group.state_timestamp_ms
+        if group.state_timestamp_ms is not None
+        else -1,
         members=members,
     )
     return Record(GroupMetadataKey(group.group_id), value)
 
 
-def empty_group_record(group_id: str, generation: int, timestamp: int, protocol_type: str = "consumer") -> Record:
+def empty_group_record(
+    group_id: str, generation: int, timestamp: int, protocol_type: str = "consumer"
+) -> Record:
     """GroupCoordinatorRecordHelpers.newGroupMetadataRecord of a group without members (protocol and leader null)."""
     value = GroupMetadataValue(protocol_type, generation, None, None, timestamp, ())
     return Record(GroupMetadataKey(group_id), value)
@@ -176,13 +192,16 @@ def group_tombstone(group: str) -> Record:
 def join_response_members(group) -> tuple[JoinGroupMember, ...]:
     """Kafka's toJoinResponseMembers(group): every member with its selected protocol's metadata."""
     return tuple(
-        JoinGroupMember(m.member_id, m.group_instance_id, metadata_of(m.protocols, group.protocol_name))
+        JoinGroupMember(
+            m.member_id, m.group_instance_id, metadata_of(m.protocols, group.protocol_name)
+        )
         for m in group.members.values()
     )
 
 
-def check_join_response(expected: JoinGroupResponse, join: Pending, group, state: GroupState,
-                        instance_ids: set[str]) -> None:
+def check_join_response(
+    expected: JoinGroupResponse, join: Pending, group, state: GroupState, instance_ids: set[str]
+) -> None:
     """Kafka's checkJoinGroupResponse: full equality, the group's state, the instance ids listed."""
     assert join.done
     assert join.response == expected.at_version(join.request.api_version)
@@ -190,7 +209,9 @@ def check_join_response(expected: JoinGroupResponse, join: Pending, group, state
     assert {m.group_instance_id for m in join.response.members} == instance_ids
 
 
-def verify_join_responses(joins: list[Pending], expected_success: int, expected_failure: ErrorCode) -> list[str]:
+def verify_join_responses(
+    joins: list[Pending], expected_success: int, expected_failure: ErrorCode
+) -> list[str]:
     """Kafka's verifyClassicGroupJoinResponses: every join answered; the failures all carry one error."""
     assert all(j.done for j in joins)
     assert sum(1 for j in joins if j.error == ErrorCode.NONE) == expected_success
@@ -201,7 +222,9 @@ def verify_join_responses(joins: list[Pending], expected_success: int, expected_
 # -- joining and rebalancing ----------------------------------------------------------------------
 
 
-def join_and_complete_join(d: Driver, *, version: int, advance_ms: int = INITIAL_DELAY_MS, **fields) -> Pending:
+def join_and_complete_join(
+    d: Driver, *, version: int, advance_ms: int = INITIAL_DELAY_MS, **fields
+) -> Pending:
     """GroupMetadataManagerTestContext.joinClassicGroupAndCompleteJoin: one join, then sleep ``advance_ms``."""
     join = d.join(version=version, **fields)
     d.sleep(advance_ms)
@@ -209,13 +232,24 @@ def join_and_complete_join(d: Driver, *, version: int, advance_ms: int = INITIAL
     return join
 
 
-def join_dynamic_and_complete_join(d: Driver, *, group_id: str = GROUP_ID, session_timeout_ms: int = 500,
-                                   rebalance_timeout_ms: int = 500, protocol_names=("range",),
-                                   check_records: bool = True) -> Pending:
+def join_dynamic_and_complete_join(
+    d: Driver,
+    *,
+    group_id: str = GROUP_ID,
+    session_timeout_ms: int = 500,
+    rebalance_timeout_ms: int = 500,
+    protocol_names=("range",),
+    check_records: bool = True,
+) -> Pending:
     """GroupMetadataManagerTestContext.joinClassicGroupAsDynamicMemberAndCompleteJoin: two v4 joins, initial delay."""
     # ``check_records=False`` for a group that does not exist yet: the first join writes its creation record.
-    kw = dict(version=4, group_id=group_id, session_timeout_ms=session_timeout_ms,
-              rebalance_timeout_ms=rebalance_timeout_ms, protocol_names=protocol_names)
+    kw = dict(
+        version=4,
+        group_id=group_id,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        protocol_names=protocol_names,
+    )
     first = d.join("", **kw)
     if check_records:
         assert first.records == []
@@ -229,14 +263,21 @@ def join_dynamic_and_complete_join(d: Driver, *, group_id: str = GROUP_ID, sessi
     return second
 
 
-def join_dynamic_and_complete_rebalance(d: Driver, group_id: str = GROUP_ID, *, create_group: bool = True) -> Pending:
+def join_dynamic_and_complete_rebalance(
+    d: Driver, group_id: str = GROUP_ID, *, create_group: bool = True
+) -> Pending:
     """GroupMetadataManagerTestContext.joinClassicGroupAsDynamicMemberAndCompleteRebalance: one member, Stable."""
     # Kafka's helper creates the group first; ``create_group=False`` lets the first join create it
     # (and write its creation record), for tests that reach every group through requests.
     if create_group:
         create_classic_group(d, group_id)
-    join = join_dynamic_and_complete_join(d, group_id=group_id, session_timeout_ms=5_000, rebalance_timeout_ms=10_000,
-                                          check_records=create_group)
+    join = join_dynamic_and_complete_join(
+        d,
+        group_id=group_id,
+        session_timeout_ms=5_000,
+        rebalance_timeout_ms=10_000,
+        check_records=create_group,
+    )
     assert join.response.generation_id == 1
     assert d.group(group_id).state == COMPLETING
     sync = d.sync(join.response.member_id, 1, group_id=group_id)
@@ -247,7 +288,9 @@ def join_dynamic_and_complete_rebalance(d: Driver, group_id: str = GROUP_ID, *, 
     return join
 
 
-def force_stable(d: Driver, leader_id: str, generation: int, group_instance_id: str | None = None) -> None:
+def force_stable(
+    d: Driver, leader_id: str, generation: int, group_instance_id: str | None = None
+) -> None:
     """ClassicGroup.transitionTo(STABLE): reached here with the leader's SyncGroup (no assignment)."""
     sync = d.sync(leader_id, generation, group_instance_id=group_instance_id)
     complete_appends(d)
@@ -255,15 +298,25 @@ def force_stable(d: Driver, leader_id: str, generation: int, group_instance_id: 
     assert d.group().state == STABLE
 
 
-def static_members_join_and_rebalance(d: Driver, *, version: int = STATIC_V3, group_id: str = GROUP_ID,
-                                      leader_instance: str = LEADER_INSTANCE_ID,
-                                      follower_instance: str = FOLLOWER_INSTANCE_ID,
-                                      rebalance_timeout_ms: int = 10_000,
-                                      session_timeout_ms: int = 5_000) -> RebalanceResult:
+def static_members_join_and_rebalance(
+    d: Driver,
+    *,
+    version: int = STATIC_V3,
+    group_id: str = GROUP_ID,
+    leader_instance: str = LEADER_INSTANCE_ID,
+    follower_instance: str = FOLLOWER_INSTANCE_ID,
+    rebalance_timeout_ms: int = 10_000,
+    session_timeout_ms: int = 5_000,
+) -> RebalanceResult:
     """GroupMetadataManagerTestContext.staticMembersJoinAndRebalance: two static members, Stable at generation 1."""
     group = create_classic_group(d, group_id)
-    kw = dict(version=version, group_id=group_id, protocol_names=("range", "roundrobin"),
-              rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=session_timeout_ms)
+    kw = dict(
+        version=version,
+        group_id=group_id,
+        protocol_names=("range", "roundrobin"),
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=session_timeout_ms,
+    )
     leader_join = d.join("", group_instance_id=leader_instance, **kw)
     follower_join = d.join("", group_instance_id=follower_instance, **kw)
     assert leader_join.records == [] and follower_join.records == []
@@ -286,7 +339,9 @@ def static_members_join_and_rebalance(d: Driver, *, version: int = STATIC_V3, gr
 
     leader_id, follower_id = leader_join.response.member_id, follower_join.response.member_id
     assignment = {leader_id: b"\x01", follower_id: b"\x02"}
-    leader_sync = d.sync(leader_id, 1, group_id=group_id, group_instance_id=leader_instance, assignments=assignment)
+    leader_sync = d.sync(
+        leader_id, 1, group_id=group_id, group_instance_id=leader_instance, assignments=assignment
+    )
     assert leader_sync.records == [new_group_metadata_record(group, assignment)]
     complete_appends(d)
     # The group holds the new assignment (the record above carried it).
@@ -298,17 +353,25 @@ def static_members_join_and_rebalance(d: Driver, *, version: int = STATIC_V3, gr
     assert follower_sync.done and follower_sync.error == ErrorCode.NONE
     assert group.state == STABLE
     assert len(group.members) == 2 and group.generation_id == 1
-    return RebalanceResult(1, leader_id, leader_sync.response.assignment,
-                           follower_id, follower_sync.response.assignment)
+    return RebalanceResult(
+        1,
+        leader_id,
+        leader_sync.response.assignment,
+        follower_id,
+        follower_sync.response.assignment,
+    )
 
 
-def setup_group_with_pending_member(d: Driver, group_id: str = GROUP_ID) -> PendingMemberGroupResult:
+def setup_group_with_pending_member(
+    d: Driver, group_id: str = GROUP_ID
+) -> PendingMemberGroupResult:
     """GroupMetadataManagerTestContext.setupGroupWithPendingMember: two members in PreparingRebalance, one pending."""
     # The leader and follower have rejoined and are parked; the pending member (MEMBER_ID_REQUIRED,
     # session 2500) has not come back.
     kw = dict(group_id=group_id, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
-    leader = join_dynamic_and_complete_join(d, group_id=group_id, session_timeout_ms=5_000,
-                                            rebalance_timeout_ms=10_000).response
+    leader = join_dynamic_and_complete_join(
+        d, group_id=group_id, session_timeout_ms=5_000, rebalance_timeout_ms=10_000
+    ).response
     leader_id = leader.member_id
     sync = d.sync(leader_id, leader.generation_id, group_id=group_id, assignments={leader_id: b""})
     assert sync.records == [new_group_metadata_record(d.group(group_id))]
@@ -338,7 +401,9 @@ def setup_group_with_pending_member(d: Driver, group_id: str = GROUP_ID) -> Pend
     assert leader_join.records == [] and not leader_join.done
     assert group.state == PREPARING
 
-    pending_join = d.join("", version=4, group_id=group_id, rebalance_timeout_ms=10_000, session_timeout_ms=2_500)
+    pending_join = d.join(
+        "", version=4, group_id=group_id, rebalance_timeout_ms=10_000, session_timeout_ms=2_500
+    )
     assert pending_join.records == []
     assert pending_join.done and pending_join.error == ErrorCode.MEMBER_ID_REQUIRED
     assert len(group.pending_members) == 1
@@ -350,12 +415,17 @@ def setup_group_with_pending_member(d: Driver, group_id: str = GROUP_ID) -> Pend
     return PendingMemberGroupResult(leader_id, follower_id, pending_join.response)
 
 
-def join_with_n_members(d: Driver, n: int, rebalance_timeout_ms: int, session_timeout_ms: int,
-                        group_id: str = GROUP_ID) -> list[JoinGroupResponse]:
+def join_with_n_members(
+    d: Driver, n: int, rebalance_timeout_ms: int, session_timeout_ms: int, group_id: str = GROUP_ID
+) -> list[JoinGroupResponse]:
     """GroupMetadataManagerTestContext.joinWithNMembers: n dynamic members (v4) join a new group; their responses."""
     create_classic_group(d, group_id)
-    kw = dict(version=4, group_id=group_id, rebalance_timeout_ms=rebalance_timeout_ms,
-              session_timeout_ms=session_timeout_ms)
+    kw = dict(
+        version=4,
+        group_id=group_id,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=session_timeout_ms,
+    )
     member_ids = []
     for _ in range(n):
         first = d.join("", **kw)
@@ -412,8 +482,9 @@ def verify_session_expiration(d: Driver, timeout_ms: int, group_id: str = GROUP_
     assert not group.members
 
 
-def verify_heartbeat(d: Driver, join_response: JoinGroupResponse, expected: ErrorCode,
-                     group_id: str = GROUP_ID) -> None:
+def verify_heartbeat(
+    d: Driver, join_response: JoinGroupResponse, expected: ErrorCode, group_id: str = GROUP_ID
+) -> None:
     """GroupMetadataManagerTestContext.verifyHeartbeat: a heartbeat as the join's member gets ``expected``."""
     # Kafka's thrown UnknownMemberIdException is the response code UNKNOWN_MEMBER_ID here.
     heartbeat = d.heartbeat(join_response.member_id, join_response.generation_id, group_id=group_id)

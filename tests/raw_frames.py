@@ -10,7 +10,9 @@ import time
 
 def connect(address: tuple[str, int], timeout_s: float) -> socket.socket:
     sock = socket.create_connection(address, timeout=timeout_s)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # no TIME_WAIT pile-up
+    sock.setsockopt(
+        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+    )  # no TIME_WAIT pile-up
     return sock
 
 
@@ -23,7 +25,9 @@ def read_until_closed(sock: socket.socket, timeout_s: float) -> bytes:
         try:
             chunk = sock.recv(65536)
         except TimeoutError:
-            raise AssertionError(f"the broker neither answered nor closed within {timeout_s} s") from None
+            raise AssertionError(
+                f"the broker neither answered nor closed within {timeout_s} s"
+            ) from None
         except ConnectionResetError:
             return data
         if not chunk:
@@ -36,8 +40,10 @@ def split_frames(data: bytes) -> list[bytes]:
     while position < len(data):
         assert len(data) - position >= 4, "a partial length prefix"
         (length,) = struct.unpack_from(">i", data, position)
-        assert 4 <= length <= len(data) - position - 4, f"a response frame of {length} bytes is cut short"
-        frames.append(data[position + 4:position + 4 + length])
+        assert 4 <= length <= len(data) - position - 4, (
+            f"a response frame of {length} bytes is cut short"
+        )
+        frames.append(data[position + 4 : position + 4 + length])
         position += 4 + length
     return frames
 
@@ -73,7 +79,7 @@ def read_from_a_client_that_never_reads(sock: socket.socket, request: bytes) -> 
         until = time.monotonic() + seconds
         while time.monotonic() < until:
             try:
-                sent += sock.send(chunk[sent % len(chunk):])
+                sent += sock.send(chunk[sent % len(chunk) :])
             except BlockingIOError:
                 time.sleep(0.01)
 

@@ -79,13 +79,17 @@ class AbstractStickyAssignorTests:
     def create_assignor(self):
         raise NotImplementedError
 
-    def build_subscription_v0(self, topics, partitions, generation, consumer_index) -> Subscription | None:
+    def build_subscription_v0(
+        self, topics, partitions, generation, consumer_index
+    ) -> Subscription | None:
         raise NotImplementedError
 
     def build_subscription_v1(self, topics, partitions, generation, consumer_index) -> Subscription:
         raise NotImplementedError
 
-    def build_subscription_v2_above(self, topics, partitions, generation, consumer_index) -> Subscription:
+    def build_subscription_v2_above(
+        self, topics, partitions, generation, consumer_index
+    ) -> Subscription:
         raise NotImplementedError
 
     def generate_user_data(self, topics, partitions, generation) -> bytes:
@@ -98,10 +102,16 @@ class AbstractStickyAssignorTests:
         self.subscriptions: dict[str, Subscription] = {}
         self.outcome = None
 
-    def assign(self, partitions_per_topic: dict[str, int], subscriptions: dict[str, Subscription] | None = None) -> dict[str, list[TP]]:
+    def assign(
+        self,
+        partitions_per_topic: dict[str, int],
+        subscriptions: dict[str, Subscription] | None = None,
+    ) -> dict[str, list[TP]]:
         """Kafka's assignor.assignPartitions; keeps what Kafka keeps on the assignor
         (partitionsTransferringOwnership, the partition movements behind isSticky())."""
-        self.outcome = self.assignor.assign_with_details(partitions_per_topic, self.subscriptions if subscriptions is None else subscriptions)
+        self.outcome = self.assignor.assign_with_details(
+            partitions_per_topic, self.subscriptions if subscriptions is None else subscriptions
+        )
         return self.outcome.sorted_assignment()
 
     @property
@@ -121,13 +131,14 @@ class AbstractStickyAssignorTests:
             partitions = assignments[consumer]
             for partition in partitions:
                 assert partition[0] in subscriptions[consumer].topics, (partition, consumer)
-            for other in consumers[i + 1:]:
+            for other in consumers[i + 1 :]:
                 other_partitions = assignments[other]
                 assert not set(partitions) & set(other_partitions), (consumer, other)
                 if abs(len(partitions) - len(other_partitions)) <= 1:
                     continue
                 assert not {t for t, _ in partitions} & {t for t, _ in other_partitions}, (
-                    f"partitions can move between {consumer} and {other} for a better balance")
+                    f"partitions can move between {consumer} and {other} for a better balance"
+                )
 
     def verify_uniform_subscription(self, topics, consumer_topics, expected) -> None:
         self.verify_assignment(topics, consumer_topics, None, expected)
@@ -140,7 +151,9 @@ class AbstractStickyAssignorTests:
         subscriptions = {}
         for i, ts in enumerate(consumer_topics):
             owned_i = parse(owned[i]) if owned and i < len(owned) else []
-            subscriptions[f"consumer{i}"] = Subscription(tuple(ts), None, grouped(owned_i), DEFAULT_GENERATION)
+            subscriptions[f"consumer{i}"] = Subscription(
+                tuple(ts), None, grouped(owned_i), DEFAULT_GENERATION
+            )
         assignment = self.assign(topics, subscriptions)
         assert assignment == {f"consumer{i}": sorted(parse(e)) for i, e in enumerate(expected)}
 
@@ -196,8 +209,14 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testOnlyAssignsPartitionsFromSubscribedTopics"""
         other_topic = "other"
         partitions_per_topic = {topic: 2}
-        subscriptions = {consumer_id: self.build_subscription_v2_above(
-            [topic], [tp(topic, 0), tp(topic, 1), tp(other_topic, 0), tp(other_topic, 1)], self.generation_id, 0)}
+        subscriptions = {
+            consumer_id: self.build_subscription_v2_above(
+                [topic],
+                [tp(topic, 0), tp(topic, 1), tp(other_topic, 0), tp(other_topic, 1)],
+                self.generation_id,
+                0,
+            )
+        }
         assignment = self.assign(partitions_per_topic, subscriptions)
         assert assignment[consumer_id] == [tp(topic, 0), tp(topic, 1)]
         assert self.partitions_transferring_ownership == {}
@@ -266,8 +285,12 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testConsumerOwningMinQuotaExpectedMaxQuota"""
         partitions_per_topic = {topic1: 2, topic2: 3}
         topics = [topic1, topic2]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(topics, [tp(topic1, 0), tp(topic2, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(topics, [tp(topic1, 1), tp(topic2, 2)], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 0), tp(topic2, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 1), tp(topic2, 2)], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == sorted([tp(topic1, 0), tp(topic2, 1), tp(topic2, 0)])
         assert assignment[consumer2] == sorted([tp(topic1, 1), tp(topic2, 2)])
@@ -279,9 +302,15 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testMaxQuotaConsumerMoreThanNumExpectedMaxCapacityMembers"""
         partitions_per_topic = {topic1: 2, topic2: 2}
         topics = [topic1, topic2]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(topics, [tp(topic1, 0), tp(topic2, 0)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(topics, [tp(topic1, 1), tp(topic2, 1)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(topics, [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 0), tp(topic2, 0)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 1), tp(topic2, 1)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            topics, [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         # consumer2 keeps two: Java's HashMap visits consumer2 before consumer1.
         assert self.partitions_transferring_ownership == {tp(topic2, 0): consumer3}
@@ -295,9 +324,15 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testAllConsumersAreUnderMinQuota"""
         partitions_per_topic = {topic1: 2, topic2: 3}
         topics = [topic1, topic2]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(topics, [tp(topic1, 0)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(topics, [tp(topic1, 1)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(topics, [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 0)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            topics, [tp(topic1, 1)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            topics, [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -315,8 +350,12 @@ class AbstractStickyAssignorTests:
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {tp(topic, 2): consumer2}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -325,7 +364,9 @@ class AbstractStickyAssignorTests:
         assert is_fully_balanced(assignment)
 
         del self.subscriptions[consumer1]
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], assignment[consumer2], self.generation_id, 1)
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], assignment[consumer2], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert set(assignment[consumer2]) == {tp(topic, 2), tp(topic, 1), tp(topic, 0)}
         assert self.partitions_transferring_ownership == {}
@@ -350,18 +391,30 @@ class AbstractStickyAssignorTests:
         assert is_fully_balanced(assignment)
 
         # add another consumer
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(all_topics, assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(all_topics, [], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            all_topics, [], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert_per_topic(6)
         assert is_fully_balanced(assignment)
 
         # add two more consumers
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(all_topics, assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(all_topics, assignment[consumer2], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, [], self.generation_id, 2)
-        self.subscriptions[consumer4] = self.build_subscription_v2_above(all_topics, [], self.generation_id, 3)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer2], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            all_topics, [], self.generation_id, 2
+        )
+        self.subscriptions[consumer4] = self.build_subscription_v2_above(
+            all_topics, [], self.generation_id, 3
+        )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert_per_topic(3)
@@ -370,8 +423,12 @@ class AbstractStickyAssignorTests:
         # remove two consumers
         del self.subscriptions[consumer1]
         del self.subscriptions[consumer2]
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, assignment[consumer3], self.generation_id, 2)
-        self.subscriptions[consumer4] = self.build_subscription_v2_above(all_topics, assignment[consumer4], self.generation_id, 3)
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer3], self.generation_id, 2
+        )
+        self.subscriptions[consumer4] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer4], self.generation_id, 3
+        )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert_per_topic(6)
@@ -385,19 +442,33 @@ class AbstractStickyAssignorTests:
         self.subscriptions[consumer1] = subscription(all_topics, 0)
         self.subscriptions[consumer2] = subscription(all_topics, 1)
         assignment = self.assign(partitions_per_topic)
-        assert assignment[consumer1] == sorted([tp(topic1, 0), tp(topic1, 2), tp(topic2, 1), tp(topic2, 3)])
+        assert assignment[consumer1] == sorted(
+            [tp(topic1, 0), tp(topic1, 2), tp(topic2, 1), tp(topic2, 3)]
+        )
         assert assignment[consumer2] == sorted([tp(topic1, 1), tp(topic2, 0), tp(topic2, 2)])
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
         # add two consumers
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(all_topics, assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(all_topics, assignment[consumer2], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, [], self.generation_id, 2)
-        self.subscriptions[consumer4] = self.build_subscription_v2_above(all_topics, [], self.generation_id, 3)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer2], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            all_topics, [], self.generation_id, 2
+        )
+        self.subscriptions[consumer4] = self.build_subscription_v2_above(
+            all_topics, [], self.generation_id, 3
+        )
         assignment = self.assign(partitions_per_topic)
-        assert self.partitions_transferring_ownership == {tp(topic1, 2): consumer3, tp(topic2, 3): consumer3, tp(topic2, 2): consumer4}
+        assert self.partitions_transferring_ownership == {
+            tp(topic1, 2): consumer3,
+            tp(topic2, 3): consumer3,
+            tp(topic2, 2): consumer4,
+        }
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert assignment[consumer1] == sorted([tp(topic1, 0), tp(topic2, 1)])
         assert assignment[consumer2] == sorted([tp(topic2, 0), tp(topic1, 1)])
@@ -408,10 +479,16 @@ class AbstractStickyAssignorTests:
         # remove two consumers
         del self.subscriptions[consumer1]
         del self.subscriptions[consumer2]
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, assignment[consumer3], self.generation_id, 2)
-        self.subscriptions[consumer4] = self.build_subscription_v2_above(all_topics, assignment[consumer4], self.generation_id, 3)
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer3], self.generation_id, 2
+        )
+        self.subscriptions[consumer4] = self.build_subscription_v2_above(
+            all_topics, assignment[consumer4], self.generation_id, 3
+        )
         assignment = self.assign(partitions_per_topic)
-        assert assignment[consumer3] == sorted([tp(topic1, 2), tp(topic2, 3), tp(topic1, 0), tp(topic2, 1)])
+        assert assignment[consumer3] == sorted(
+            [tp(topic1, 2), tp(topic2, 3), tp(topic1, 0), tp(topic2, 1)]
+        )
         assert assignment[consumer4] == sorted([tp(topic2, 2), tp(topic1, 1), tp(topic2, 0)])
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -420,10 +497,14 @@ class AbstractStickyAssignorTests:
     def test_poor_round_robin_assignment_scenario(self):
         """Kafka: AbstractStickyAssignorTest.testPoorRoundRobinAssignmentScenario"""
         partitions_per_topic = {f"topic{i}": (i % 2) + 1 for i in range(1, 6)}
-        self.subscriptions["consumer1"] = subscription(["topic1", "topic2", "topic3", "topic4", "topic5"], 0)
+        self.subscriptions["consumer1"] = subscription(
+            ["topic1", "topic2", "topic3", "topic4", "topic5"], 0
+        )
         self.subscriptions["consumer2"] = subscription(["topic1", "topic3", "topic5"], 1)
         self.subscriptions["consumer3"] = subscription(["topic1", "topic3", "topic5"], 2)
-        self.subscriptions["consumer4"] = subscription(["topic1", "topic2", "topic3", "topic4", "topic5"], 3)
+        self.subscriptions["consumer4"] = subscription(
+            ["topic1", "topic2", "topic3", "topic4", "topic5"], 3
+        )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
 
@@ -440,8 +521,12 @@ class AbstractStickyAssignorTests:
         assert sorted([len(consumer1_assignment1), len(consumer2_assignment1)]) == [1, 2]
 
         partitions_per_topic[topic2] = 3
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic, topic2], assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic, topic2], assignment[consumer2], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic, topic2], assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic, topic2], assignment[consumer2], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -452,8 +537,12 @@ class AbstractStickyAssignorTests:
         assert set(consumer2_assignment1) <= set(consumer2_assignment)
 
         del partitions_per_topic[topic]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic2], assignment[consumer1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic2], assignment[consumer2], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic2], assignment[consumer1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic2], assignment[consumer2], self.generation_id, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -467,14 +556,20 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testReassignmentAfterOneConsumerLeaves"""
         partitions_per_topic = {topic_name(i, 20): i for i in range(1, 20)}
         for i in range(1, 20):
-            self.subscriptions[consumer_name(i, 20)] = subscription([topic_name(j, 20) for j in range(1, i + 1)], i)
+            self.subscriptions[consumer_name(i, 20)] = subscription(
+                [topic_name(j, 20) for j in range(1, i + 1)], i
+            )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
 
         for i in range(1, 20):
             consumer = consumer_name(i, 20)
             self.subscriptions[consumer] = self.build_subscription_v2_above(
-                list(self.subscriptions[consumer].topics), assignment[consumer], self.generation_id, i)
+                list(self.subscriptions[consumer].topics),
+                assignment[consumer],
+                self.generation_id,
+                i,
+            )
         del self.subscriptions["c10"]
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -508,7 +603,11 @@ class AbstractStickyAssignorTests:
         for i in range(1, 9):
             consumer = consumer_name(i, 9)
             self.subscriptions[consumer] = self.build_subscription_v2_above(
-                list(self.subscriptions[consumer].topics), assignment[consumer], self.generation_id, i)
+                list(self.subscriptions[consumer].topics),
+                assignment[consumer],
+                self.generation_id,
+                i,
+            )
         del self.subscriptions[consumer_name(5, 9)]
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
@@ -525,7 +624,9 @@ class AbstractStickyAssignorTests:
 
         for i in range(1, consumer_count):
             consumer = consumer_name(i, consumer_count)
-            self.subscriptions[consumer] = self.build_subscription_v2_above(topics, assignment[consumer], self.generation_id, i)
+            self.subscriptions[consumer] = self.build_subscription_v2_above(
+                topics, assignment[consumer], self.generation_id, i
+            )
         self.assign(partitions_per_topic)
 
     def test_large_assignment_and_group_with_non_equal_subscription(self):
@@ -541,17 +642,19 @@ class AbstractStickyAssignorTests:
         for i in range(1, consumer_count):
             consumer = consumer_name(i, consumer_count)
             subscribed = topics[:1] if i == consumer_count - 1 else topics
-            self.subscriptions[consumer] = self.build_subscription_v2_above(subscribed, assignment[consumer], self.generation_id, i)
+            self.subscriptions[consumer] = self.build_subscription_v2_above(
+                subscribed, assignment[consumer], self.generation_id, i
+            )
         self.assign(partitions_per_topic)
 
     def test_assignment_and_group_with_non_equal_subscription_not_timeout(self):
-        """Kafka: AbstractStickyAssignorTest.testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout """
+        """Kafka: AbstractStickyAssignorTest.testAssignmentAndGroupWithNonEqualSubscriptionNotTimeout"""
         topic_count, partition_count, consumer_count = 100, 200, 500  # Kafka's sizes
         topics = [topic_name(i, topic_count) for i in range(topic_count)]
         partitions_per_topic = {t: partition_count for t in topics}
 
         def topics_of(i: int) -> list[str]:
-            return topics[: topic_count // 2] if i % 4 == 0 else topics[topic_count // 2:]
+            return topics[: topic_count // 2] if i % 4 == 0 else topics[topic_count // 2 :]
 
         for i in range(consumer_count):
             self.subscriptions[consumer_name(i, consumer_count)] = subscription(topics_of(i), i)
@@ -559,19 +662,31 @@ class AbstractStickyAssignorTests:
 
         for i in range(1, consumer_count):
             consumer = consumer_name(i, consumer_count)
-            self.subscriptions[consumer] = self.build_subscription_v2_above(topics_of(i), assignment[consumer], self.generation_id, i)
+            self.subscriptions[consumer] = self.build_subscription_v2_above(
+                topics_of(i), assignment[consumer], self.generation_id, i
+            )
         self.assign(partitions_per_topic)
 
     def test_subscription_not_equal_and_assign_same_partition_with3_generation(self):
         """Kafka: AbstractStickyAssignorTest.testSubscriptionNotEqualAndAssignSamePartitionWith3Generation"""
         partitions_per_topic = {topic: 6, topic1: 1}
         for g1, g2, g3 in [(1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)]:
-            self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], g1, 0)
-            self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 1), tp(topic, 2), tp(topic, 3)], g2, 1)
-            self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [tp(topic, 2), tp(topic, 4), tp(topic, 5)], g3, 2)
-            self.subscriptions[consumer4] = self.build_subscription_v2_above([topic1], [tp(topic1, 0)], 2, 3)
+            self.subscriptions[consumer1] = self.build_subscription_v2_above(
+                [topic], [tp(topic, 0), tp(topic, 2)], g1, 0
+            )
+            self.subscriptions[consumer2] = self.build_subscription_v2_above(
+                [topic], [tp(topic, 1), tp(topic, 2), tp(topic, 3)], g2, 1
+            )
+            self.subscriptions[consumer3] = self.build_subscription_v2_above(
+                [topic], [tp(topic, 2), tp(topic, 4), tp(topic, 5)], g3, 2
+            )
+            self.subscriptions[consumer4] = self.build_subscription_v2_above(
+                [topic1], [tp(topic1, 0)], 2, 3
+            )
             assignment = self.assign(partitions_per_topic)
-            assert sum(len(tps) for tps in assignment.values()) == len({p for tps in assignment.values() for p in tps})
+            assert sum(len(tps) for tps in assignment.values()) == len(
+                {p for tps in assignment.values() for p in tps}
+            )
             for tps in assignment.values():
                 assert 1 <= len(tps) <= 2
 
@@ -579,7 +694,9 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testLargeAssignmentWithMultipleConsumersLeavingAndRandomSubscription"""
         rng = random.Random(42)
         topic_count, consumer_count = 40, 200
-        partitions_per_topic = {topic_name(i, topic_count): rng.randrange(10) + 1 for i in range(topic_count)}
+        partitions_per_topic = {
+            topic_name(i, topic_count): rng.randrange(10) + 1 for i in range(topic_count)
+        }
         for i in range(consumer_count):
             topics = []
             j = 0
@@ -593,9 +710,15 @@ class AbstractStickyAssignorTests:
         for i in range(1, consumer_count):
             consumer = consumer_name(i, consumer_count)
             self.subscriptions[consumer] = self.build_subscription_v2_above(
-                list(self.subscriptions[consumer].topics), assignment[consumer], self.generation_id, i)
+                list(self.subscriptions[consumer].topics),
+                assignment[consumer],
+                self.generation_id,
+                i,
+            )
         for _ in range(50):
-            self.subscriptions.pop(consumer_name(rng.randrange(consumer_count), consumer_count), None)
+            self.subscriptions.pop(
+                consumer_name(rng.randrange(consumer_count), consumer_count), None
+            )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert self.outcome.is_sticky()
@@ -611,7 +734,9 @@ class AbstractStickyAssignorTests:
 
         c0 = consumer_name(0, 3)
         old = self.subscriptions[c0]
-        self.subscriptions[c0] = Subscription(old.topics + (topic_name(1, 5),), old.user_data, old.owned_partitions, old.generation_id)
+        self.subscriptions[c0] = Subscription(
+            old.topics + (topic_name(1, 5),), old.user_data, old.owned_partitions, old.generation_id
+        )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert self.outcome.is_sticky()
@@ -620,11 +745,18 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testMoveExistingAssignments"""
         topic4, topic5, topic6 = "topic4", "topic5", "topic6"
         partitions_per_topic = {f"topic{i}": 1 for i in range(1, 7)}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic1, topic2], [tp(topic1, 0)], self.generation_id, 0)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic1, topic2], [tp(topic1, 0)], self.generation_id, 0
+        )
         self.subscriptions[consumer2] = self.build_subscription_v2_above(
-            [topic1, topic2, topic3, topic4], [tp(topic2, 0), tp(topic3, 0)], self.generation_id, 1)
+            [topic1, topic2, topic3, topic4], [tp(topic2, 0), tp(topic3, 0)], self.generation_id, 1
+        )
         self.subscriptions[consumer3] = self.build_subscription_v2_above(
-            [topic2, topic3, topic4, topic5, topic6], [tp(topic4, 0), tp(topic5, 0), tp(topic6, 0)], self.generation_id, 2)
+            [topic2, topic3, topic4, topic5, topic6],
+            [tp(topic4, 0), tp(topic5, 0), tp(topic6, 0)],
+            self.generation_id,
+            2,
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership is None
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -639,21 +771,28 @@ class AbstractStickyAssignorTests:
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         partitions_assigned = {}
         for consumer, tps in assignment.items():
-            assert len(tps) <= 1, f"Consumer {consumer} is assigned more topic partitions than expected."
+            assert len(tps) <= 1, (
+                f"Consumer {consumer} is assigned more topic partitions than expected."
+            )
             if tps:
                 partitions_assigned[consumer] = tps[0]
 
         # remove the potential group leader
         del self.subscriptions[consumer1]
         for i, consumer in [(1, consumer2), (2, consumer3), (3, consumer4)]:
-            self.subscriptions[consumer] = self.build_subscription_v2_above([topic1], assignment[consumer], self.generation_id, i)
+            self.subscriptions[consumer] = self.build_subscription_v2_above(
+                [topic1], assignment[consumer], self.generation_id, i
+            )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         for consumer, tps in assignment.items():
-            assert len(tps) == 1, f"Consumer {consumer} is assigned more topic partitions than expected."
+            assert len(tps) == 1, (
+                f"Consumer {consumer} is assigned more topic partitions than expected."
+            )
             assert consumer not in partitions_assigned or partitions_assigned[consumer] in tps, (
-                f"Stickiness was not honored for consumer {consumer}")
+                f"Stickiness was not honored for consumer {consumer}"
+            )
 
     def test_assignment_updated_for_deleted_topic(self):
         """Kafka: AbstractStickyAssignorTest.testAssignmentUpdatedForDeletedTopic"""
@@ -671,7 +810,9 @@ class AbstractStickyAssignorTests:
         self.subscriptions[consumer_id] = subscription([topic], 0)
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {}
-        self.subscriptions[consumer_id] = self.build_subscription_v2_above([topic], assignment[consumer_id], self.generation_id, 0)
+        self.subscriptions[consumer_id] = self.build_subscription_v2_above(
+            [topic], assignment[consumer_id], self.generation_id, 0
+        )
 
         assignment = self.assign({})
         assert self.partitions_transferring_ownership == {}
@@ -695,7 +836,9 @@ class AbstractStickyAssignorTests:
             partitions_per_topic = {t: i + 1 for i, t in enumerate(topics)}
             num_consumers = min_consumers + rng.randrange(max_consumers - min_consumers)
             for i in range(num_consumers):
-                self.subscriptions[consumer_name(i, max_consumers)] = subscription(random_sublist(topics), i)
+                self.subscriptions[consumer_name(i, max_consumers)] = subscription(
+                    random_sublist(topics), i
+                )
 
             self.assignor = self.create_assignor()
             assignment = self.assign(partitions_per_topic)
@@ -705,7 +848,8 @@ class AbstractStickyAssignorTests:
             for i in range(num_consumers):
                 consumer = consumer_name(i, max_consumers)
                 self.subscriptions[consumer] = self.build_subscription_v2_above(
-                    random_sublist(topics), assignment.get(consumer, []), self.generation_id, i)
+                    random_sublist(topics), assignment.get(consumer, []), self.generation_id, i
+                )
             assignment = self.assign(partitions_per_topic)
             self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
             assert self.outcome.is_sticky()
@@ -713,9 +857,15 @@ class AbstractStickyAssignorTests:
     def test_all_consumers_reach_expected_quota_and_are_considered_filled(self):
         """Kafka: AbstractStickyAssignorTest.testAllConsumersReachExpectedQuotaAndAreConsideredFilled"""
         partitions_per_topic = {topic: 4}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic, 0), tp(topic, 1)]
         assert assignment[consumer2] == [tp(topic, 2)]
@@ -729,8 +879,12 @@ class AbstractStickyAssignorTests:
         partitions_per_topic = {topic: 3, topic2: 3}
         current_generation = 10
         owned = [tp(topic, 0), tp(topic, 2), tp(topic2, 1)]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic, topic2], owned, current_generation, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic, topic2], owned, current_generation - 1, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic, topic2], owned, current_generation, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic, topic2], owned, current_generation - 1, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert set(assignment[consumer1]) == set(owned)
         assert set(assignment[consumer2]) == {tp(topic, 1), tp(topic2, 0), tp(topic2, 2)}
@@ -743,8 +897,12 @@ class AbstractStickyAssignorTests:
         partitions_per_topic = {topic: 3, topic2: 3}
         current_generation = 10
         owned = [tp(topic, 0), tp(topic, 2), tp(topic2, 1)]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic, topic2], owned, current_generation, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic, topic2], owned, DEFAULT_GENERATION, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic, topic2], owned, current_generation, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic, topic2], owned, DEFAULT_GENERATION, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert set(assignment[consumer1]) == set(owned)
         assert set(assignment[consumer2]) == {tp(topic, 1), tp(topic2, 0), tp(topic2, 2)}
@@ -752,13 +910,21 @@ class AbstractStickyAssignorTests:
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-    def test_partitions_transferring_ownership_include_the_partition_claimed_by_multiple_consumers_in_same_generation(self):
+    def test_partitions_transferring_ownership_include_the_partition_claimed_by_multiple_consumers_in_same_generation(
+        self,
+    ):
         """Kafka: AbstractStickyAssignorTest.testPartitionsTransferringOwnershipIncludeThePartitionClaimedByMultipleConsumersInSameGeneration"""
         partitions_per_topic = {topic: 3}
         # topic-0 is claimed by two members
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert self.partitions_transferring_ownership == {tp(topic, 0): consumer3}
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -773,11 +939,14 @@ class AbstractStickyAssignorTests:
         current_generation = 10
         all_topics = [topic, topic2, topic3]
         self.subscriptions[consumer1] = self.build_subscription_v2_above(
-            all_topics, [tp(topic, 0), tp(topic2, 0), tp(topic3, 0)], current_generation, 0)
+            all_topics, [tp(topic, 0), tp(topic2, 0), tp(topic3, 0)], current_generation, 0
+        )
         self.subscriptions[consumer2] = self.build_subscription_v2_above(
-            all_topics, [tp(topic, 1), tp(topic2, 1), tp(topic3, 1)], current_generation - 1, 1)
+            all_topics, [tp(topic, 1), tp(topic2, 1), tp(topic3, 1)], current_generation - 1, 1
+        )
         self.subscriptions[consumer3] = self.build_subscription_v2_above(
-            all_topics, [tp(topic2, 1), tp(topic3, 0), tp(topic3, 2)], current_generation - 2, 1)
+            all_topics, [tp(topic2, 1), tp(topic3, 0), tp(topic3, 2)], current_generation - 2, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert set(assignment[consumer1]) == {tp(topic, 0), tp(topic2, 0), tp(topic3, 0)}
         assert set(assignment[consumer2]) == {tp(topic, 1), tp(topic2, 1), tp(topic3, 1)}
@@ -791,13 +960,18 @@ class AbstractStickyAssignorTests:
         partitions_per_topic = {topic: 3, topic1: 3, topic2: 3, topic3: 3}
         current_generation = 10
         all_topics = [topic, topic2, topic3, topic1]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(all_topics, [], DEFAULT_GENERATION, 0)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            all_topics, [], DEFAULT_GENERATION, 0
+        )
         self.subscriptions[consumer2] = self.build_subscription_v2_above(
-            all_topics, [tp(topic, 0), tp(topic2, 0), tp(topic1, 0)], current_generation - 1, 1)
+            all_topics, [tp(topic, 0), tp(topic2, 0), tp(topic1, 0)], current_generation - 1, 1
+        )
         self.subscriptions[consumer3] = self.build_subscription_v2_above(
-            all_topics, [tp(topic3, 2), tp(topic2, 2), tp(topic1, 1)], current_generation - 2, 2)
+            all_topics, [tp(topic3, 2), tp(topic2, 2), tp(topic1, 1)], current_generation - 2, 2
+        )
         self.subscriptions[consumer4] = self.build_subscription_v2_above(
-            all_topics, [tp(topic3, 1), tp(topic, 1), tp(topic, 2)], current_generation - 3, 3)
+            all_topics, [tp(topic3, 1), tp(topic, 1), tp(topic, 2)], current_generation - 3, 3
+        )
         assignment = self.assign(partitions_per_topic)
         # assigned partitions don't get reassigned
         assert set(assignment[consumer1]) == {tp(topic1, 2), tp(topic2, 1), tp(topic3, 0)}
@@ -810,9 +984,11 @@ class AbstractStickyAssignorTests:
         partitions_per_topic = {topic: 3, topic2: 3}
         current_generation = 10
         self.subscriptions[consumer1] = self.build_subscription_v2_above(
-            [topic, topic2], [tp(topic, 0), tp(topic2, 1), tp(topic, 1)], current_generation, 0)
+            [topic, topic2], [tp(topic, 0), tp(topic2, 1), tp(topic, 1)], current_generation, 0
+        )
         self.subscriptions[consumer2] = self.build_subscription_v2_above(
-            [topic, topic2], [tp(topic, 0), tp(topic2, 1), tp(topic2, 2)], current_generation - 2, 1)
+            [topic, topic2], [tp(topic, 0), tp(topic2, 1), tp(topic2, 2)], current_generation - 2, 1
+        )
         assignment = self.assign(partitions_per_topic)
         assert set(assignment[consumer1]) == {tp(topic, 0), tp(topic2, 1), tp(topic, 1)}
         assert set(assignment[consumer2]) == {tp(topic, 2), tp(topic2, 2), tp(topic2, 0)}
@@ -824,22 +1000,34 @@ class AbstractStickyAssignorTests:
         """Kafka: AbstractStickyAssignorTest.testRackAwareAssignmentWithUniformSubscription (non-rack-aware runs)"""
         topics = {"t1": 6, "t2": 7, "t3": 2}
         all_topics = ["t1", "t2", "t3"]
-        self.verify_uniform_subscription(topics, [all_topics] * 3, [
-            "t1-0, t1-3, t2-0, t2-3, t2-6",
-            "t1-1, t1-4, t2-1, t2-4, t3-0",
-            "t1-2, t1-5, t2-2, t2-5, t3-1",
-        ])
+        self.verify_uniform_subscription(
+            topics,
+            [all_topics] * 3,
+            [
+                "t1-0, t1-3, t2-0, t2-3, t2-6",
+                "t1-1, t1-4, t2-1, t2-4, t3-0",
+                "t1-2, t1-5, t2-2, t2-5, t3-1",
+            ],
+        )
 
     def test_rack_aware_assignment_with_non_equal_subscription(self):
         """Kafka: AbstractStickyAssignorTest.testRackAwareAssignmentWithNonEqualSubscription (non-rack-aware runs)"""
         topics = {"t1": 6, "t2": 7, "t3": 2}
         all_topics = ["t1", "t2", "t3"]
         consumer_topics = [all_topics, all_topics, ["t1", "t3"]]
-        non_rack_aware = ["t1-5, t2-0, t2-2, t2-4, t2-6", "t1-3, t2-1, t2-3, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-4, t3-1"]
+        non_rack_aware = [
+            "t1-5, t2-0, t2-2, t2-4, t2-6",
+            "t1-3, t2-1, t2-3, t2-5, t3-0",
+            "t1-0, t1-1, t1-2, t1-4, t3-1",
+        ]
         self.verify_assignment(topics, consumer_topics, None, non_rack_aware)
         self.verify_assignment(topics, consumer_topics, non_rack_aware, non_rack_aware)
         # Kafka's "same as non-rack-aware if all racks match" run (every partition on every rack)
-        owned = ["t1-0, t1-1, t1-2, t1-3, t1-4", "t1-5, t2-0, t2-1, t2-2, t2-3", "t2-4, t2-5, t2-6, t3-0, t3-1"]
+        owned = [
+            "t1-0, t1-1, t1-2, t1-3, t1-4",
+            "t1-5, t2-0, t2-1, t2-2, t2-3",
+            "t2-4, t2-5, t2-6, t3-0, t3-1",
+        ]
         self.verify_owned_but_racks_match(topics, consumer_topics, owned)
 
     def verify_owned_but_racks_match(self, topics, consumer_topics, owned) -> None:

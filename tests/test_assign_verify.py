@@ -8,23 +8,37 @@ import sys
 
 
 def test_assign_verify_proves_everything_at_the_bounds():
-    result = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify"],
-                            capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     out = result.stdout
     assert "coordspec assign verify: 30 passed, 0 failed" in out
-    for line in ("ok range                        ExactlyOneOwner                    proved",
-                 "ok roundrobin                   Balanced                           proved",
-                 "ok sticky                       Balanced                           proved",
-                 "ok fencing                      NoWriteWithStaleVersion            proved",
-                 "ok fencing                      ControllerEpochMonotonic           proved",
-                 "ok broken-roundrobin            OwnerSubscribes                    violated"):
+    for line in (
+        "ok range                        ExactlyOneOwner                    proved",
+        "ok roundrobin                   Balanced                           proved",
+        "ok sticky                       Balanced                           proved",
+        "ok fencing                      NoWriteWithStaleVersion            proved",
+        "ok fencing                      ControllerEpochMonotonic           proved",
+        "ok broken-roundrobin            OwnerSubscribes                    violated",
+    ):
         assert line in out, line
     assert "stickiness sticky: moves / optimal mean" in out and "within the goal" in out
 
 
 def test_bounds_out_of_range_are_one_line():
-    result = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify", "--members", "11"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify", "--members", "11"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
-    assert result.stdout.strip().splitlines()[-1].startswith("coordspec assign verify: bounds out of range")
+    assert (
+        result.stdout.strip()
+        .splitlines()[-1]
+        .startswith("coordspec assign verify: bounds out of range")
+    )

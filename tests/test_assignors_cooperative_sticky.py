@@ -59,21 +59,35 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
 
     def build_subscription_v1(self, topics, partitions, generation, consumer_index):
         self.on_assignment(generation)
-        return Subscription(tuple(topics), self.subscription_user_data(), grouped(partitions), DEFAULT_GENERATION)
+        return Subscription(
+            tuple(topics), self.subscription_user_data(), grouped(partitions), DEFAULT_GENERATION
+        )
 
     def build_subscription_v2_above(self, topics, partitions, generation, consumer_index):
-        return Subscription(tuple(topics), self.subscription_user_data(), grouped(partitions), generation)
+        return Subscription(
+            tuple(topics), self.subscription_user_data(), grouped(partitions), generation
+        )
 
     def generate_user_data(self, topics, partitions, generation):
-        self.on_assignment(self.generation_id)  # as in Kafka, the test's generation, not the argument
+        self.on_assignment(
+            self.generation_id
+        )  # as in Kafka, the test's generation, not the argument
         return self.subscription_user_data()
 
     def verify_owned_but_racks_match(self, topics, consumer_topics, owned):
         # Cooperative: owned partitions are kept, so the first rebalance stops halfway.
         intermediate = ["t1-2, t1-3, t1-4", "t2-0, t2-1, t2-2, t2-3", "t3-0, t3-1"]
         self.verify_assignment(topics, consumer_topics, owned, intermediate)
-        self.verify_assignment(topics, consumer_topics, intermediate,
-                               ["t1-2, t1-3, t1-4, t2-4, t2-5", "t2-0, t2-1, t2-2, t2-3, t2-6", "t1-0, t1-1, t1-5, t3-0, t3-1"])
+        self.verify_assignment(
+            topics,
+            consumer_topics,
+            intermediate,
+            [
+                "t1-2, t1-3, t1-4, t2-4, t2-5",
+                "t2-0, t2-1, t2-2, t2-3, t2-6",
+                "t1-0, t1-1, t1-5, t3-0, t3-1",
+            ],
+        )
 
     def verify_validity_and_balance(self, subscriptions, assignments, partitions_per_topic) -> None:
         """Kafka's cooperative override: follow-up rebalances until nothing is revoked."""
@@ -81,7 +95,9 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
         while self.verify_cooperative_validity(subscriptions, assignments):
             for consumer, assigned in assignments.items():
                 old = subscriptions[consumer]
-                subscriptions[consumer] = self.build_subscription_v2_above(list(old.topics), assigned, self.generation_id, -1)
+                subscriptions[consumer] = self.build_subscription_v2_above(
+                    list(old.topics), assigned, self.generation_id, -1
+                )
             assignments.clear()
             assignments.update(self.assign(partitions_per_topic, subscriptions))
             rebalances += 1
@@ -96,7 +112,9 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
             owned = set(owned_list(subscriptions[consumer]))
             revoked |= owned - set(assigned)
             added |= set(assigned) - owned
-        assert not added & revoked, f"assigned in the same rebalance that revokes them: {added & revoked}"
+        assert not added & revoked, (
+            f"assigned in the same rebalance that revokes them: {added & revoked}"
+        )
         return bool(revoked)
 
     def test_registered_under_its_protocol_name(self):
@@ -116,12 +134,20 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
         """Kafka: CooperativeStickyAssignorTest.testDecodeGeneration"""
         assert self.member_data(Subscription((topic,))).generation is None
 
-    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_equal_partitions_per_consumer(self):
+    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_equal_partitions_per_consumer(
+        self,
+    ):
         """Kafka: CooperativeStickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumersInSameGenerationWithEqualPartitionsPerConsumer"""
         partitions_per_topic = {topic: 3}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic, 1)]
         assert assignment[consumer2] == [tp(topic, 2)]
@@ -130,12 +156,20 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_unequal_partitions_per_consumer(self):
+    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_unequal_partitions_per_consumer(
+        self,
+    ):
         """Kafka: CooperativeStickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumersInSameGenerationWithUnequalPartitionsPerConsumer"""
         partitions_per_topic = {topic: 4}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic, 1), tp(topic, 3)]
         assert assignment[consumer2] == [tp(topic, 2)]
@@ -156,7 +190,12 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
     def test_member_data_with_empty_partitions_and_equal_generation(self):
         """Kafka: CooperativeStickyAssignorTest.testMemberDataWithEmptyPartitionsAndEqualGeneration"""
         owned = [tp(topic1, 0), tp(topic2, 1)]
-        sub = Subscription((topic,), self.generate_user_data([topic], owned, self.generation_id), (), self.generation_id)
+        sub = Subscription(
+            (topic,),
+            self.generate_user_data([topic], owned, self.generation_id),
+            (),
+            self.generation_id,
+        )
         member_data = self.member_data(sub)
         assert list(member_data.partitions) == []
         assert member_data.generation == self.generation_id
@@ -164,7 +203,12 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
     def test_member_data_with_empty_partitions_and_higher_generation(self):
         """Kafka: CooperativeStickyAssignorTest.testMemberDataWithEmptyPartitionsAndHigherGeneration"""
         owned = [tp(topic1, 0), tp(topic2, 1)]
-        sub = Subscription((topic,), self.generate_user_data([topic], owned, self.generation_id - 1), (), self.generation_id)
+        sub = Subscription(
+            (topic,),
+            self.generate_user_data([topic], owned, self.generation_id - 1),
+            (),
+            self.generation_id,
+        )
         member_data = self.member_data(sub)
         assert list(member_data.partitions) == []
         assert member_data.generation == self.generation_id
@@ -173,9 +217,15 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
         """Kafka: CooperativeStickyAssignorTest.testAssignorWithOldVersionSubscriptions"""
         partitions_per_topic = {topic1: 3}
         topics = [topic1]
-        self.subscriptions[consumer1] = self.build_subscription_v1(topics, [tp(topic1, 0)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v1(topics, [tp(topic1, 1)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(topics, [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v1(
+            topics, [tp(topic1, 0)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v1(
+            topics, [tp(topic1, 1)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            topics, [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic1, 0)]
         assert assignment[consumer2] == [tp(topic1, 1)]
@@ -188,12 +238,18 @@ class TestCooperativeStickyAssignor(AbstractStickyAssignorTests):
     def test_user_data_is_the_generation_as_int32(self):
         assert encode_user_data(7) == b"\x00\x00\x00\x07"
         assert decode_generation(b"\x00\x00\x00\x07") == 7
-        assert decode_generation(b"\x00\x07") == DEFAULT_GENERATION  # too short: Kafka falls back to -1
+        assert (
+            decode_generation(b"\x00\x07") == DEFAULT_GENERATION
+        )  # too short: Kafka falls back to -1
         assert decode_generation(None) is None
 
     def test_withheld_partitions_are_reported(self):
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp0, tp1], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [], self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp0, tp1], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 1
+        )
         assignment = self.assign({topic: 2})
         assert assignment == {consumer1: [tp0], consumer2: []}
         assert self.outcome.withheld == {tp1: consumer2}

@@ -25,7 +25,9 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from coordspec.reference.assignors import ASSIGNORS
-from coordspec.reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
+from coordspec.reference.assignors.cooperative_sticky import (
+    encode_user_data as cooperative_user_data,
+)
 from coordspec.reference.assignors.sticky import encode_user_data as sticky_user_data
 from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
@@ -35,7 +37,18 @@ examples = settings(max_examples=max(1, settings.default.max_examples // 3))
 
 TOPICS = ["a", "b", "c", "topic1"]
 # Member ids chosen so that Java's HashMap order differs from sorted order.
-MEMBER_IDS = ["consumer1", "consumer2", "consumer3", "consumer4", "c0", "c1", "m-a", "m-b", "kk", "paUnA"]
+MEMBER_IDS = [
+    "consumer1",
+    "consumer2",
+    "consumer3",
+    "consumer4",
+    "c0",
+    "c1",
+    "m-a",
+    "m-b",
+    "kk",
+    "paUnA",
+]
 TP = tuple[str, int]
 
 
@@ -68,11 +81,19 @@ class Group:
                 user_data = sticky_user_data(owned, generation)
             elif protocol == "cooperative-sticky":
                 user_data = cooperative_user_data(generation)
-            subs[member] = Subscription(topics, user_data, grouped(owned), generation, None, self.instance_of[member])
+            subs[member] = Subscription(
+                topics, user_data, grouped(owned), generation, None, self.instance_of[member]
+            )
         return subs
 
     def with_owned(self, assignment: dict[str, list[TP]], generation: int) -> Group:
-        return Group(self.counts, self.topics_of, self.instance_of, {m: list(tps) for m, tps in assignment.items()}, generation)
+        return Group(
+            self.counts,
+            self.topics_of,
+            self.instance_of,
+            {m: list(tps) for m, tps in assignment.items()},
+            generation,
+        )
 
     def all_partitions(self) -> set[TP]:
         subscribed = {t for ts in self.topics_of.values() for t in ts}
@@ -83,21 +104,35 @@ class Group:
 def groups(draw, identical: bool | None = None) -> Group:
     counts = draw(st.dictionaries(st.sampled_from(TOPICS), st.integers(0, 7), max_size=len(TOPICS)))
     members = draw(st.lists(st.sampled_from(MEMBER_IDS), min_size=1, max_size=7, unique=True))
-    topic_sets = st.lists(st.sampled_from(TOPICS), min_size=1, max_size=len(TOPICS), unique=True).map(tuple)
+    topic_sets = st.lists(
+        st.sampled_from(TOPICS), min_size=1, max_size=len(TOPICS), unique=True
+    ).map(tuple)
     if identical is None:
         identical = draw(st.booleans())
     if identical:
         common = draw(topic_sets)
         topics_of = {m: common for m in members}
     else:
-        topics_of = dict(zip(members, draw(st.lists(topic_sets, min_size=len(members), max_size=len(members)))))
-    flags = draw(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=len(members), max_size=len(members)))
-    instance_of = {m: (f"instance-{m}" if static else None) for m, (static, _) in zip(members, flags)}
+        topics_of = dict(
+            zip(members, draw(st.lists(topic_sets, min_size=len(members), max_size=len(members))))
+        )
+    flags = draw(
+        st.lists(
+            st.tuples(st.booleans(), st.booleans()), min_size=len(members), max_size=len(members)
+        )
+    )
+    instance_of = {
+        m: (f"instance-{m}" if static else None) for m, (static, _) in zip(members, flags)
+    }
     # A previous assignment: each existing partition owned by at most one member; members
     # not returning are new to the group (they own nothing and have no generation).
     returning = [m for m, (_, back) in zip(members, flags) if back]
     partitions = [(t, p) for t, n in counts.items() for p in range(n)]
-    owners = draw(st.lists(st.integers(-1, len(returning) - 1), min_size=len(partitions), max_size=len(partitions)))
+    owners = draw(
+        st.lists(
+            st.integers(-1, len(returning) - 1), min_size=len(partitions), max_size=len(partitions)
+        )
+    )
     owned_of: dict[str, list[TP]] = {m: [] for m in returning}
     for tp, owner in zip(partitions, owners):
         if owner >= 0:

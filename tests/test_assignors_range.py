@@ -46,10 +46,16 @@ def assert_assignment(expected: list, actual: list) -> None:
     assert set(expected) == set(actual)
 
 
-def static_assignment(partitions_per_topic: dict[str, int], consumers: dict[str, Subscription]) -> dict[str, list]:
+def static_assignment(
+    partitions_per_topic: dict[str, int], consumers: dict[str, Subscription]
+) -> dict[str, list]:
     """Kafka's checkStaticAssignment: the assignment keyed by group.instance.id."""
     by_member = assignor.assign(partitions_per_topic, consumers)
-    return {s.group_instance_id: by_member[m] for m, s in consumers.items() if s.group_instance_id is not None}
+    return {
+        s.group_instance_id: by_member[m]
+        for m, s in consumers.items()
+        if s.group_instance_id is not None
+    }
 
 
 def parse(expected: str) -> set[tuple[str, int]]:
@@ -61,11 +67,17 @@ def parse(expected: str) -> set[tuple[str, int]]:
     return out
 
 
-def verify_non_rack_aware_assignment(topics: dict[str, int], consumer_topics: list[list[str]], expected: list[str]) -> None:
+def verify_non_rack_aware_assignment(
+    topics: dict[str, int], consumer_topics: list[list[str]], expected: list[str]
+) -> None:
     """Kafka's verifyRackAssignment with no racks: consumers consumer0.. subscribe to consumer_topics[i]."""
-    subscriptions = {f"consumer{i}": Subscription(tuple(ts)) for i, ts in enumerate(consumer_topics)}
+    subscriptions = {
+        f"consumer{i}": Subscription(tuple(ts)) for i, ts in enumerate(consumer_topics)
+    }
     assignment = assignor.assign(topics, subscriptions)
-    assert {m: set(tps) for m, tps in assignment.items()} == {f"consumer{i}": parse(e) for i, e in enumerate(expected)}
+    assert {m: set(tps) for m, tps in assignment.items()} == {
+        f"consumer{i}": parse(e) for i, e in enumerate(expected)
+    }
 
 
 def test_registered_under_its_protocol_name():
@@ -134,7 +146,9 @@ def test_two_consumers_two_topics_six_partitions():
     """Kafka: RangeAssignorTest.testTwoConsumersTwoTopicsSixPartitions"""
     consumers = {consumer1: sub(topic1, topic2), consumer2: sub(topic1, topic2)}
     assignment = assignor.assign(two_topics(3, 3), consumers)
-    assert_assignment([tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer1])
+    assert_assignment(
+        [tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer1]
+    )
     assert_assignment([tp(topic1, 2), tp(topic2, 2)], assignment[consumer2])
 
 
@@ -147,7 +161,9 @@ def test_two_static_consumers_two_topics_six_partitions():
         consumer_id_high: sub(topic1, topic2, instance=instance2),
     }
     assignment = assignor.assign(two_topics(3, 3), consumers)
-    assert_assignment([tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer_id_low])
+    assert_assignment(
+        [tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer_id_low]
+    )
     assert_assignment([tp(topic1, 2), tp(topic2, 2)], assignment[consumer_id_high])
 
 
@@ -155,9 +171,14 @@ def test_one_static_consumer_and_one_dynamic_consumer_two_topics_six_partitions(
     """Kafka: RangeAssignorTest.testOneStaticConsumerAndOneDynamicConsumerTwoTopicsSixPartitions"""
     # The static member comes first whatever the member ids.
     consumer_id_low, consumer_id_high = "consumer-b", "consumer-a"
-    consumers = {consumer_id_low: sub(topic1, topic2, instance=instance1), consumer_id_high: sub(topic1, topic2)}
+    consumers = {
+        consumer_id_low: sub(topic1, topic2, instance=instance1),
+        consumer_id_high: sub(topic1, topic2),
+    }
     assignment = assignor.assign(two_topics(3, 3), consumers)
-    assert_assignment([tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer_id_low])
+    assert_assignment(
+        [tp(topic1, 0), tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)], assignment[consumer_id_low]
+    )
     assert_assignment([tp(topic1, 2), tp(topic2, 2)], assignment[consumer_id_high])
 
 
@@ -211,53 +232,101 @@ def test_rack_aware_assignment_with_uniform_subscription():
     """Kafka: RangeAssignorTest.testRackAwareAssignmentWithUniformSubscription (non-rack-aware expectations)"""
     topics = {"t1": 6, "t2": 7, "t3": 2}
     all_topics = ["t1", "t2", "t3"]
-    verify_non_rack_aware_assignment(topics, [all_topics, all_topics, all_topics],
-                                     ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [all_topics, all_topics, all_topics],
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t3-0",
+            "t1-2, t1-3, t2-3, t2-4, t3-1",
+            "t1-4, t1-5, t2-5, t2-6",
+        ],
+    )
 
 
 def test_rack_aware_assignment_with_non_equal_subscription():
     """Kafka: RangeAssignorTest.testRackAwareAssignmentWithNonEqualSubscription (non-rack-aware expectations)"""
     topics = {"t1": 6, "t2": 7, "t3": 2}
     all_topics = ["t1", "t2", "t3"]
-    verify_non_rack_aware_assignment(topics, [all_topics, all_topics, ["t1", "t3"]],
-                                     ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [all_topics, all_topics, ["t1", "t3"]],
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0",
+            "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1",
+            "t1-4, t1-5",
+        ],
+    )
 
 
 def test_rack_aware_assignment_with_uniform_partitions():
     """Kafka: RangeAssignorTest.testRackAwareAssignmentWithUniformPartitions (non-rack-aware expectations)"""
     topics = {"t1": 5, "t2": 5, "t3": 5}
     all_topics = ["t1", "t2", "t3"]
-    verify_non_rack_aware_assignment(topics, [all_topics, all_topics, all_topics],
-                                     ["t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [all_topics, all_topics, all_topics],
+        [
+            "t1-0, t1-1, t2-0, t2-1, t3-0, t3-1",
+            "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3",
+            "t1-4, t2-4, t3-4",
+        ],
+    )
 
 
 def test_rack_aware_assignment_with_uniform_partitions_non_equal_subscription():
     """Kafka: RangeAssignorTest.testRackAwareAssignmentWithUniformPartitionsNonEqualSubscription (non-rack-aware expectations)"""
     topics = {"t1": 5, "t2": 5, "t3": 5}
     all_topics = ["t1", "t2", "t3"]
-    verify_non_rack_aware_assignment(topics, [all_topics, all_topics, ["t1", "t3"]],
-                                     ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [all_topics, all_topics, ["t1", "t3"]],
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1",
+            "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3",
+            "t1-4, t3-4",
+        ],
+    )
 
 
 def test_rack_aware_assignment_with_co_partitioning():
     """Kafka: RangeAssignorTest.testRackAwareAssignmentWithCoPartitioning (non-rack-aware expectations)"""
     topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2}
-    verify_non_rack_aware_assignment(topics, [["t1", "t2"], ["t1", "t2"], ["t3", "t4"], ["t3", "t4"]],
-                                     ["t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [["t1", "t2"], ["t1", "t2"], ["t3", "t4"], ["t3", "t4"]],
+        [
+            "t1-0, t1-1, t1-2, t2-0, t2-1, t2-2",
+            "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5",
+            "t3-0, t4-0",
+            "t3-1, t4-1",
+        ],
+    )
     all_topics = ["t1", "t2", "t3", "t4"]
-    verify_non_rack_aware_assignment(topics, [all_topics] * 4,
-                                     ["t1-0, t1-1, t2-0, t2-1, t3-0, t4-0", "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1", "t1-4, t2-4", "t1-5, t2-5"])
+    verify_non_rack_aware_assignment(
+        topics,
+        [all_topics] * 4,
+        [
+            "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0",
+            "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1",
+            "t1-4, t2-4",
+            "t1-5, t2-5",
+        ],
+    )
 
 
 def test_co_partitioned_assignment_with_same_subscription():
     """Kafka: RangeAssignorTest.testCoPartitionedAssignmentWithSameSubscription (the run without broker racks)"""
     topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2, "t5": 4, "t6": 4}
     topic_list = ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"]  # t7..t9 have no metadata
-    verify_non_rack_aware_assignment(topics, [topic_list] * 3, [
-        "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0, t5-0, t5-1, t6-0, t6-1",
-        "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2",
-        "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
-    ])
+    verify_non_rack_aware_assignment(
+        topics,
+        [topic_list] * 3,
+        [
+            "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0, t5-0, t5-1, t6-0, t6-1",
+            "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2",
+            "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
+        ],
+    )
 
 
 # AbstractPartitionAssignorTest: MemberInfo ordering

@@ -23,10 +23,16 @@ def two_topics(n1: int, n2: int) -> dict[str, int]:
     return {topic1: n1, topic2: n2}
 
 
-def static_assignment(partitions_per_topic: dict[str, int], consumers: dict[str, Subscription]) -> dict[str, list]:
+def static_assignment(
+    partitions_per_topic: dict[str, int], consumers: dict[str, Subscription]
+) -> dict[str, list]:
     """Kafka's checkStaticAssignment: the assignment keyed by group.instance.id."""
     by_member = assignor.assign(partitions_per_topic, consumers)
-    return {s.group_instance_id: by_member[m] for m, s in consumers.items() if s.group_instance_id is not None}
+    return {
+        s.group_instance_id: by_member[m]
+        for m, s in consumers.items()
+        if s.group_instance_id is not None
+    }
 
 
 def test_registered_under_its_protocol_name():
@@ -81,7 +87,11 @@ def test_two_consumers_one_topic_two_partitions():
 
 def test_multiple_consumers_mixed_topics():
     """Kafka: RoundRobinAssignorTest.testMultipleConsumersMixedTopics"""
-    consumers = {"consumer1": sub(topic1), "consumer2": sub(topic1, topic2), "consumer3": sub(topic1)}
+    consumers = {
+        "consumer1": sub(topic1),
+        "consumer2": sub(topic1, topic2),
+        "consumer3": sub(topic1),
+    }
     assignment = assignor.assign(two_topics(3, 2), consumers)
     assert assignment["consumer1"] == [tp(topic1, 0)]
     assert assignment["consumer2"] == [tp(topic1, 1), tp(topic2, 0), tp(topic2, 1)]
@@ -100,7 +110,10 @@ def test_two_static_consumers_two_topics_six_partitions():
     """Kafka: RoundRobinAssignorTest.testTwoStaticConsumersTwoTopicsSixPartitions"""
     # consumer-a sorts before consumer-b, but instance ids decide.
     consumer1, consumer2 = "consumer-b", "consumer-a"
-    consumers = {consumer1: sub(topic1, topic2, instance="instance1"), consumer2: sub(topic1, topic2, instance="instance2")}
+    consumers = {
+        consumer1: sub(topic1, topic2, instance="instance1"),
+        consumer2: sub(topic1, topic2, instance="instance2"),
+    }
     assignment = assignor.assign(two_topics(3, 3), consumers)
     assert assignment[consumer1] == [tp(topic1, 0), tp(topic1, 2), tp(topic2, 1)]
     assert assignment[consumer2] == [tp(topic1, 1), tp(topic2, 0), tp(topic2, 2)]
@@ -110,7 +123,10 @@ def test_one_static_consumer_and_one_dynamic_consumer_two_topics_six_partitions(
     """Kafka: RoundRobinAssignorTest.testOneStaticConsumerAndOneDynamicConsumerTwoTopicsSixPartitions"""
     # The static member comes first whatever the member ids.
     consumer1, consumer2 = "consumer-b", "consumer-a"
-    consumers = {consumer1: sub(topic1, topic2, instance="instance1"), consumer2: sub(topic1, topic2)}
+    consumers = {
+        consumer1: sub(topic1, topic2, instance="instance1"),
+        consumer2: sub(topic1, topic2),
+    }
     assignment = assignor.assign(two_topics(3, 3), consumers)
     assert assignment[consumer1] == [tp(topic1, 0), tp(topic1, 2), tp(topic2, 1)]
     assert assignment[consumer2] == [tp(topic1, 1), tp(topic2, 0), tp(topic2, 2)]

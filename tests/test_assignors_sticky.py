@@ -62,34 +62,61 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         return StickyAssignor()
 
     def build_subscription_v0(self, topics, partitions, generation, consumer_index):
-        return Subscription(tuple(topics), encode_user_data(partitions, generation), (), DEFAULT_GENERATION)
+        return Subscription(
+            tuple(topics), encode_user_data(partitions, generation), (), DEFAULT_GENERATION
+        )
 
     def build_subscription_v1(self, topics, partitions, generation, consumer_index):
-        return Subscription(tuple(topics), encode_user_data(partitions, generation), grouped(partitions), DEFAULT_GENERATION)
+        return Subscription(
+            tuple(topics),
+            encode_user_data(partitions, generation),
+            grouped(partitions),
+            DEFAULT_GENERATION,
+        )
 
     def build_subscription_v2_above(self, topics, partitions, generation, consumer_index):
-        return Subscription(tuple(topics), encode_user_data(partitions, generation), grouped(partitions), generation)
+        return Subscription(
+            tuple(topics), encode_user_data(partitions, generation), grouped(partitions), generation
+        )
 
     def generate_user_data(self, topics, partitions, generation):
         return encode_user_data(partitions, generation)
 
     def build_subscription_with_old_schema(self, topics, partitions, consumer_index):
-        return Subscription(tuple(topics), encode_user_data(partitions, 0, version=0), (), DEFAULT_GENERATION)
+        return Subscription(
+            tuple(topics), encode_user_data(partitions, 0, version=0), (), DEFAULT_GENERATION
+        )
 
     def verify_owned_but_racks_match(self, topics, consumer_topics, owned):
         # StickyAssignor ignores the owned partitions field (no user data here): same as fresh.
-        self.verify_assignment(topics, consumer_topics, owned,
-                               ["t1-5, t2-0, t2-2, t2-4, t2-6", "t1-3, t2-1, t2-3, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-4, t3-1"])
+        self.verify_assignment(
+            topics,
+            consumer_topics,
+            owned,
+            [
+                "t1-5, t2-0, t2-2, t2-4, t2-6",
+                "t1-3, t2-1, t2-3, t2-5, t3-0",
+                "t1-0, t1-1, t1-2, t1-4, t3-1",
+            ],
+        )
 
     def test_registered_under_its_protocol_name(self):
         assert isinstance(ASSIGNORS["sticky"], StickyAssignor)
 
-    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_equal_partitions_per_consumer(self):
+    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_equal_partitions_per_consumer(
+        self,
+    ):
         """Kafka: StickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumersInSameGenerationWithEqualPartitionsPerConsumer"""
         partitions_per_topic = {topic: 3}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic, 1)]
         assert assignment[consumer2] == [tp(topic, 2)]
@@ -97,12 +124,20 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_unequal_partitions_per_consumer(self):
+    def test_all_consumers_have_owned_partition_invalidated_when_claimed_by_multiple_consumers_in_same_generation_with_unequal_partitions_per_consumer(
+        self,
+    ):
         """Kafka: StickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumersInSameGenerationWithUnequalPartitionsPerConsumer"""
         partitions_per_topic = {topic: 4}
-        self.subscriptions[consumer1] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above([topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above([topic], [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 1)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            [topic], [tp(topic, 0), tp(topic, 2)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            [topic], [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic, 1), tp(topic, 3)]
         assert assignment[consumer2] == [tp(topic, 2)]
@@ -125,8 +160,12 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(all_topics, r1p1, self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(consumer2_topics, r1p2, self.generation_id, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            all_topics, r1p1, self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            consumer2_topics, r1p2, self.generation_id, 1
+        )
         del self.subscriptions[consumer3]
         assignment = self.assign(partitions_per_topic)
         r2p1, r2p2 = assignment[consumer1], assignment[consumer2]
@@ -139,7 +178,9 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         assert set(r2p2) & set(r1p3)
 
         del self.subscriptions[consumer1]
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(consumer2_topics, r2p2, 2, 1)
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            consumer2_topics, r2p2, 2, 1
+        )
         self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, r1p3, 1, 2)
         assignment = self.assign(partitions_per_topic)
         r3p2, r3p3 = assignment[consumer2], assignment[consumer3]
@@ -174,9 +215,13 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
         assert is_fully_balanced(assignment)
 
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(consumer1_topics, r1p1, 1, 0)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            consumer1_topics, r1p1, 1, 0
+        )
         self.subscriptions[consumer2] = self.build_subscription_v2_above(all_topics, r2p2, 2, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(consumer3_topics, r1p3, 1, 2)
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            consumer3_topics, r1p3, 1, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert [len(assignment[c]) for c in (consumer1, consumer2, consumer3)] == [4, 4, 4]
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)
@@ -190,12 +235,19 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         consumer1_topics = all_topics if is_all_subscriptions_equal else [topic]
         consumer2_topics = all_topics if is_all_subscriptions_equal else [topic, topic2]
         t = {name: [tp(name, i) for i in range(4)] for name in (topic, topic2, topic3)}
-        c1p0 = ([t[topic][0], t[topic][1], t[topic][2], t[topic2][2], t[topic2][3], t[topic3][0]]
-                if is_all_subscriptions_equal else t[topic])
+        c1p0 = (
+            [t[topic][0], t[topic][1], t[topic][2], t[topic2][2], t[topic2][3], t[topic3][0]]
+            if is_all_subscriptions_equal
+            else t[topic]
+        )
         c2p0 = [t[topic][0], t[topic][1], *t[topic2]]
         c3p0 = [t[topic][2], t[topic][3], *t[topic3]]
-        self.subscriptions[consumer1] = self.build_subscription_v2_above(consumer1_topics, c1p0, 1, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v2_above(consumer2_topics, c2p0, 2, 1)
+        self.subscriptions[consumer1] = self.build_subscription_v2_above(
+            consumer1_topics, c1p0, 1, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v2_above(
+            consumer2_topics, c2p0, 2, 1
+        )
         self.subscriptions[consumer3] = self.build_subscription_v2_above(all_topics, c3p0, 2, 2)
         assignment = self.assign(partitions_per_topic)
         c1, c2, c3 = assignment[consumer1], assignment[consumer2], assignment[consumer3]
@@ -237,7 +289,12 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         """Kafka: StickyAssignorTest.testMemberDataWillHonorUserData"""
         owned = [tp(topic1, 0), tp(topic2, 1)]
         generation_in_user_data = self.generation_id - 1
-        sub = Subscription((topic,), self.generate_user_data([topic], owned, generation_in_user_data), (), self.generation_id)
+        sub = Subscription(
+            (topic,),
+            self.generate_user_data([topic], owned, generation_in_user_data),
+            (),
+            self.generation_id,
+        )
         member_data = self.member_data(sub)
         assert list(member_data.partitions) == owned
         assert member_data.generation == generation_in_user_data
@@ -246,9 +303,15 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
         """Kafka: StickyAssignorTest.testAssignorWithOldVersionSubscriptions"""
         partitions_per_topic = {topic1: 3}
         topics = [topic1]
-        self.subscriptions[consumer1] = self.build_subscription_v0(topics, [tp(topic1, 0)], self.generation_id, 0)
-        self.subscriptions[consumer2] = self.build_subscription_v1(topics, [tp(topic1, 1)], self.generation_id, 1)
-        self.subscriptions[consumer3] = self.build_subscription_v2_above(topics, [], self.generation_id, 2)
+        self.subscriptions[consumer1] = self.build_subscription_v0(
+            topics, [tp(topic1, 0)], self.generation_id, 0
+        )
+        self.subscriptions[consumer2] = self.build_subscription_v1(
+            topics, [tp(topic1, 1)], self.generation_id, 1
+        )
+        self.subscriptions[consumer3] = self.build_subscription_v2_above(
+            topics, [], self.generation_id, 2
+        )
         assignment = self.assign(partitions_per_topic)
         assert assignment[consumer1] == [tp(topic1, 0)]
         assert assignment[consumer2] == [tp(topic1, 1)]
@@ -261,15 +324,30 @@ class TestStickyAssignor(AbstractStickyAssignorTests):
     def test_user_data_v1_bytes_are_kafkas_layout(self):
         # int32 topic count, int16-length topic, int32 partition count, int32 partitions, int32 generation
         assert encode_user_data([tp("t", 0), tp("t", 2)], 5) == (
-            b"\x00\x00\x00\x01" b"\x00\x01t" b"\x00\x00\x00\x02" b"\x00\x00\x00\x00\x00\x00\x00\x02" b"\x00\x00\x00\x05")
+            b"\x00\x00\x00\x01"
+            b"\x00\x01t"
+            b"\x00\x00\x00\x02"
+            b"\x00\x00\x00\x00\x00\x00\x00\x02"
+            b"\x00\x00\x00\x05"
+        )
 
     def test_user_data_matches_bytes_from_kafkas_serializer(self):
         # StickyAssignor.serializeTopicPartitionAssignment([topic1-0, topic2-1, topic1-2, a-5, orders-3], 7)
-        golden = bytes.fromhex("000000040006746f7069633100000002000000000000000200016100000001000000050006746f70"
-                               "696332000000010000000100066f7264657273000000010000000300000007")
-        partitions = [tp("topic1", 0), tp("topic2", 1), tp("topic1", 2), tp("a", 5), tp("orders", 3)]
+        golden = bytes.fromhex(
+            "000000040006746f7069633100000002000000000000000200016100000001000000050006746f70"
+            "696332000000010000000100066f7264657273000000010000000300000007"
+        )
+        partitions = [
+            tp("topic1", 0),
+            tp("topic2", 1),
+            tp("topic1", 2),
+            tp("a", 5),
+            tp("orders", 3),
+        ]
         assert encode_user_data(partitions, 7) == golden
-        assert decode_user_data(golden) == MemberData((tp("topic1", 0), tp("topic1", 2), tp("a", 5), tp("topic2", 1), tp("orders", 3)), 7)
+        assert decode_user_data(golden) == MemberData(
+            (tp("topic1", 0), tp("topic1", 2), tp("a", 5), tp("topic2", 1), tp("orders", 3)), 7
+        )
 
     def test_user_data_v0_decodes_without_generation(self):
         data = encode_user_data([tp("t", 1)], 0, version=0)
@@ -298,30 +376,42 @@ def test_members_without_topics_met_first_count_as_identical_subscriptions():
     constrained algorithm hands it partitions of a topic it does not subscribe to."""
     sticky = StickyAssignor()
     # Java's HashMap visits consumer4 before consumer1
-    assert sticky.assign({"t": 4}, {"consumer4": Subscription(()), "consumer1": Subscription(("t",))}) == {
-        "consumer4": [("t", 1), ("t", 3)], "consumer1": [("t", 0), ("t", 2)]}
+    assert sticky.assign(
+        {"t": 4}, {"consumer4": Subscription(()), "consumer1": Subscription(("t",))}
+    ) == {"consumer4": [("t", 1), ("t", 3)], "consumer1": [("t", 0), ("t", 2)]}
     # ... and consumer1 before consumer4: the general algorithm, which respects subscriptions
-    assert sticky.assign({"t": 4}, {"consumer1": Subscription(()), "consumer4": Subscription(("t",))}) == {
-        "consumer1": [], "consumer4": [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
+    assert sticky.assign(
+        {"t": 4}, {"consumer1": Subscription(()), "consumer4": Subscription(("t",))}
+    ) == {"consumer1": [], "consumer4": [("t", 0), ("t", 1), ("t", 2), ("t", 3)]}
 
 
 def test_a_repeated_topic_can_pass_for_an_identical_subscription():
     """Kafka compares list sizes and containment: [t, t] matches {t, u}."""
-    assignment = StickyAssignor().assign({"t": 4, "u": 2}, {
-        "consumer1": Subscription(("t", "t")), "consumer2": Subscription(("t", "u"))})
-    assert assignment == {"consumer1": [("t", 0), ("t", 2), ("u", 0)], "consumer2": [("t", 1), ("t", 3), ("u", 1)]}
+    assignment = StickyAssignor().assign(
+        {"t": 4, "u": 2},
+        {"consumer1": Subscription(("t", "t")), "consumer2": Subscription(("t", "u"))},
+    )
+    assert assignment == {
+        "consumer1": [("t", 0), ("t", 2), ("u", 0)],
+        "consumer2": [("t", 1), ("t", 3), ("u", 1)],
+    }
 
 
 def test_a_claimed_partition_past_the_topic_end_is_kept_and_stalls_the_unassigned_list():
     """An owned partition that does not exist (say the topic was recreated smaller) is kept,
     and Kafka's in-step walk over the sorted partitions then treats every later partition
     as unassigned: u-0 ends up with both members."""
-    assignment = CooperativeStickyAssignor().assign({"t": 4, "u": 2}, {
-        "consumer1": Subscription(("t", "u"), None, (TopicPartitions("t", (7, 0)),), 3),
-        "consumer2": Subscription(("t", "u"), None, (TopicPartitions("u", (0,)),), 3),
-    })
-    assert assignment == {"consumer1": [("t", 0), ("t", 1), ("t", 7), ("u", 0)],
-                          "consumer2": [("t", 2), ("t", 3), ("u", 0), ("u", 1)]}
+    assignment = CooperativeStickyAssignor().assign(
+        {"t": 4, "u": 2},
+        {
+            "consumer1": Subscription(("t", "u"), None, (TopicPartitions("t", (7, 0)),), 3),
+            "consumer2": Subscription(("t", "u"), None, (TopicPartitions("u", (0,)),), 3),
+        },
+    )
+    assert assignment == {
+        "consumer1": [("t", 0), ("t", 1), ("t", 7), ("u", 0)],
+        "consumer2": [("t", 2), ("t", 3), ("u", 0), ("u", 1)],
+    }
 
 
 def test_a_stale_previous_owner_that_cannot_take_part_fails_as_in_kafka():

@@ -69,7 +69,10 @@ def test_sync_v5_without_protocol_type_or_name_is_inconsistent():
     sync = d.sync(join.response.member_id, 1, protocol_type=None)
     assert sync.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     # Below v5 the fields do not exist, and the same sync is accepted.
-    assert d.sync(join.response.member_id, 1, version=4, protocol_type=None, protocol_name=None).error == ErrorCode.NONE
+    assert (
+        d.sync(join.response.member_id, 1, version=4, protocol_type=None, protocol_name=None).error
+        == ErrorCode.NONE
+    )
 
 
 # -- a caller's misuse: UsageError ----------------------------------------------------
@@ -80,13 +83,27 @@ def test_sync_v5_without_protocol_type_or_name_is_inconsistent():
     [
         (lambda: JoinGroup(1, 10, 0, group_id="g"), "JoinGroup: version 10 is not modelled"),
         (lambda: SyncGroup(1, -1, 0, group_id="g"), "SyncGroup: version -1"),
-        (lambda: OffsetCommit(1, 1, 0, group_id="g"), "OffsetCommit: version 1 is not modelled (the reference answers v2-v9)"),
+        (
+            lambda: OffsetCommit(1, 1, 0, group_id="g"),
+            "OffsetCommit: version 1 is not modelled (the reference answers v2-v9)",
+        ),
         (lambda: OffsetFetch(1, 0, 0, group_id="g"), "OffsetFetch: version 0"),
         (lambda: Heartbeat(1, 4, -3, group_id="g"), "Heartbeat: now_ms must be a non-negative int"),
         (lambda: Tick(-1), "Tick: now_ms"),
-        (lambda: JoinGroup(1, 4, 0, group_id="g", group_instance_id="i"), "group_instance_id needs v5+"),
-        (lambda: LeaveGroup(1, 2, 0, group_id="g", members=(MemberIdentity("a"), MemberIdentity("b"))), "exactly one member"),
-        (lambda: OffsetCommit(1, 5, 0, group_id="g", retention_time_ms=10), "retention_time_ms exists only in v2-v4"),
+        (
+            lambda: JoinGroup(1, 4, 0, group_id="g", group_instance_id="i"),
+            "group_instance_id needs v5+",
+        ),
+        (
+            lambda: LeaveGroup(
+                1, 2, 0, group_id="g", members=(MemberIdentity("a"), MemberIdentity("b"))
+            ),
+            "exactly one member",
+        ),
+        (
+            lambda: OffsetCommit(1, 5, 0, group_id="g", retention_time_ms=10),
+            "retention_time_ms exists only in v2-v4",
+        ),
         (lambda: OffsetFetch(1, 1, 0, group_id="g", topics=None), "needs v2+"),
         (lambda: GroupConfig(max_size=0), "max_size"),
         (lambda: GroupConfig(min_session_timeout_ms=10, max_session_timeout_ms=5), "exceeds"),
@@ -106,7 +123,9 @@ def test_time_cannot_go_backwards():
 
 def test_a_request_id_cannot_be_reused_while_its_request_waits():
     c = GroupCoordinator()
-    c.handle(JoinGroup(7, 3, 0, group_id="g", protocols=(), protocol_type="consumer"))  # INCONSISTENT: answered
+    c.handle(
+        JoinGroup(7, 3, 0, group_id="g", protocols=(), protocol_type="consumer")
+    )  # INCONSISTENT: answered
     from coordspec.reference.group import Protocol
 
     c.handle(JoinGroup(8, 3, 0, group_id="g", protocols=(Protocol("range"),)))  # parked
@@ -134,7 +153,9 @@ def test_unknown_group_lookup_names_the_known_groups():
 
 def test_loading_a_malformed_record_names_it():
     bad = Record(GroupMetadataKey("g"), OffsetCommitValue(1, -1, "", 0))
-    with pytest.raises(UsageError, match="record 0: a group metadata key with a OffsetCommitValue value"):
+    with pytest.raises(
+        UsageError, match="record 0: a group metadata key with a OffsetCommitValue value"
+    ):
         GroupCoordinator().handle(LoadGroups((bad,), 0))
 
 

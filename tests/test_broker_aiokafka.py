@@ -46,8 +46,13 @@ def partition_of(value: bytes) -> int:
 class Member:
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
         self.consumer = AIOKafkaConsumer(
-            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-            session_timeout_ms=6000, heartbeat_interval_ms=300,
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
         )
         self.received: list[bytes] = []
         self._task: asyncio.Task | None = None
@@ -77,12 +82,14 @@ async def committed(consumer: AIOKafkaConsumer, topic: str) -> list[int | None]:
     return [await consumer.committed(TopicPartition(topic, p)) for p in range(PARTITIONS)]
 
 
-
 def assert_trace_replays(path: Path) -> None:
     """The broker's trace, replayed through the conformance oracle, has no violation."""
-    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    findings = check_files(
+        [path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO()
+    )
     assert findings.totals.events > 0
     assert findings.violations == [], findings.violations[0]["message"]
+
 
 async def group_scenario(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
@@ -93,9 +100,15 @@ async def group_scenario(tmp_path: Path) -> None:
         await admin.close()
 
         a = await Member(broker.bootstrap, "billing", "orders").start()
-        await wait_for(lambda: a.assigned == set(range(PARTITIONS)), 20, "the first member's assignment")
+        await wait_for(
+            lambda: a.assigned == set(range(PARTITIONS)), 20, "the first member's assignment"
+        )
         b = await Member(broker.bootstrap, "billing", "orders").start()
-        await wait_for(lambda: len(a.assigned) == 2 and len(b.assigned) == 2, 30, "a rebalance over two members")
+        await wait_for(
+            lambda: len(a.assigned) == 2 and len(b.assigned) == 2,
+            30,
+            "a rebalance over two members",
+        )
         assert a.assigned | b.assigned == set(range(PARTITIONS))
         await produce(broker.bootstrap, "orders", 0, RECORDS)
         await wait_for(lambda: set(a.received) | set(b.received) == expected, 20, "every record")
@@ -107,16 +120,24 @@ async def group_scenario(tmp_path: Path) -> None:
         assert await committed(a.consumer, "orders") == [RECORDS // PARTITIONS] * PARTITIONS
 
         await b.stop()  # LeaveGroup: the survivor takes every partition
-        await wait_for(lambda: a.assigned == set(range(PARTITIONS)), 30, "a rebalance after a member left")
+        await wait_for(
+            lambda: a.assigned == set(range(PARTITIONS)), 30, "a rebalance after a member left"
+        )
         a.received.clear()
         await produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
-        await wait_for(lambda: len(a.received) >= PARTITIONS, 20, "the records produced after the rebalance")
-        assert sorted(a.received) == sorted(f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS))
+        await wait_for(
+            lambda: len(a.received) >= PARTITIONS, 20, "the records produced after the rebalance"
+        )
+        assert sorted(a.received) == sorted(
+            f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS)
+        )
         await a.consumer.commit()
         await a.stop()
 
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
-        reader = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False)
+        reader = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False
+        )
         await reader.start()
         try:
             assert await committed(reader, "orders") == [RECORDS // PARTITIONS + 1] * PARTITIONS

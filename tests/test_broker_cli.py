@@ -19,7 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_server(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coordspec.broker.server", *args], check=False, capture_output=True, text=True, timeout=30, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "coordspec.broker.server", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
 
 
 def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
@@ -29,27 +36,37 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         result = run_server("--port", str(port), "--data", str(tmp_path / "data"))
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert result.stderr.splitlines() == [
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
 
 
 def test_a_data_directory_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a directory")
     result = run_server("--port", "0", "--data", str(tmp_path / "file"))
     assert result.returncode == 1
-    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: data directory {tmp_path / 'file'}")
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(
+        f"error: data directory {tmp_path / 'file'}"
+    )
 
 
 def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "topics.json").write_text("{ not json")
     result = run_server("--port", "0", "--data", str(tmp_path))
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"error: {tmp_path / 'topics.json'}: cannot read the topic list (ValidationError)"]
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path / 'topics.json'}: cannot read the topic list (ValidationError)"
+    ]
 
 
-@pytest.mark.parametrize(("setting", "message"), [
-    (("--min-session-timeout-ms", "-1"), "error: GroupConfig.min_session_timeout_ms"),
-    (("--max-frame-bytes", "4"), "error: limits must be positive"),
-], ids=["session", "frame"])
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (("--min-session-timeout-ms", "-1"), "error: GroupConfig.min_session_timeout_ms"),
+        (("--max-frame-bytes", "4"), "error: limits must be positive"),
+    ],
+    ids=["session", "frame"],
+)
 def test_a_bad_setting_is_one_line(tmp_path: Path, setting: tuple[str, str], message: str) -> None:
     result = run_server("--port", "0", "--data", str(tmp_path), *setting)
     assert result.returncode == 1
@@ -79,14 +96,18 @@ def test_a_second_broker_on_the_same_data_directory_is_one_line(tmp_path: Path) 
     with BrokerProcess(tmp_path / "data"):
         result = run_server("--port", "0", "--data", str(tmp_path / "data"))
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"error: data directory {tmp_path / 'data'} is in use by another broker"]
+    assert result.stderr.splitlines() == [
+        f"error: data directory {tmp_path / 'data'} is in use by another broker"
+    ]
 
 
 def test_a_corrupt_offsets_log_is_one_line(tmp_path: Path) -> None:
     broker = BrokerProcess(tmp_path / "data").start()
     broker.stop()
     segment = tmp_path / "data" / "__consumer_offsets-0" / "00000000000000000000.log"
-    segment.write_bytes(struct.pack(">qiibI", 0, 49, 0, 2, 12345) + b"\x00" * 49)  # a whole batch, wrong CRC
+    segment.write_bytes(
+        struct.pack(">qiibI", 0, 49, 0, 2, 12345) + b"\x00" * 49
+    )  # a whole batch, wrong CRC
     result = run_server("--port", "0", "--data", str(tmp_path / "data"))
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1

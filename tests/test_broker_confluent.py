@@ -29,7 +29,9 @@ PARTITIONS = 4
 RECORDS = 40
 
 
-def wait_for(condition: Callable[[], bool], poll: Callable[[], object], timeout_s: float, what: str) -> None:
+def wait_for(
+    condition: Callable[[], bool], poll: Callable[[], object], timeout_s: float, what: str
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
@@ -45,7 +47,9 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def produce(bootstrap: str, topic: str, count: int, partitions: int, first: int = 0) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(first, first + count):
-        producer.produce(topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % partitions)
+        producer.produce(
+            topic, key=str(i).encode(), value=f"value-{i}".encode(), partition=i % partitions
+        )
     assert producer.flush(10) == 0
 
 
@@ -97,15 +101,18 @@ def poll_all(*members: Member) -> Callable[[], None]:
     def poll() -> None:
         for member in members:
             member.poll()
-    return poll
 
+    return poll
 
 
 def assert_trace_replays(path: Path) -> None:
     """The broker's trace, replayed through the conformance oracle, has no violation."""
-    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    findings = check_files(
+        [path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO()
+    )
     assert findings.totals.events > 0
     assert findings.violations == [], findings.violations[0]["message"]
+
 
 def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
@@ -113,11 +120,21 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         create_topic(broker.bootstrap, "orders", PARTITIONS)
 
         a = Member(consumer(broker.bootstrap, "billing"), "orders")
-        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
+        wait_for(
+            lambda: a.assigned() == set(range(PARTITIONS)),
+            poll_all(a),
+            20,
+            "the first member's assignment",
+        )
 
         b = Member(consumer(broker.bootstrap, "billing"), "orders")
         both = poll_all(a, b)
-        wait_for(lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2, both, 30, "a rebalance over two members")
+        wait_for(
+            lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2,
+            both,
+            30,
+            "a rebalance over two members",
+        )
         assert a.assigned() | b.assigned() == set(range(PARTITIONS))
         produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
         wait_for(lambda: set(a.received) | set(b.received) == expected, both, 20, "every record")
@@ -129,32 +146,59 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         b.client.commit(asynchronous=False)
         everything = [TopicPartition("orders", p) for p in range(PARTITIONS)]
         committed = a.client.committed(everything, timeout=10)
-        assert [(p.partition, p.offset) for p in committed] == [(p, RECORDS // PARTITIONS) for p in range(PARTITIONS)]
+        assert [(p.partition, p.offset) for p in committed] == [
+            (p, RECORDS // PARTITIONS) for p in range(PARTITIONS)
+        ]
 
         b.client.close()  # LeaveGroup: the survivor takes every partition
-        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 30, "a rebalance after a member left")
+        wait_for(
+            lambda: a.assigned() == set(range(PARTITIONS)),
+            poll_all(a),
+            30,
+            "a rebalance after a member left",
+        )
         a.received.clear()
-        produce(broker.bootstrap, "orders", PARTITIONS, PARTITIONS, first=RECORDS)  # one more per partition
-        wait_for(lambda: len(a.received) >= PARTITIONS, poll_all(a), 20, "the records produced after the rebalance")
+        produce(
+            broker.bootstrap, "orders", PARTITIONS, PARTITIONS, first=RECORDS
+        )  # one more per partition
+        wait_for(
+            lambda: len(a.received) >= PARTITIONS,
+            poll_all(a),
+            20,
+            "the records produced after the rebalance",
+        )
         # It resumed from the committed offsets: only the new records, nothing consumed twice.
-        assert sorted(a.received) == sorted(f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS))
+        assert sorted(a.received) == sorted(
+            f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS)
+        )
         a.client.commit(asynchronous=False)
         assert not a.errors and not b.errors
         a.client.close()
 
-    check_trace(tmp_path / "trace.jsonl", {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"})
+    check_trace(
+        tmp_path / "trace.jsonl",
+        {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"},
+    )
 
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         reader = consumer(broker.bootstrap, "billing")
-        committed = reader.committed([TopicPartition("orders", p) for p in range(PARTITIONS)], timeout=10)
-        assert [(p.partition, p.offset) for p in committed] == [(p, RECORDS // PARTITIONS + 1) for p in range(PARTITIONS)]
+        committed = reader.committed(
+            [TopicPartition("orders", p) for p in range(PARTITIONS)], timeout=10
+        )
+        assert [(p.partition, p.offset) for p in committed] == [
+            (p, RECORDS // PARTITIONS + 1) for p in range(PARTITIONS)
+        ]
         reader.close()
     assert_trace_replays(tmp_path / "trace.jsonl")  # across the restart
 
 
 def join_responses(trace: Path, group: str) -> list[dict]:
     lines = [json.loads(line) for line in trace.read_text().splitlines()]
-    return [line["fields"] for line in lines if line["kind"] == "response" and line["api"] == "JoinGroup" and line["group_id"] == group]
+    return [
+        line["fields"]
+        for line in lines
+        if line["kind"] == "response" and line["api"] == "JoinGroup" and line["group_id"] == group
+    ]
 
 
 def check_trace(path: Path, must_have: set[str]) -> None:
@@ -165,7 +209,13 @@ def check_trace(path: Path, must_have: set[str]) -> None:
         record = json.loads(line)
         apis.add(record["api"])
         if record["kind"] == "request":
-            decode_request(record["api"], record["api_version"], record["correlation_id"], record["t_ms"], record["fields"])
+            decode_request(
+                record["api"],
+                record["api_version"],
+                record["correlation_id"],
+                record["t_ms"],
+                record["fields"],
+            )
         else:
             decode_response(record["api"], record["fields"])
     assert must_have <= apis
@@ -174,12 +224,26 @@ def check_trace(path: Path, must_have: set[str]) -> None:
 def test_static_member_rejoins_without_a_rebalance(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         create_topic(broker.bootstrap, "audit", 2)
-        first = Member(consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit")
-        wait_for(lambda: first.assigned() == {0, 1}, poll_all(first), 20, "the static member's assignment")
+        first = Member(
+            consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit"
+        )
+        wait_for(
+            lambda: first.assigned() == {0, 1},
+            poll_all(first),
+            20,
+            "the static member's assignment",
+        )
         first.client.close()  # a static member does not leave the group on close
 
-        second = Member(consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit")
-        wait_for(lambda: second.assigned() == {0, 1}, poll_all(second), 20, "the restarted static member's assignment")
+        second = Member(
+            consumer(broker.bootstrap, "static", **{"group.instance.id": "auditor-1"}), "audit"
+        )
+        wait_for(
+            lambda: second.assigned() == {0, 1},
+            poll_all(second),
+            20,
+            "the restarted static member's assignment",
+        )
         second.client.close()
 
     assert_trace_replays(tmp_path / "trace.jsonl")
@@ -195,11 +259,21 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(tmp_path: Path) ->
         create_topic(broker.bootstrap, "events", PARTITIONS)
         sticky = {"partition.assignment.strategy": "cooperative-sticky"}
         a = Member(consumer(broker.bootstrap, "sticky", **sticky), "events")
-        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
+        wait_for(
+            lambda: a.assigned() == set(range(PARTITIONS)),
+            poll_all(a),
+            20,
+            "the first member's assignment",
+        )
 
         b = Member(consumer(broker.bootstrap, "sticky", **sticky), "events")
         both = poll_all(a, b)
-        wait_for(lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2, both, 30, "an incremental rebalance")
+        wait_for(
+            lambda: len(a.assigned()) == 2 and len(b.assigned()) == 2,
+            both,
+            30,
+            "an incremental rebalance",
+        )
         assert a.assigned().isdisjoint(b.assigned())
         # Incremental: the first member gave up only the two partitions that moved, never all four.
         assert a.revoked and all(len(revoked) == 2 for revoked in a.revoked if revoked)
@@ -207,20 +281,28 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(tmp_path: Path) ->
         b.client.close()
         a.client.close()
     assert_trace_replays(tmp_path / "trace.jsonl")
-    chosen = {r["protocol_name"] for r in join_responses(tmp_path / "trace.jsonl", "sticky") if r["error_code"] == 0}
+    chosen = {
+        r["protocol_name"]
+        for r in join_responses(tmp_path / "trace.jsonl", "sticky")
+        if r["error_code"] == 0
+    }
     assert chosen == {"cooperative-sticky"}
 
 
 def test_admin_lists_describes_and_deletes_groups(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         create_topic(broker.bootstrap, "ledger", 2)
-        member = Member(consumer(broker.bootstrap, "reporting", **{"client.id": "reporter"}), "ledger")
+        member = Member(
+            consumer(broker.bootstrap, "reporting", **{"client.id": "reporter"}), "ledger"
+        )
         wait_for(lambda: member.assigned() == {0, 1}, poll_all(member), 20, "the assignment")
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
 
         listed = admin.list_consumer_groups(request_timeout=10).result(10)
         assert [(g.group_id, g.state.name) for g in listed.valid] == [("reporting", "STABLE")]
-        described = admin.describe_consumer_groups(["reporting"], request_timeout=10)["reporting"].result(10)
+        described = admin.describe_consumer_groups(["reporting"], request_timeout=10)[
+            "reporting"
+        ].result(10)
         assert described.state.name == "STABLE" and described.partition_assignor == "range"
         (only,) = described.members
         assert only.client_id == "reporter" and only.host == "/127.0.0.1"
@@ -251,16 +333,31 @@ def test_a_member_that_dies_without_leaving_is_expired_after_its_session(tmp_pat
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         create_topic(broker.bootstrap, "payments", PARTITIONS)
         a = Member(consumer(broker.bootstrap, "settlement"), "payments")
-        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the first member's assignment")
-        doomed = subprocess.Popen([sys.executable, "-c", CRASHING_MEMBER, broker.bootstrap, "settlement", "payments"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        wait_for(
+            lambda: a.assigned() == set(range(PARTITIONS)),
+            poll_all(a),
+            20,
+            "the first member's assignment",
+        )
+        doomed = subprocess.Popen(
+            [sys.executable, "-c", CRASHING_MEMBER, broker.bootstrap, "settlement", "payments"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         try:
-            wait_for(lambda: len(a.assigned()) == 2, poll_all(a), 30, "a rebalance over two members")
+            wait_for(
+                lambda: len(a.assigned()) == 2, poll_all(a), 30, "a rebalance over two members"
+            )
         finally:
             doomed.kill()  # no LeaveGroup: only the session timeout can remove it
             doomed.wait(10)
         killed_at = time.monotonic()
-        wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 20, "the dead member's partitions")
+        wait_for(
+            lambda: a.assigned() == set(range(PARTITIONS)),
+            poll_all(a),
+            20,
+            "the dead member's partitions",
+        )
         # The session is 6 s from the last heartbeat (every 0.3 s); the survivor then needs a
         # heartbeat and a rejoin.
         assert 5 < time.monotonic() - killed_at < 6 + 4
@@ -271,16 +368,24 @@ def test_a_member_that_dies_without_leaving_is_expired_after_its_session(tmp_pat
 def test_create_topics_answers_kafkas_errors(tmp_path: Path) -> None:
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        outcomes = admin.create_topics([
-            NewTopic("fine", 2, 1),
-            NewTopic("bad/name", 1, 1),
-            NewTopic("replicated", 1, 3),
-            NewTopic("configured", 1, 1, config={"cleanup.policy": "compact"}),
-        ], request_timeout=10)
+        outcomes = admin.create_topics(
+            [
+                NewTopic("fine", 2, 1),
+                NewTopic("bad/name", 1, 1),
+                NewTopic("replicated", 1, 3),
+                NewTopic("configured", 1, 1, config={"cleanup.policy": "compact"}),
+            ],
+            request_timeout=10,
+        )
         assert outcomes["fine"].result(10) is None
-        errors = {name: outcomes[name].exception(10).args[0].code() for name in ("bad/name", "replicated", "configured")}
+        errors = {
+            name: outcomes[name].exception(10).args[0].code()
+            for name in ("bad/name", "replicated", "configured")
+        }
         # INVALID_TOPIC_EXCEPTION, INVALID_REPLICATION_FACTOR, INVALID_CONFIG
         assert errors == {"bad/name": 17, "replicated": 38, "configured": 40}
-        again = admin.create_topics([NewTopic("fine", 2, 1)], request_timeout=10)["fine"].exception(10)
+        again = admin.create_topics([NewTopic("fine", 2, 1)], request_timeout=10)["fine"].exception(
+            10
+        )
         assert again.args[0].code() == 36  # TOPIC_ALREADY_EXISTS
         assert sorted(admin.list_topics(timeout=10).topics) == ["__consumer_offsets", "fine"]

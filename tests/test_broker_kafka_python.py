@@ -37,7 +37,10 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None
 
 def produce(bootstrap: str, topic: str, first: int, count: int) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap)
-    futures = [producer.send(topic, value=f"value-{i}".encode(), partition=i % PARTITIONS) for i in range(first, first + count)]
+    futures = [
+        producer.send(topic, value=f"value-{i}".encode(), partition=i % PARTITIONS)
+        for i in range(first, first + count)
+    ]
     producer.flush(10)
     for future in futures:
         future.get(10)
@@ -52,8 +55,12 @@ class Member(threading.Thread):
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
         super().__init__(daemon=True)
         self.consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-            session_timeout_ms=6000, heartbeat_interval_ms=300,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
             # A leader whose metadata did not list the new topic yet assigns nothing, and only
             # a metadata refresh (every 5 minutes by default) makes kafka-python rejoin.
             metadata_max_age_ms=500,
@@ -64,7 +71,11 @@ class Member(threading.Thread):
         # timeout ends before the SyncGroup answer, nothing ever reads it: no assignment and
         # no heartbeats (2.x checked the pending join; its 3.0 rewrite does not). So the member
         # knows the topic's partitions before it joins, and its first assignment is whole.
-        wait_for(lambda: bool(self.consumer.partitions_for_topic(topic)), 20, f"the partitions of {topic}")
+        wait_for(
+            lambda: bool(self.consumer.partitions_for_topic(topic)),
+            20,
+            f"the partitions of {topic}",
+        )
         self.consumer.subscribe([topic])
         self.received: list[bytes] = []
         self.assigned: set[int] = set()
@@ -100,12 +111,14 @@ def committed(consumer: KafkaConsumer, topic: str) -> list[int | None]:
     return [consumer.committed(TopicPartition(topic, p)) for p in range(PARTITIONS)]
 
 
-
 def assert_trace_replays(path: Path) -> None:
     """The broker's trace, replayed through the conformance oracle, has no violation."""
-    findings = check_files([path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO())
+    findings = check_files(
+        [path], Settings(config={"initial_rebalance_delay_ms": 0}), out=io.StringIO()
+    )
     assert findings.totals.events > 0
     assert findings.violations == [], findings.violations[0]["message"]
+
 
 def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_path: Path) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
@@ -117,7 +130,11 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         a = Member(broker.bootstrap, "billing", "orders")
         wait_for(lambda: a.assigned == set(range(PARTITIONS)), 20, "the first member's assignment")
         b = Member(broker.bootstrap, "billing", "orders")
-        wait_for(lambda: len(a.assigned) == 2 and len(b.assigned) == 2, 30, "a rebalance over two members")
+        wait_for(
+            lambda: len(a.assigned) == 2 and len(b.assigned) == 2,
+            30,
+            "a rebalance over two members",
+        )
         assert a.assigned | b.assigned == set(range(PARTITIONS))
         produce(broker.bootstrap, "orders", 0, RECORDS)
         wait_for(lambda: set(a.received) | set(b.received) == expected, 20, "every record")
@@ -129,17 +146,25 @@ def test_consumer_group_rebalances_consumes_commits_and_survives_a_restart(tmp_p
         assert a.call(lambda c: committed(c, "orders")) == [RECORDS // PARTITIONS] * PARTITIONS
 
         b.close()  # LeaveGroup: the survivor takes every partition
-        wait_for(lambda: a.assigned == set(range(PARTITIONS)), 30, "a rebalance after a member left")
+        wait_for(
+            lambda: a.assigned == set(range(PARTITIONS)), 30, "a rebalance after a member left"
+        )
         a.received.clear()
         produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
-        wait_for(lambda: len(a.received) >= PARTITIONS, 20, "the records produced after the rebalance")
-        assert sorted(a.received) == sorted(f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS))
+        wait_for(
+            lambda: len(a.received) >= PARTITIONS, 20, "the records produced after the rebalance"
+        )
+        assert sorted(a.received) == sorted(
+            f"value-{i}".encode() for i in range(RECORDS, RECORDS + PARTITIONS)
+        )
         a.call(lambda c: c.commit())
         a.close()
     assert (tmp_path / "producer_ids.json").exists(), "the producers did not ask for producer ids"
 
     with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
-        reader = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False)
+        reader = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap, group_id="billing", enable_auto_commit=False
+        )
         assert committed(reader, "orders") == [RECORDS // PARTITIONS + 1] * PARTITIONS
         reader.close()
     assert_trace_replays(tmp_path / "trace.jsonl")  # across the restart

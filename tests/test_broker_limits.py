@@ -21,16 +21,30 @@ from coordspec.broker.wire.entities import build
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path / "data", "--max-connections", "2", "--connections-max-idle-ms", "500") as process:
+    with BrokerProcess(
+        tmp_path / "data", "--max-connections", "2", "--connections-max-idle-ms", "500"
+    ) as process:
         yield process
 
 
 def api_versions() -> bytes:
     cls = kio.index.load_request_schema(18, 3)
     buffer = io.BytesIO()
-    entity_writer(cls.__header_schema__)(buffer, build(cls.__header_schema__, {
-        "request_api_key": 18, "request_api_version": 3, "correlation_id": 1, "client_id": "t"}))
-    entity_writer(cls)(buffer, build(cls, {"client_software_name": "t", "client_software_version": "1"}))
+    entity_writer(cls.__header_schema__)(
+        buffer,
+        build(
+            cls.__header_schema__,
+            {
+                "request_api_key": 18,
+                "request_api_version": 3,
+                "correlation_id": 1,
+                "client_id": "t",
+            },
+        ),
+    )
+    entity_writer(cls)(
+        buffer, build(cls, {"client_software_name": "t", "client_software_version": "1"})
+    )
     return struct.pack(">i", buffer.tell()) + buffer.getvalue()
 
 
@@ -63,9 +77,13 @@ def test_an_idle_connection_is_closed(broker: BrokerProcess) -> None:
         assert 0.4 < time.monotonic() - started < 4
 
 
-def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(broker: BrokerProcess) -> None:
+def test_a_client_that_never_reads_is_no_longer_read_and_holds_up_no_one(
+    broker: BrokerProcess,
+) -> None:
     with socket.create_connection((broker.host, broker.port), timeout=5) as flood:
         read = raw_frames.read_from_a_client_that_never_reads(flood, api_versions())
-        assert read < 1024 * 1024, f"the broker read {read} more bytes from a client that reads nothing"
+        assert read < 1024 * 1024, (
+            f"the broker read {read} more bytes from a client that reads nothing"
+        )
         with socket.create_connection((broker.host, broker.port), timeout=5) as other:
             assert answered(other)

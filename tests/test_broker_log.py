@@ -28,13 +28,29 @@ from coordspec.reference.group.records import (
 from coordspec.reference.group.records import Record as GroupRecord
 
 
-def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+def batch(
+    *values: bytes,
+    timestamp_ms: int = 1_700_000_000_000,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+) -> bytes:
     """A batch of ``values``; ``producer`` is (producer id, epoch, base sequence)."""
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
-    records = tuple(Record(attributes=0, timestamp=stamp, offset=i, key=None, value=v, headers=()) for i, v in enumerate(values))
+    records = tuple(
+        Record(attributes=0, timestamp=stamp, offset=i, key=None, value=v, headers=())
+        for i, v in enumerate(values)
+    )
     buffer = io.BytesIO()
     producer_id, epoch, sequence = producer
-    write_new_batch(buffer, NewRecordBatch(producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence, records=records, attributes=0))
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+            records=records,
+            attributes=0,
+        ),
+    )
     return buffer.getvalue()
 
 
@@ -103,11 +119,15 @@ def test_produced_batches_are_checked_as_kafka_does() -> None:
         check_single_batch(struct.pack(">qi", 0, 10_000) + good[12:])
 
 
-def test_an_idempotent_retry_is_not_appended_twice_and_sequences_are_checked(tmp_path: Path) -> None:
+def test_an_idempotent_retry_is_not_appended_twice_and_sequences_are_checked(
+    tmp_path: Path,
+) -> None:
     log = PartitionLog(tmp_path / "t-0")
     assert append(log, batch(b"a", b"b", producer=(7, 0, 0))) == 0
     assert append(log, batch(b"c", producer=(7, 0, 2))) == 2
-    assert append(log, batch(b"a", b"b", producer=(7, 0, 0))) == 0  # a retry: the first append's offset
+    assert (
+        append(log, batch(b"a", b"b", producer=(7, 0, 0))) == 0
+    )  # a retry: the first append's offset
     assert log.high_watermark == 3
     with pytest.raises(SequenceError) as gap:
         append(log, batch(b"d", producer=(7, 0, 5)))
@@ -120,7 +140,9 @@ def test_an_idempotent_retry_is_not_appended_twice_and_sequences_are_checked(tmp
         append(log, batch(b"f", producer=(7, 0, 3)))
     assert fenced.value.error_code == 47  # INVALID_PRODUCER_EPOCH
     log.close()
-    reopened = PartitionLog(tmp_path / "t-0")  # the producer state comes back from the batch headers
+    reopened = PartitionLog(
+        tmp_path / "t-0"
+    )  # the producer state comes back from the batch headers
     assert append(reopened, batch(b"e", producer=(7, 1, 0))) == 3
     assert append(reopened, batch(b"g", producer=(7, 1, 1))) == 4
 
@@ -133,18 +155,34 @@ def test_producer_ids_are_not_reused_after_a_restart(tmp_path: Path) -> None:
 
 RECORDS = [
     GroupRecord(OffsetCommitKey("g", "orders", 3), OffsetCommitValue(42, 7, "meta", 1000)),
-    GroupRecord(OffsetCommitKey("g", "orders", 4), OffsetCommitValue(5, -1, "", 1000, expire_timestamp=9000)),
+    GroupRecord(
+        OffsetCommitKey("g", "orders", 4), OffsetCommitValue(5, -1, "", 1000, expire_timestamp=9000)
+    ),
     GroupRecord(OffsetCommitKey("g", "orders", 3), None),
-    GroupRecord(GroupMetadataKey("g"), GroupMetadataValue("consumer", 3, "range", "m-1", 1234, (
-        MemberMetadata("m-1", "instance-1", "client", "/127.0.0.1", 300000, 10000, b"\x00\x01", b"\x02"),
-        MemberMetadata("m-2", None, "client", "/127.0.0.1", 300000, 10000, b"", b""),
-    ))),
+    GroupRecord(
+        GroupMetadataKey("g"),
+        GroupMetadataValue(
+            "consumer",
+            3,
+            "range",
+            "m-1",
+            1234,
+            (
+                MemberMetadata(
+                    "m-1", "instance-1", "client", "/127.0.0.1", 300000, 10000, b"\x00\x01", b"\x02"
+                ),
+                MemberMetadata("m-2", None, "client", "/127.0.0.1", 300000, 10000, b"", b""),
+            ),
+        ),
+    ),
     GroupRecord(GroupMetadataKey("g"), GroupMetadataValue("", 0, None, None, -1, ())),
     GroupRecord(GroupMetadataKey("g"), None),
 ]
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=lambda r: f"{type(r.key).__name__}-{type(r.value).__name__}")
+@pytest.mark.parametrize(
+    "record", RECORDS, ids=lambda r: f"{type(r.key).__name__}-{type(r.value).__name__}"
+)
 def test_group_records_round_trip_through_kafkas_encoding(record: GroupRecord) -> None:
     assert decode_record(encode_key(record.key), encode_value(record.value)) == record
 
@@ -153,12 +191,22 @@ def test_an_offset_commit_value_is_written_as_kafka_writes_version_3() -> None:
     # version, offset, leader epoch, metadata, commit timestamp (OffsetCommitValue.json v3)
     expected = struct.pack(">hqih", 3, 42, 7, 4) + b"meta" + struct.pack(">q", 1000)
     assert encode_value(OffsetCommitValue(42, 7, "meta", 1000)) == expected
-    assert encode_key(OffsetCommitKey("g", "t", 1)) == struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t" + struct.pack(">i", 1)
+    assert encode_key(OffsetCommitKey("g", "t", 1)) == struct.pack(
+        ">hh", 1, 1
+    ) + b"g" + struct.pack(">h", 1) + b"t" + struct.pack(">i", 1)
 
 
-@pytest.mark.parametrize(("group", "partition"), [
-    # abs(String.hashCode()) % 50, computed with Java (jshell); Integer.MIN_VALUE maps to 0
-    ("my-group", 12), ("billing", 9), ("", 0), ("gé€", 20), ("test-group-42", 31), ("polygenelubricants", 0),
-])
+@pytest.mark.parametrize(
+    ("group", "partition"),
+    [
+        # abs(String.hashCode()) % 50, computed with Java (jshell); Integer.MIN_VALUE maps to 0
+        ("my-group", 12),
+        ("billing", 9),
+        ("", 0),
+        ("gé€", 20),
+        ("test-group-42", 31),
+        ("polygenelubricants", 0),
+    ],
+)
 def test_the_offsets_partition_of_a_group_is_kafkas(group: str, partition: int) -> None:
     assert offsets_partition(group, 50) == partition

@@ -30,12 +30,24 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
     messages = []
     for record in catalog:
         if record["kind"] == "request":
-            message = codec.decode_request(record["api"], record["api_version"], record["correlation_id"], record["t_ms"], record["fields"])
+            message = codec.decode_request(
+                record["api"],
+                record["api_version"],
+                record["correlation_id"],
+                record["t_ms"],
+                record["fields"],
+            )
             trace.request(record["t_ms"], record["client"], message)
             expected = codec.request_fields(message)
         elif record["kind"] == "response":
             message = codec.decode_response(record["api"], record["fields"])
-            trace.response(record["t_ms"], record["api"], record["api_version"], record["correlation_id"], message)
+            trace.response(
+                record["t_ms"],
+                record["api"],
+                record["api_version"],
+                record["correlation_id"],
+                message,
+            )
             expected = codec.encode(message)
         else:
             continue
@@ -46,11 +58,24 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
     assert len(lines) == len(messages) > 10_000
     apis = set()
     for number, (text, (record, expected)) in enumerate(zip(lines, messages, strict=True), start=1):
-        parsed, _ = parse(Line("trace.jsonl", number, text))  # the format's models and the reference's types
+        parsed, _ = parse(
+            Line("trace.jsonl", number, text)
+        )  # the format's models and the reference's types
         written = json.loads(text)
         assert text.endswith(',"fields":' + json.dumps(expected, **COMPACT) + "}"), text
-        assert (written["kind"], written["api"], written["api_version"], written["correlation_id"], written["t_ms"]) == (
-            record["kind"], record["api"], record["api_version"], record["correlation_id"], record["t_ms"])
+        assert (
+            written["kind"],
+            written["api"],
+            written["api_version"],
+            written["correlation_id"],
+            written["t_ms"],
+        ) == (
+            record["kind"],
+            record["api"],
+            record["api_version"],
+            record["correlation_id"],
+            record["t_ms"],
+        )
         if record["kind"] == "request":
             assert written["client"] == record["client"]
         assert parsed.source == "broker"
@@ -64,11 +89,24 @@ def test_a_response_names_the_client_and_group_of_its_request(tmp_path, catalog)
     response = next(r for r in catalog if r["kind"] == "response" and r["api"] == "JoinGroup")
     trace = Trace(tmp_path / "trace.jsonl", 1, 0)
     trace.request(5, "client-1/127.0.0.1:4000", request)
-    trace.response(9, "JoinGroup", record["api_version"], 7, codec.decode_response("JoinGroup", response["fields"]))
+    trace.response(
+        9,
+        "JoinGroup",
+        record["api_version"],
+        7,
+        codec.decode_response("JoinGroup", response["fields"]),
+    )
     trace.close()
-    first, second = (json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines())
+    first, second = (
+        json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()
+    )
     assert second["client"] == first["client"] == "client-1/127.0.0.1:4000"
-    assert second["group_id"] == first["group_id"] == group_key(request) == record["fields"]["group_id"]
+    assert (
+        second["group_id"]
+        == first["group_id"]
+        == group_key(request)
+        == record["fields"]["group_id"]
+    )
     assert (first["t_ms"], second["t_ms"]) == (5, 9)
 
 
@@ -83,7 +121,9 @@ def test_a_turns_lines_are_flushed_once_before_the_callbacks_queued_after_them(t
         for _ in range(3):  # one turn's lines: flushed together
             trace.request(0, "c", request)
         on_disk_at_once = len(path.read_text().splitlines())
-        asyncio.get_running_loop().call_soon(lambda: seen.set_result(len(path.read_text().splitlines())))
+        asyncio.get_running_loop().call_soon(
+            lambda: seen.set_result(len(path.read_text().splitlines()))
+        )
         lines = await seen
         trace.close()
         return on_disk_at_once, lines

@@ -8,7 +8,13 @@ import sys
 
 
 def coordspec(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
 
 
 def test_help_lists_the_commands():
@@ -68,7 +74,12 @@ def test_broker_command_is_the_brokers_own_command_line(tmp_path):
 
 def test_trace_check_command_validates_a_conformance_runs_trace(tmp_path):
     trace = tmp_path / "run" / "trace.jsonl"
-    assert coordspec("conform", "--tags", "GM-50", "--versions", "latest", "--trace", str(trace)).returncode == 0
+    assert (
+        coordspec(
+            "conform", "--tags", "GM-50", "--versions", "latest", "--trace", str(trace)
+        ).returncode
+        == 0
+    )
     result = coordspec("trace", "check", str(trace))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no violations" in result.stdout

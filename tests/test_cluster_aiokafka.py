@@ -37,7 +37,10 @@ async def produce(bootstrap: str, batch: list[bytes]) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
-        sent = [await producer.send(TOPIC, value, partition=partition_of(value, PARTITIONS)) for value in batch]
+        sent = [
+            await producer.send(TOPIC, value, partition=partition_of(value, PARTITIONS))
+            for value in batch
+        ]
         await asyncio.wait_for(asyncio.gather(*sent), 20)
     finally:
         await producer.stop()
@@ -49,7 +52,11 @@ async def consume_a_round(cluster: Cluster, members: list[Member], first: int) -
         member.received.clear()
     batch = values(first, ROUND)
     await produce(cluster.bootstrap, batch)
-    await wait_for_async(lambda: sum(len(m.received) for m in members) >= ROUND, 30, f"records {first}..{first + ROUND - 1}")
+    await wait_for_async(
+        lambda: sum(len(m.received) for m in members) >= ROUND,
+        30,
+        f"records {first}..{first + ROUND - 1}",
+    )
     assert sorted(v for m in members for v in m.received) == sorted(batch)
     for member in members:
         assert {partition_of(v, PARTITIONS) for v in member.received} == member.assigned
@@ -57,7 +64,11 @@ async def consume_a_round(cluster: Cluster, members: list[Member], first: int) -
 
 
 async def committed_by_admin(admin: AIOKafkaAdminClient) -> dict[int, int]:
-    return {tp.partition: meta.offset for tp, meta in (await admin.list_consumer_group_offsets(GROUP)).items() if tp.topic == TOPIC}
+    return {
+        tp.partition: meta.offset
+        for tp, meta in (await admin.list_consumer_group_offsets(GROUP)).items()
+        if tp.topic == TOPIC
+    }
 
 
 async def group_scenario(cluster: Cluster) -> None:
@@ -68,36 +79,61 @@ async def group_scenario(cluster: Cluster) -> None:
         await admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])
         wait_replicated(cluster, TOPIC, PARTITIONS)
 
-        members = [await Member(cluster.bootstrap, GROUP, TOPIC).start(), await Member(cluster.bootstrap, GROUP, TOPIC).start()]
+        members = [
+            await Member(cluster.bootstrap, GROUP, TOPIC).start(),
+            await Member(cluster.bootstrap, GROUP, TOPIC).start(),
+        ]
         a, b = members
-        await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "two members sharing the partitions")
+        await wait_for_async(
+            lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS),
+            40,
+            "two members sharing the partitions",
+        )
         await consume_a_round(cluster, [a, b], 0)
         assert await committed_by_admin(admin) == {p: 10 for p in range(PARTITIONS)}
 
         c = await Member(cluster.bootstrap, GROUP, TOPIC).start()
         members.append(c)
-        await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS), 40, "a rebalance over three members")
-        await consume_a_round(cluster, [a, b, c], ROUND)  # each resumes where the previous owner committed
+        await wait_for_async(
+            lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS),
+            40,
+            "a rebalance over three members",
+        )
+        await consume_a_round(
+            cluster, [a, b, c], ROUND
+        )  # each resumes where the previous owner committed
         assert await committed_by_admin(admin) == {p: 20 for p in range(PARTITIONS)}
 
         await c.stop()
         members.remove(c)
-        await wait_for_async(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "a rebalance after a member left")
+        await wait_for_async(
+            lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS),
+            40,
+            "a rebalance after a member left",
+        )
         await consume_a_round(cluster, [a, b], 2 * ROUND)
         assert await committed_by_admin(admin) == {p: 30 for p in range(PARTITIONS)}
 
         # The group lives where ZooKeeper says its offsets partition is led, and nowhere else.
-        hosting = {broker for broker in cluster.broker_ids if GROUP in {g[0] for g in await admin.list_consumer_groups(broker_ids=[broker])}}
+        hosting = {
+            broker
+            for broker in cluster.broker_ids
+            if GROUP in {g[0] for g in await admin.list_consumer_groups(broker_ids=[broker])}
+        }
         assert hosting == {cluster.coordinator(GROUP)}
     finally:
         for member in members:
             await member.stop()
         await admin.close()
 
-    reader = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=GROUP, enable_auto_commit=False)
+    reader = AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, group_id=GROUP, enable_auto_commit=False
+    )
     await reader.start()
     try:
-        assert [await reader.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)] == [30] * PARTITIONS
+        assert [await reader.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)] == [
+            30
+        ] * PARTITIONS
     finally:
         await reader.stop()
 

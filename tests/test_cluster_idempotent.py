@@ -62,16 +62,26 @@ def create_topic(cluster: Cluster, name: str, partitions: int = PARTITIONS) -> N
     wait_replicated(cluster, name, partitions)
 
 
-def read_all(cluster: Cluster, topic: str, partitions: int = PARTITIONS, timeout_s: float = 30) -> list[bytes]:
+def read_all(
+    cluster: Cluster, topic: str, partitions: int = PARTITIONS, timeout_s: float = 30
+) -> list[bytes]:
     """Every record of ``topic`` up to the partitions' ends (their high watermarks)."""
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     try:
         tps = [KafkaPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)
         ends = consumer.end_offsets(tps)
         received: list[bytes] = []
-        wait_for(lambda: all(consumer.position(tp) >= ends[tp] for tp in tps), timeout_s, f"every record of {topic}",
-                 poll=lambda: received.extend(r.value for records in consumer.poll(200).values() for r in records))
+        wait_for(
+            lambda: all(consumer.position(tp) >= ends[tp] for tp in tps),
+            timeout_s,
+            f"every record of {topic}",
+            poll=lambda: received.extend(
+                r.value for records in consumer.poll(200).values() for r in records
+            ),
+        )
         return received
     finally:
         consumer.close()
@@ -90,10 +100,34 @@ def batch_headers(cluster: Cluster, topic: str, partition: int) -> list[BatchHea
     """The headers of the batches in the partition's leader's log, up to its high watermark."""
     connection = connect(cluster, leader_of(cluster, topic, partition))
     try:
-        body = connection.request(1, 12, {
-            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 22, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [{"partition": partition, "current_leader_epoch": -1, "fetch_offset": 0,
-                                                        "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 22}]}]})
+        body = connection.request(
+            1,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": 1 << 22,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": partition,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": 0,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": 1 << 22,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
     finally:
         connection.close()
     answer = body.responses[0].partitions[0]
@@ -119,23 +153,54 @@ def assert_sequenced(cluster: Cluster, topic: str, partitions: int = PARTITIONS)
     return producers
 
 
-def init_producer_id(connection: Connection, transactional_id: str | None = None) -> tuple[int, int, int]:
-    body = connection.request(22, 4, {"transactional_id": transactional_id, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1})
+def init_producer_id(
+    connection: Connection, transactional_id: str | None = None
+) -> tuple[int, int, int]:
+    body = connection.request(
+        22,
+        4,
+        {
+            "transactional_id": transactional_id,
+            "transaction_timeout": 60_000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    )
     return int(body.error_code), int(body.producer_id), int(body.producer_epoch)
 
 
 def idempotent_batch(producer_id: int, sequence: int, *records: bytes) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.now(datetime.UTC))
     buffer = io.BytesIO()
-    batch = tuple(Record(attributes=0, timestamp=stamp, offset=i, key=None, value=v, headers=()) for i, v in enumerate(records))
-    write_new_batch(buffer, NewRecordBatch(producer_id=producer_id, producer_epoch=0, base_sequence=sequence, records=batch, attributes=0))
+    batch = tuple(
+        Record(attributes=0, timestamp=stamp, offset=i, key=None, value=v, headers=())
+        for i, v in enumerate(records)
+    )
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=sequence,
+            records=batch,
+            attributes=0,
+        ),
+    )
     return buffer.getvalue()
 
 
 def produce(connection: Connection, topic: str, batch: bytes) -> tuple[int, int]:
     """One batch to partition 0 with acks=all: (error code, base offset)."""
-    body = connection.request(0, 9, {"transactional_id": None, "acks": -1, "timeout": 10_000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+    body = connection.request(
+        0,
+        9,
+        {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        },
+    )
     answer = body.responses[0].partition_responses[0]
     return int(answer.error_code), int(answer.base_offset)
 
@@ -147,7 +212,10 @@ def test_kafka_python_default_producer_writes_each_record_once(cluster: Cluster)
     try:
         assert producer.config["enable_idempotence"]  # kafka-python's default
         batch = values(0, 90)
-        futures = [producer.send(topic, value=value, partition=partition_of(value, PARTITIONS)) for value in batch]
+        futures = [
+            producer.send(topic, value=value, partition=partition_of(value, PARTITIONS))
+            for value in batch
+        ]
         producer.flush(30)
         offsets = [(f.get(10).partition, f.get(10).offset) for f in futures]
     finally:
@@ -170,11 +238,21 @@ def test_librdkafka_idempotent_producer_writes_each_record_once(cluster: Cluster
         else:
             delivered.append((message.partition(), message.offset()))
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "log_level": 3,
-                         "error_cb": errors.append, "linger.ms": 5})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "log_level": 3,
+            "error_cb": errors.append,
+            "linger.ms": 5,
+        }
+    )
     batch = values(0, 90)
     for value in batch:
-        producer.produce(topic, value=value, partition=partition_of(value, PARTITIONS), on_delivery=on_delivery)
+        producer.produce(
+            topic, value=value, partition=partition_of(value, PARTITIONS), on_delivery=on_delivery
+        )
     assert producer.flush(30) == 0
     assert errors == []
     assert sorted(delivered) == [(p, o) for p in range(PARTITIONS) for o in range(30)]
@@ -186,11 +264,22 @@ def test_librdkafka_idempotent_producer_writes_each_record_once(cluster: Cluster
 def test_producer_ids_come_from_blocks_unique_across_brokers(cluster: Cluster) -> None:
     connections = {broker: connect(cluster, broker) for broker in cluster.broker_ids}
     try:
-        ids = {broker: [init_producer_id(c)[1] for _ in range(3)] for broker, c in connections.items()}
+        ids = {
+            broker: [init_producer_id(c)[1] for _ in range(3)] for broker, c in connections.items()
+        }
         # Enough from one broker to use up its block: the next comes from a block after every other.
         first = cluster.broker_ids[0]
         for _ in range(BLOCK_SIZE):
-            connections[first].send(22, 4, {"transactional_id": None, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1})
+            connections[first].send(
+                22,
+                4,
+                {
+                    "transactional_id": None,
+                    "transaction_timeout": 60_000,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+            )
         answers = [connections[first].receive()[1] for _ in range(BLOCK_SIZE)]
         assert {(int(a.error_code), int(a.producer_epoch)) for a in answers} == {(NONE, 0)}
         ids[first] += [int(a.producer_id) for a in answers]
@@ -211,8 +300,12 @@ def test_producer_ids_come_from_blocks_unique_across_brokers(cluster: Cluster) -
     assert cluster.view is not None
     data, _ = cluster.view.client.get(PATH)
     latest = max(blocks[first])  # the block reserved last
-    assert json.loads(data) == {"version": 1, "broker": first, "block_start": str(latest * BLOCK_SIZE),
-                                "block_end": str(latest * BLOCK_SIZE + BLOCK_SIZE - 1)}
+    assert json.loads(data) == {
+        "version": 1,
+        "broker": first,
+        "block_start": str(latest * BLOCK_SIZE),
+        "block_end": str(latest * BLOCK_SIZE + BLOCK_SIZE - 1),
+    }
     assert_no_errors(cluster)
 
 
@@ -242,7 +335,9 @@ def test_brokers_reserving_at_once_get_distinct_consecutive_blocks(zookeeper_con
             thread.join(60)
         assert not any(thread.is_alive() for thread in threads)
         every = sorted(reserved[1] + reserved[2], key=lambda b: b.first)
-        assert [(b.first, b.last) for b in every] == [(i * BLOCK_SIZE, i * BLOCK_SIZE + BLOCK_SIZE - 1) for i in range(30)]
+        assert [(b.first, b.last) for b in every] == [
+            (i * BLOCK_SIZE, i * BLOCK_SIZE + BLOCK_SIZE - 1) for i in range(30)
+        ]
         assert all(b.broker == broker for broker, blocks in reserved.items() for b in blocks)
         data, stat = clients[0].get(PATH)
         assert ProducerIdBlock.decode(data) == every[-1] and stat.version == 30
@@ -264,26 +359,40 @@ def test_the_leader_checks_sequences(cluster: Cluster) -> None:
         first = idempotent_batch(producer_id, 0, b"a", b"b")
         assert produce(connection, topic, first) == (NONE, 0)
         assert produce(connection, topic, first) == (NONE, 0)  # a retry: the first append's offset
-        assert produce(connection, topic, idempotent_batch(producer_id, 3, b"d"))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER  # 2 is missing
+        assert (
+            produce(connection, topic, idempotent_batch(producer_id, 3, b"d"))[0]
+            == OUT_OF_ORDER_SEQUENCE_NUMBER
+        )  # 2 is missing
         assert produce(connection, topic, idempotent_batch(producer_id, 2, b"c")) == (NONE, 2)
         assert produce(connection, topic, first) == (NONE, 0)  # still one of its last five batches
         _, stranger, _ = init_producer_id(connection)
-        assert produce(connection, topic, idempotent_batch(stranger, 1, b"x"))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER  # must start at 0
+        assert (
+            produce(connection, topic, idempotent_batch(stranger, 1, b"x"))[0]
+            == OUT_OF_ORDER_SEQUENCE_NUMBER
+        )  # must start at 0
     finally:
         connection.close()
     elsewhere = connect(cluster, follower)
     try:
-        assert produce(elsewhere, topic, idempotent_batch(producer_id, 3, b"d"))[0] == NOT_LEADER_OR_FOLLOWER
+        assert (
+            produce(elsewhere, topic, idempotent_batch(producer_id, 3, b"d"))[0]
+            == NOT_LEADER_OR_FOLLOWER
+        )
     finally:
         elsewhere.close()
     assert sorted(read_all(cluster, topic, partitions=1)) == [b"a", b"b", b"c"]
-    assert [(h.base_offset, h.base_sequence) for h in batch_headers(cluster, topic, 0)] == [(0, 0), (2, 2)]
+    assert [(h.base_offset, h.base_sequence) for h in batch_headers(cluster, topic, 0)] == [
+        (0, 0),
+        (2, 2),
+    ]
     assert_no_errors(cluster)
 
 
 def test_create_topics_with_a_config_is_invalid_config(cluster: Cluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    future = admin.create_topics([NewTopic("configured", 1, 3, config={"cleanup.policy": "compact"})])["configured"]
+    future = admin.create_topics(
+        [NewTopic("configured", 1, 3, config={"cleanup.policy": "compact"})]
+    )["configured"]
     with pytest.raises(KafkaException) as refused:
         future.result(15)
     assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, refused.value
@@ -291,26 +400,45 @@ def test_create_topics_with_a_config_is_invalid_config(cluster: Cluster) -> None
 
 
 def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Cluster) -> None:
-    topic, rdkafka_topic, retried = "idempotent-failover", "idempotent-failover-librdkafka", "retried-after-failover"
+    topic, rdkafka_topic, retried = (
+        "idempotent-failover",
+        "idempotent-failover-librdkafka",
+        "retried-after-failover",
+    )
     for name in (topic, rdkafka_topic, retried):
         create_topic(cluster, name, partitions=1)
     victim = leader_of(cluster, topic, 0)
-    assert leader_of(cluster, rdkafka_topic, 0) == leader_of(cluster, retried, 0) == victim  # the first live broker (Kafka's spread)
+    assert (
+        leader_of(cluster, rdkafka_topic, 0) == leader_of(cluster, retried, 0) == victim
+    )  # the first live broker (Kafka's spread)
 
     # Two batches acknowledged by the leader about to die (so every replica has them).
     connection = connect(cluster, victim)
     try:
         _, producer_id, _ = init_producer_id(connection)
         second = idempotent_batch(producer_id, 2, b"c")
-        assert produce(connection, retried, idempotent_batch(producer_id, 0, b"a", b"b")) == (NONE, 0)
+        assert produce(connection, retried, idempotent_batch(producer_id, 0, b"a", b"b")) == (
+            NONE,
+            0,
+        )
         assert produce(connection, retried, second) == (NONE, 2)
     finally:
         connection.close()
 
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=2, request_timeout_ms=10_000)
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=2, request_timeout_ms=10_000
+    )
     rdkafka_errors: list[KafkaError] = []
     rdkafka_offsets: list[int] = []
-    rdkafka = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2, "log_level": 0})
+    rdkafka = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "log_level": 0,
+        }
+    )
     batch = [f"record-{i}".encode() for i in range(400)]
     futures: list = []
 
@@ -347,11 +475,16 @@ def test_idempotent_producers_carry_on_after_their_leader_is_killed(cluster: Clu
         assert len(assert_sequenced(cluster, name, partitions=1)) == 1
 
     # The new leader read the sequences from its log: a retry of the last batch is not appended again.
-    wait_for(lambda: leader_of(cluster, retried, 0) not in (victim, -1), 30, f"a new leader of {retried}")
+    wait_for(
+        lambda: leader_of(cluster, retried, 0) not in (victim, -1), 30, f"a new leader of {retried}"
+    )
     connection = connect(cluster, leader_of(cluster, retried, 0))
     try:
         assert produce(connection, retried, second) == (NONE, 2)
-        assert produce(connection, retried, idempotent_batch(producer_id, 4, b"e"))[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert (
+            produce(connection, retried, idempotent_batch(producer_id, 4, b"e"))[0]
+            == OUT_OF_ORDER_SEQUENCE_NUMBER
+        )
         assert produce(connection, retried, idempotent_batch(producer_id, 3, b"d")) == (NONE, 3)
     finally:
         connection.close()

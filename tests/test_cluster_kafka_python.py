@@ -36,8 +36,13 @@ ROUND = 30  # records produced per round, ROUND // PARTITIONS to each partition
 
 
 def produce(bootstrap: str, batch: list[bytes]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")  # idempotent, kafka-python's default
-    futures = [producer.send(TOPIC, value=value, partition=partition_of(value, PARTITIONS)) for value in batch]
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all"
+    )  # idempotent, kafka-python's default
+    futures = [
+        producer.send(TOPIC, value=value, partition=partition_of(value, PARTITIONS))
+        for value in batch
+    ]
     producer.flush(20)
     for future in futures:
         future.get(10)
@@ -50,7 +55,11 @@ def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None
         member.received.clear()
     batch = values(first, ROUND)
     produce(cluster.bootstrap, batch)
-    wait_for(lambda: sum(len(m.received) for m in members) >= ROUND, 30, f"records {first}..{first + ROUND - 1}")
+    wait_for(
+        lambda: sum(len(m.received) for m in members) >= ROUND,
+        30,
+        f"records {first}..{first + ROUND - 1}",
+    )
     assert sorted(v for m in members for v in m.received) == sorted(batch)
     for member in members:
         assert {partition_of(v, PARTITIONS) for v in member.received} == member.assigned
@@ -58,10 +67,16 @@ def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None
 
 
 def committed_by_admin(admin: KafkaAdminClient) -> dict[int, int]:
-    return {tp.partition: meta.offset for tp, meta in admin.list_group_offsets({GROUP: None})[GROUP].items() if tp.topic == TOPIC}
+    return {
+        tp.partition: meta.offset
+        for tp, meta in admin.list_group_offsets({GROUP: None})[GROUP].items()
+        if tp.topic == TOPIC
+    }
 
 
-def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster, tmp_path: Path) -> None:
+def test_group_rebalances_consumes_and_commits_on_three_brokers(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     members: list[Member] = []
     try:
@@ -70,33 +85,55 @@ def test_group_rebalances_consumes_and_commits_on_three_brokers(cluster: Cluster
 
         members = [Member(cluster.bootstrap, GROUP, TOPIC), Member(cluster.bootstrap, GROUP, TOPIC)]
         a, b = members
-        wait_for(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "two members sharing the partitions")
+        wait_for(
+            lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS),
+            40,
+            "two members sharing the partitions",
+        )
         consume_a_round(cluster, [a, b], 0)
         assert committed_by_admin(admin) == {p: 10 for p in range(PARTITIONS)}
 
         c = Member(cluster.bootstrap, GROUP, TOPIC)
         members.append(c)
-        wait_for(lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS), 40, "a rebalance over three members")
-        consume_a_round(cluster, [a, b, c], ROUND)  # each resumes where the previous owner committed
+        wait_for(
+            lambda: is_partitioned([a.assigned, b.assigned, c.assigned], PARTITIONS),
+            40,
+            "a rebalance over three members",
+        )
+        consume_a_round(
+            cluster, [a, b, c], ROUND
+        )  # each resumes where the previous owner committed
         assert committed_by_admin(admin) == {p: 20 for p in range(PARTITIONS)}
 
         c.close()  # LeaveGroup
         members.remove(c)
-        wait_for(lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS), 40, "a rebalance after a member left")
+        wait_for(
+            lambda: is_partitioned([a.assigned, b.assigned], PARTITIONS),
+            40,
+            "a rebalance after a member left",
+        )
         consume_a_round(cluster, [a, b], 2 * ROUND)
         assert committed_by_admin(admin) == {p: 30 for p in range(PARTITIONS)}
 
         # The group lives where ZooKeeper says its offsets partition is led, and nowhere else.
-        hosting = {broker for broker in cluster.broker_ids if GROUP in {g["group_id"] for g in admin.list_groups(broker_ids=[broker])}}
+        hosting = {
+            broker
+            for broker in cluster.broker_ids
+            if GROUP in {g["group_id"] for g in admin.list_groups(broker_ids=[broker])}
+        }
         assert hosting == {cluster.coordinator(GROUP)}
     finally:
         for member in members:
             member.close()
         admin.close()
 
-    reader = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=GROUP, enable_auto_commit=False)
+    reader = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, group_id=GROUP, enable_auto_commit=False
+    )
     try:
-        assert [reader.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)] == [30] * PARTITIONS
+        assert [reader.committed(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)] == [
+            30
+        ] * PARTITIONS
     finally:
         reader.close()
     assert_no_errors(cluster)

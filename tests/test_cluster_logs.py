@@ -7,7 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from coordspec.broker.cluster.group_batches import decode_group_batch, encode_group_batch
-from coordspec.broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_holding, index_of, kafka_offset, record_of, stamped
+from coordspec.broker.cluster.replica_logs import (
+    ReplicaFiles,
+    fetch_index,
+    index_holding,
+    index_of,
+    kafka_offset,
+    record_of,
+    stamped,
+)
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordspec.reference.replication.log import ReplicaLog
 from coordspec.reference.replication.znodes import TopicPartition

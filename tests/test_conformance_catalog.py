@@ -9,7 +9,10 @@ from pathlib import Path
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR, discover, load_all
 
-SPEC_PAGES = [Path(__file__).resolve().parent.parent / "spec" / name for name in ("group-membership.md", "coordinator-failover.md")]
+SPEC_PAGES = [
+    Path(__file__).resolve().parent.parent / "spec" / name
+    for name in ("group-membership.md", "coordinator-failover.md")
+]
 
 
 def test_the_whole_catalog_passes_on_the_reference():
@@ -23,11 +26,17 @@ def test_the_whole_catalog_passes_on_the_reference():
 def test_every_scenario_opens_with_a_comment_saying_what_it_checks():
     for path in discover():
         first = path.read_text(encoding="utf-8").splitlines()[0]
-        assert re.match(r"^# \S.{10,}", first), f"{path.name}: first line should be '# what it checks'"
+        assert re.match(r"^# \S.{10,}", first), (
+            f"{path.name}: first line should be '# what it checks'"
+        )
 
 
 def test_every_rule_a_scenario_names_is_in_the_spec():
-    defined = {rule for page in SPEC_PAGES for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))}
+    defined = {
+        rule
+        for page in SPEC_PAGES
+        for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))
+    }
     for scenario in load_all():
         for rule in scenario.rules:
             assert rule in defined, f"{scenario.name} names {rule}, which neither spec page defines"
@@ -37,8 +46,17 @@ def test_the_catalog_covers_every_api_the_reference_answers():
     used = set()
     for scenario in load_all():
         used.update(scenario.versions)
-    assert used == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-                    "DescribeGroups", "ListGroups", "DeleteGroups"}
+    assert used == {
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "DescribeGroups",
+        "ListGroups",
+        "DeleteGroups",
+    }
 
 
 def test_scenarios_live_in_the_catalog_directory():

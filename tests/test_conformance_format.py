@@ -16,35 +16,96 @@ ROOT = Path(__file__).resolve().parent.parent
 HEADER = "checks: a scenario written to be wrong\nrules: [GM-3]\nclients: [c1, c2]\n"
 
 BAD = {
-    "unknown field": (HEADER + "steps:\n  - c1: JoinGroup\n    member_idd: x\n", 6, "JoinGroup: unknown field 'member_idd'"),
-    "unknown error name": (HEADER + "steps:\n  - c1: Heartbeat\n    expect: {error: NOPE}\n", 6,
-                           "Heartbeat: expect.error: 'NOPE' is not an error name"),
-    "expectation of another API": (HEADER + "steps:\n  - c1: Heartbeat\n    expect: {assignment: [foo-0]}\n", 6,
-                                   "Heartbeat has no expectation 'assignment'"),
+    "unknown field": (
+        HEADER + "steps:\n  - c1: JoinGroup\n    member_idd: x\n",
+        6,
+        "JoinGroup: unknown field 'member_idd'",
+    ),
+    "unknown error name": (
+        HEADER + "steps:\n  - c1: Heartbeat\n    expect: {error: NOPE}\n",
+        6,
+        "Heartbeat: expect.error: 'NOPE' is not an error name",
+    ),
+    "expectation of another API": (
+        HEADER + "steps:\n  - c1: Heartbeat\n    expect: {assignment: [foo-0]}\n",
+        6,
+        "Heartbeat has no expectation 'assignment'",
+    ),
     "unknown API": (HEADER + "steps:\n  - c1: JoinGroupp\n", 5, "'JoinGroupp' is not an API"),
-    "unlisted client": (HEADER + "steps:\n  - c3: Heartbeat\n", 5, "client c3 is not listed in clients"),
-    "await without parked request": (HEADER + "steps:\n  - c1: Heartbeat\n  - await: c1\n    within: 5\n", 6,
-                                     "await: c1 has no parked request"),
-    "await without within": (HEADER + "steps:\n  - c1: JoinGroup\n    expect: parked\n  - await: c1\n", 7,
-                             "await: missing field 'within'"),
-    "request while parked": (HEADER + "steps:\n  - c1: JoinGroup\n    expect: parked\n  - c1: Heartbeat\n", 7,
-                             "c1 still waits for its JoinGroup from line 5"),
-    "bad rule": ("checks: a scenario written to be wrong\nrules: [GM-3, rule4]\nclients: [c1]\nsteps:\n  - sleep: 1\n", 2,
-                 "rules: 'rule4' is not a spec rule"),
-    "version outside the model": (HEADER + "versions: {OffsetCommit: 0-3}\nsteps:\n  - c1: OffsetCommit\n    offsets: {foo-0: 1}\n",
-                                  4, "OffsetCommit: versions 0-3 lie outside v2-v9"),
-    "versions of an unused API": (HEADER + "versions: {SyncGroup: 5}\nsteps:\n  - sleep: 1\n", 4,
-                                  "versions names SyncGroup, which no step sends"),
-    "bad partition": (HEADER + "steps:\n  - c1: OffsetFetch\n    partitions: [foo]\n", 6, "expected a partition as topic-N"),
-    "missing required field": (HEADER + "steps:\n  - c1: OffsetFetch\n", 5, "OffsetFetch: missing field 'partitions'"),
-    "unknown broker setting": (HEADER + "broker: {max_sise: 3}\nsteps:\n  - sleep: 1\n", 4, "unknown broker setting 'max_sise'"),
-    "invalid broker setting": (HEADER + "broker: {max_size: 0}\nsteps:\n  - sleep: 1\n", 4, "max_size must be at least 1"),
-    "unknown fault": (HEADER + "steps:\n  - fault: reboot\n", 5, "fault: fault: Input should be 'kill_coordinator' or 'restart'"),
-    "duplicate key": (HEADER + "steps:\n  - c1: Heartbeat\n    member_id: a\n    member_id: b\n", 7, "duplicate key 'member_id'"),
+    "unlisted client": (
+        HEADER + "steps:\n  - c3: Heartbeat\n",
+        5,
+        "client c3 is not listed in clients",
+    ),
+    "await without parked request": (
+        HEADER + "steps:\n  - c1: Heartbeat\n  - await: c1\n    within: 5\n",
+        6,
+        "await: c1 has no parked request",
+    ),
+    "await without within": (
+        HEADER + "steps:\n  - c1: JoinGroup\n    expect: parked\n  - await: c1\n",
+        7,
+        "await: missing field 'within'",
+    ),
+    "request while parked": (
+        HEADER + "steps:\n  - c1: JoinGroup\n    expect: parked\n  - c1: Heartbeat\n",
+        7,
+        "c1 still waits for its JoinGroup from line 5",
+    ),
+    "bad rule": (
+        "checks: a scenario written to be wrong\nrules: [GM-3, rule4]\nclients: [c1]\nsteps:\n  - sleep: 1\n",
+        2,
+        "rules: 'rule4' is not a spec rule",
+    ),
+    "version outside the model": (
+        HEADER
+        + "versions: {OffsetCommit: 0-3}\nsteps:\n  - c1: OffsetCommit\n    offsets: {foo-0: 1}\n",
+        4,
+        "OffsetCommit: versions 0-3 lie outside v2-v9",
+    ),
+    "versions of an unused API": (
+        HEADER + "versions: {SyncGroup: 5}\nsteps:\n  - sleep: 1\n",
+        4,
+        "versions names SyncGroup, which no step sends",
+    ),
+    "bad partition": (
+        HEADER + "steps:\n  - c1: OffsetFetch\n    partitions: [foo]\n",
+        6,
+        "expected a partition as topic-N",
+    ),
+    "missing required field": (
+        HEADER + "steps:\n  - c1: OffsetFetch\n",
+        5,
+        "OffsetFetch: missing field 'partitions'",
+    ),
+    "unknown broker setting": (
+        HEADER + "broker: {max_sise: 3}\nsteps:\n  - sleep: 1\n",
+        4,
+        "unknown broker setting 'max_sise'",
+    ),
+    "invalid broker setting": (
+        HEADER + "broker: {max_size: 0}\nsteps:\n  - sleep: 1\n",
+        4,
+        "max_size must be at least 1",
+    ),
+    "unknown fault": (
+        HEADER + "steps:\n  - fault: reboot\n",
+        5,
+        "fault: fault: Input should be 'kill_coordinator' or 'restart'",
+    ),
+    "duplicate key": (
+        HEADER + "steps:\n  - c1: Heartbeat\n    member_id: a\n    member_id: b\n",
+        7,
+        "duplicate key 'member_id'",
+    ),
     "not YAML": ("checks: [unclosed\nrules: [GM-3]\n", 2, "not valid YAML"),
     "empty file": ("", 1, "the file is empty"),
     "not a mapping": ("- just\n- a list\n", 1, "a scenario is a mapping"),
-    "two clients in a step": (HEADER + "steps:\n  - c1: Heartbeat\n    c2: Heartbeat\n", 5, "one client per step"),
+    "two clients in a step": (
+        HEADER + "steps:\n  - c1: Heartbeat\n    c2: Heartbeat\n",
+        5,
+        "one client per step",
+    ),
 }
 
 
@@ -64,8 +125,14 @@ def test_a_bad_file_gives_one_line_with_its_line_number(tmp_path, name):
 def test_the_command_reports_a_bad_file_in_one_line_without_a_traceback(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(BAD["unknown field"][0])
-    done = subprocess.run([sys.executable, "-m", "coordspec.conformance.suite", "--scenarios", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.suite", "--scenarios", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"coordspec conform: {path}:6: JoinGroup: unknown field 'member_idd'\n"
@@ -73,7 +140,8 @@ def test_the_command_reports_a_bad_file_in_one_line_without_a_traceback(tmp_path
 
 def test_a_good_file_loads_with_its_step_lines(tmp_path):
     path = tmp_path / "good.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         # a comment
         checks: a scenario written to be right
         rules: [GM-3]
@@ -83,7 +151,8 @@ def test_a_good_file_loads_with_its_step_lines(tmp_path):
           - c1: JoinGroup
             expect: {error: MEMBER_ID_REQUIRED}
           - sleep: 10
-        """))
+        """)
+    )
     scenario = load(path)
     assert scenario.name == "good"
     assert scenario.lines == (7, 9)
@@ -103,27 +172,47 @@ def test_version_ranges():
 
 def test_plans_line_ranges_up_at_their_newest_versions():
     assert plans({"JoinGroup": range(4, 10), "SyncGroup": range(6)}) == [
-        {"JoinGroup": v, "SyncGroup": v - 4} for v in range(4, 10)]
+        {"JoinGroup": v, "SyncGroup": v - 4} for v in range(4, 10)
+    ]
     assert plans({"JoinGroup": range(4, 10), "SyncGroup": range(3, 6)}) == [
-        {"JoinGroup": 4, "SyncGroup": 3}, {"JoinGroup": 5, "SyncGroup": 3}, {"JoinGroup": 6, "SyncGroup": 3},
-        {"JoinGroup": 7, "SyncGroup": 3}, {"JoinGroup": 8, "SyncGroup": 4}, {"JoinGroup": 9, "SyncGroup": 5}]
+        {"JoinGroup": 4, "SyncGroup": 3},
+        {"JoinGroup": 5, "SyncGroup": 3},
+        {"JoinGroup": 6, "SyncGroup": 3},
+        {"JoinGroup": 7, "SyncGroup": 3},
+        {"JoinGroup": 8, "SyncGroup": 4},
+        {"JoinGroup": 9, "SyncGroup": 5},
+    ]
     assert plans({}) == [{}]
 
 
 def test_version_selection():
     assert parse_selection("latest") == ("latest", {})
-    assert parse_selection("JoinGroup=4-9,SyncGroup=5") == ("all", {"JoinGroup": range(4, 10), "SyncGroup": range(5, 6)})
+    assert parse_selection("JoinGroup=4-9,SyncGroup=5") == (
+        "all",
+        {"JoinGroup": range(4, 10), "SyncGroup": range(5, 6)},
+    )
     with pytest.raises(VersionError, match="not API=RANGE"):
         parse_selection("JoinGroup")
 
 
-@pytest.mark.parametrize(("content", "line", "message"), [
-    ("- reason: no rule or scenario\n", 1, "an entry names a rule or a scenario"),
-    ("- rule: GM-3\n", 1, "missing field 'reason'"),
-    ("- rule: GM-3\n  reason: fine\n- rule: GM-4\n  reason: fine\n  reasn: typo\n", 5, "unknown field 'reasn'"),
-    ("- rule: GM-3\n  api: JoinGroup\n  versions: 12\n  reason: too new\n", 1, "versions 12 lie outside"),
-    ("rule: GM-3\n", 1, "an allow file is a list"),
-])
+@pytest.mark.parametrize(
+    ("content", "line", "message"),
+    [
+        ("- reason: no rule or scenario\n", 1, "an entry names a rule or a scenario"),
+        ("- rule: GM-3\n", 1, "missing field 'reason'"),
+        (
+            "- rule: GM-3\n  reason: fine\n- rule: GM-4\n  reason: fine\n  reasn: typo\n",
+            5,
+            "unknown field 'reasn'",
+        ),
+        (
+            "- rule: GM-3\n  api: JoinGroup\n  versions: 12\n  reason: too new\n",
+            1,
+            "versions 12 lie outside",
+        ),
+        ("rule: GM-3\n", 1, "an allow file is a list"),
+    ],
+)
 def test_a_bad_allow_file_gives_one_line(tmp_path, content, line, message):
     from coordspec.conformance.suite.allow import AllowError
     from coordspec.conformance.suite.allow import load as load_allow

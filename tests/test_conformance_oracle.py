@@ -69,15 +69,28 @@ class _RewritingSession:
 
 def accepts_stale_commits(request, response):
     if isinstance(response, OffsetCommitResponse):
-        return OffsetCommitResponse(tuple(
-            CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, ErrorCode.NONE) for p in t.partitions))
-            for t in response.topics))
+        return OffsetCommitResponse(
+            tuple(
+                CommitTopicResponse(
+                    t.name,
+                    tuple(
+                        CommitPartitionResponse(p.partition_index, ErrorCode.NONE)
+                        for p in t.partitions
+                    ),
+                )
+                for t in response.topics
+            )
+        )
     return response
 
 
 def test_a_broker_that_accepts_a_stale_generation_commit_is_caught_at_that_step(tmp_path):
-    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
-                  report=tmp_path, out=io.StringIO())
+    outcome = run(
+        RewritingTarget(accepts_stale_commits),
+        scenarios=[scenario("stale-generation-commit")],
+        report=tmp_path,
+        out=io.StringIO(),
+    )
     assert {r.status for r in outcome.results} == {"failed"}
     failure = outcome.results[0].failure
     assert failure.kind == "oracle"
@@ -91,19 +104,28 @@ def test_a_broker_that_accepts_a_stale_generation_commit_is_caught_at_that_step(
     assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["failed"]
     report = (tmp_path / "conformance.md").read_text()
     assert "step 9 (oracle)" in report and "stale-generation-commit.yaml:31" in report
-    assert '  -     "error_code": 22,\n  +     "error_code": 0,' in report  # the diff, allowed -> broker
+    assert (
+        '  -     "error_code": 22,\n  +     "error_code": 0,' in report
+    )  # the diff, allowed -> broker
     assert outcome.exit_code == 1
 
 
 def wrong_heartbeat_error_at_v2(request, response):
-    if isinstance(response, HeartbeatResponse) and request.api_version == 2 and response.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+    if (
+        isinstance(response, HeartbeatResponse)
+        and request.api_version == 2
+        and response.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    ):
         return HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID)
     return response
 
 
 def test_a_wrong_error_code_at_one_version_fails_that_version_only():
-    outcome = run(RewritingTarget(wrong_heartbeat_error_at_v2), scenarios=[scenario("heartbeat-during-rebalance")],
-                  out=io.StringIO())
+    outcome = run(
+        RewritingTarget(wrong_heartbeat_error_at_v2),
+        scenarios=[scenario("heartbeat-during-rebalance")],
+        out=io.StringIO(),
+    )
     failed = [r for r in outcome.results if r.status == "failed"]
     assert len(failed) == 1
     assert failed[0].plan["Heartbeat"] == 2
@@ -115,8 +137,15 @@ def test_a_wrong_error_code_at_one_version_fails_that_version_only():
 
 
 def test_a_broker_without_the_initial_rebalance_delay_is_caught():
-    eager = RewritingTarget(lambda request, response: response, config=GroupConfig(initial_rebalance_delay_ms=0))
-    outcome = run(eager, scenarios=[scenario("member-id-required")], version_selection="latest", out=io.StringIO())
+    eager = RewritingTarget(
+        lambda request, response: response, config=GroupConfig(initial_rebalance_delay_ms=0)
+    )
+    outcome = run(
+        eager,
+        scenarios=[scenario("member-id-required")],
+        version_selection="latest",
+        out=io.StringIO(),
+    )
     failure = outcome.results[0].failure
     assert failure is not None and failure.kind == "oracle"
     assert failure.step == 2
@@ -129,8 +158,12 @@ def test_a_leader_that_is_not_a_member_is_caught():
             return dataclasses.replace(response, leader="somebody-else")
         return response
 
-    outcome = run(RewritingTarget(strange_leader), scenarios=[scenario("leader-leaves-mid-rebalance")],
-                  version_selection="latest", out=io.StringIO())
+    outcome = run(
+        RewritingTarget(strange_leader),
+        scenarios=[scenario("leader-leaves-mid-rebalance")],
+        version_selection="latest",
+        out=io.StringIO(),
+    )
     failure = outcome.results[0].failure
     assert failure.kind == "oracle" and failure.step == 12
     assert "leader" in failure.message
@@ -140,13 +173,21 @@ def test_every_leader_kafka_allows_is_accepted():
     leaders = set()
 
     def record(request, response):
-        if isinstance(response, JoinGroupResponse) and response.generation_id == 2 and response.leader:
+        if (
+            isinstance(response, JoinGroupResponse)
+            and response.generation_id == 2
+            and response.leader
+        ):
             leaders.add(response.leader.split("-")[0])  # the client id that prefixes the member id
         return response
 
     for seed in range(8):
-        outcome = run(RewritingTarget(record, seed=seed), scenarios=[scenario("leader-leaves-mid-rebalance")],
-                      version_selection="latest", out=io.StringIO())
+        outcome = run(
+            RewritingTarget(record, seed=seed),
+            scenarios=[scenario("leader-leaves-mid-rebalance")],
+            version_selection="latest",
+            out=io.StringIO(),
+        )
         assert outcome.exit_code == 0, outcome.results[0].reason
     assert leaders == {"c2", "c3"}
 
@@ -160,14 +201,20 @@ def test_every_protocol_a_tie_allows_is_accepted():
         return response
 
     for seed in range(8):
-        outcome = run(RewritingTarget(record, seed=seed), scenarios=[scenario("protocol-tie")],
-                      version_selection="latest", out=io.StringIO())
+        outcome = run(
+            RewritingTarget(record, seed=seed),
+            scenarios=[scenario("protocol-tie")],
+            version_selection="latest",
+            out=io.StringIO(),
+        )
         assert outcome.exit_code == 0, outcome.results[0].reason
     assert chosen == {"range", "roundrobin"}
 
 
 def test_an_expectation_the_broker_does_not_meet_is_reported_as_such(tmp_path):
-    text = scenario("member-id-required").read_text().replace("generation_id: 1,", "generation_id: 7,")
+    text = (
+        scenario("member-id-required").read_text().replace("generation_id: 1,", "generation_id: 7,")
+    )
     wrong = tmp_path / "wrong-expectation.yaml"
     wrong.write_text(text)
     outcome = run("reference", scenarios=[wrong], version_selection="latest", out=io.StringIO())
@@ -182,7 +229,9 @@ class LaggyTarget(ReferenceTarget):
 
     name = "laggy"
 
-    def __init__(self, lag_ms: int, latency_ms: int, lagging: tuple[str, ...] = (), seed: int = 0) -> None:
+    def __init__(
+        self, lag_ms: int, latency_ms: int, lagging: tuple[str, ...] = (), seed: int = 0
+    ) -> None:
         super().__init__(seed=seed)
         self.lag_ms, self.latency_ms, self.lagging = lag_ms, latency_ms, lagging
 
@@ -223,12 +272,20 @@ def test_a_timer_racing_a_request_over_the_network_may_go_either_way(tmp_path):
     path = tmp_path / "racy.yaml"
     path.write_text(RACY)
     # Only the heartbeat is slow: it reaches the broker 10 ms late, 5 ms after the session ended.
-    unaware = run(LaggyTarget(lag_ms=10, latency_ms=0, lagging=("Heartbeat",)), scenarios=[path], out=io.StringIO())
+    unaware = run(
+        LaggyTarget(lag_ms=10, latency_ms=0, lagging=("Heartbeat",)),
+        scenarios=[path],
+        out=io.StringIO(),
+    )
     failure = unaware.results[0].failure
     assert failure is not None and failure.kind == "oracle" and failure.step == 5
     assert failure.response == {"error_code": ErrorCode.UNKNOWN_MEMBER_ID}
     assert failure.allowed == ('{"error_code": 0}',)
-    aware = run(LaggyTarget(lag_ms=10, latency_ms=20, lagging=("Heartbeat",)), scenarios=[path], out=io.StringIO())
+    aware = run(
+        LaggyTarget(lag_ms=10, latency_ms=20, lagging=("Heartbeat",)),
+        scenarios=[path],
+        out=io.StringIO(),
+    )
     assert aware.exit_code == 0, aware.results[0].reason
     in_time = run(LaggyTarget(lag_ms=0, latency_ms=20), scenarios=[path], out=io.StringIO())
     assert in_time.exit_code == 0, in_time.results[0].reason
@@ -241,13 +298,23 @@ def test_the_catalog_passes_behind_a_network():
 
 def test_an_allowed_divergence_is_reported_as_allowed_and_does_not_fail(tmp_path):
     allow = tmp_path / "allow.yaml"
-    allow.write_text("# my broker's known divergences\n- rule: GM-5\n  reason: in the works\n"
-                     "- rule: GM-50\n  api: OffsetCommit\n  versions: 2+\n  reason: accepts stale commits (known bug 12)\n")
-    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
-                  allow=allow, junit=tmp_path / "junit.xml", report=tmp_path, out=io.StringIO())
+    allow.write_text(
+        "# my broker's known divergences\n- rule: GM-5\n  reason: in the works\n"
+        "- rule: GM-50\n  api: OffsetCommit\n  versions: 2+\n  reason: accepts stale commits (known bug 12)\n"
+    )
+    outcome = run(
+        RewritingTarget(accepts_stale_commits),
+        scenarios=[scenario("stale-generation-commit")],
+        allow=allow,
+        junit=tmp_path / "junit.xml",
+        report=tmp_path,
+        out=io.StringIO(),
+    )
     assert {r.status for r in outcome.results} == {"allowed"}
     assert outcome.exit_code == 0
-    assert outcome.results[0].reason.startswith("allowed (accepts stale commits (known bug 12)): the reference does not allow")
+    assert outcome.results[0].reason.startswith(
+        "allowed (accepts stale commits (known bug 12)): the reference does not allow"
+    )
     assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["allowed"]
     report = (tmp_path / "conformance.md").read_text()
     assert "## Allowed divergences" in report and "step 9 (oracle)" in report
@@ -257,12 +324,26 @@ def test_an_allowed_divergence_is_reported_as_allowed_and_does_not_fail(tmp_path
 
 def test_an_allowance_for_other_versions_does_not_hide_a_failure(tmp_path):
     allow = tmp_path / "allow.yaml"
-    allow.write_text("- scenario: stale-*\n  api: OffsetCommit\n  versions: 2-4\n  reason: old versions only\n")
-    outcome = run(RewritingTarget(accepts_stale_commits), scenarios=[scenario("stale-generation-commit")],
-                  allow=allow, out=io.StringIO())
+    allow.write_text(
+        "- scenario: stale-*\n  api: OffsetCommit\n  versions: 2-4\n  reason: old versions only\n"
+    )
+    outcome = run(
+        RewritingTarget(accepts_stale_commits),
+        scenarios=[scenario("stale-generation-commit")],
+        allow=allow,
+        out=io.StringIO(),
+    )
     by_version = {r.failure.api_version: r.status for r in outcome.results}
-    assert by_version == {2: "allowed", 3: "allowed", 4: "allowed", 5: "failed", 6: "failed", 7: "failed", 8: "failed",
-                          9: "failed"}
+    assert by_version == {
+        2: "allowed",
+        3: "allowed",
+        4: "allowed",
+        5: "failed",
+        6: "failed",
+        7: "failed",
+        8: "failed",
+        9: "failed",
+    }
     assert outcome.exit_code == 1
 
 
@@ -277,15 +358,23 @@ class EagerBroker(ReferenceTarget):
 
 
 def test_an_expectation_that_assumes_kafkas_defaults_says_so_on_a_broker_configured_otherwise():
-    outcome = run(EagerBroker(), scenarios=[scenario("member-id-required"), scenario("group-max-size")],
-                  version_selection="latest", out=io.StringIO())
+    outcome = run(
+        EagerBroker(),
+        scenarios=[scenario("member-id-required"), scenario("group-max-size")],
+        version_selection="latest",
+        out=io.StringIO(),
+    )
     by_name = {r.scenario: r for r in outcome.results}
     failure = by_name["member-id-required"].failure
     assert failure.kind == "expectation" and failure.step == 2
-    assert failure.message.endswith("(the reference accepts the response with this broker's settings "
-                                    "initial_rebalance_delay_ms=0: the scenario may assume Kafka's defaults)")
+    assert failure.message.endswith(
+        "(the reference accepts the response with this broker's settings "
+        "initial_rebalance_delay_ms=0: the scenario may assume Kafka's defaults)"
+    )
     assert by_name["group-max-size"].status == "not_run"
-    assert by_name["group-max-size"].reason == "needs broker settings max_size=2 (target: 2147483647)"
+    assert (
+        by_name["group-max-size"].reason == "needs broker settings max_size=2 (target: 2147483647)"
+    )
 
 
 def test_tags_select_and_leave_out():

@@ -14,16 +14,29 @@ from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.suite.reference_target import ReferenceTarget
 from coordspec.conformance.suite.trace import TraceError, parse_line, validate_file
 
-SOME = [SCENARIO_DIR / f"{name}.yaml" for name in
-        ("two-members-join-and-sync", "stale-generation-commit", "session-expiry", "restart-resumes-last-written-generation")]
+SOME = [
+    SCENARIO_DIR / f"{name}.yaml"
+    for name in (
+        "two-members-join-and-sync",
+        "stale-generation-commit",
+        "session-expiry",
+        "restart-resumes-last-written-generation",
+    )
+]
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("reports")
     console = io.StringIO()
-    outcome = run("reference", scenarios=SOME, junit=out / "junit.xml", report=out / "report", trace=out / "trace.jsonl",
-                  out=console)
+    outcome = run(
+        "reference",
+        scenarios=SOME,
+        junit=out / "junit.xml",
+        report=out / "report",
+        trace=out / "trace.jsonl",
+        out=console,
+    )
     return outcome, out, console.getvalue()
 
 
@@ -47,7 +60,9 @@ def test_the_trace_validates_and_replays_into_the_reference_types(written):
     assert {r.run for r in records} == {r.group_id for r in outcome.results}
     for record in records:
         if record.kind == "request":
-            request = decode_request(record.api, record.api_version, record.correlation_id, record.t_ms, record.fields)
+            request = decode_request(
+                record.api, record.api_version, record.correlation_id, record.t_ms, record.fields
+            )
             assert request.api == record.api
         elif record.kind == "response":
             assert decode_response(record.api, record.fields) is not None
@@ -111,13 +126,20 @@ def test_a_broker_target_without_its_address_is_one_clear_error():
 
 def test_report_files_go_into_new_directories_and_unwritable_places_are_one_clear_error(tmp_path):
     nested = tmp_path / "a" / "b"
-    outcome = run("reference", scenarios=SOME[:1], trace=nested / "trace.jsonl", junit=nested / "j" / "junit.xml",
-                  out=io.StringIO())
+    outcome = run(
+        "reference",
+        scenarios=SOME[:1],
+        trace=nested / "trace.jsonl",
+        junit=nested / "j" / "junit.xml",
+        out=io.StringIO(),
+    )
     assert (nested / "trace.jsonl").read_text() and (nested / "j" / "junit.xml").read_text()
     assert outcome.exit_code == 0
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(SuiteError, match=r"^--trace .*file/trace.jsonl: cannot write there \(.*: .*file\)$"):
+    with pytest.raises(
+        SuiteError, match=r"^--trace .*file/trace.jsonl: cannot write there \(.*: .*file\)$"
+    ):
         run("reference", scenarios=SOME[:1], trace=blocker / "trace.jsonl", out=io.StringIO())
     with pytest.raises(SuiteError, match=r"^cannot write the report there \(.*: .*file(/r)?\)$"):
         run("reference", scenarios=SOME[:1], report=blocker / "r", out=io.StringIO())

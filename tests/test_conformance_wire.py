@@ -26,7 +26,11 @@ COORDSPEC = [sys.executable, "-m", "coordspec.conformance.cli"]
 
 
 def _summary(outcome) -> str:
-    return "\n".join(f"{r.label}: {r.status} {r.reason}" for r in outcome.results if r.status in ("failed", "error"))
+    return "\n".join(
+        f"{r.label}: {r.status} {r.reason}"
+        for r in outcome.results
+        if r.status in ("failed", "error")
+    )
 
 
 def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_cluster():
@@ -43,11 +47,19 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_cluster():
     assert outcome.exit_code == 0, _summary(outcome)
     passed = [r for r in outcome.results if r.status == "passed"]
     assert len(passed) >= 155
-    assert {r.scenario for r in passed} >= {"failover-restarts-sessions", "static-takeover-survives-failover", "restart-drops-parked-join"}
+    assert {r.scenario for r in passed} >= {
+        "failover-restarts-sessions",
+        "static-takeover-survives-failover",
+        "restart-drops-parked-join",
+    }
     # Only what a broker at Kafka's defaults cannot run is left out.
     not_run = [r for r in outcome.results if r.status == "not_run"]
     assert all(r.reason.startswith("needs broker settings") for r in not_run), not_run
-    together = [r for r in passed if not r.scenario.startswith(("failover-", "restart-", "static-takeover-survives"))]
+    together = [
+        r
+        for r in passed
+        if not r.scenario.startswith(("failover-", "restart-", "static-takeover-survives"))
+    ]
     ratio = sum(r.duration_s for r in together) / outcome.wall_s
     assert ratio >= 2, f"concurrency ratio {ratio:.1f}"
 
@@ -56,11 +68,15 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_single_broker_concurre
     """``coordspec broker``, one process, checked as any broker is (the kafka target)."""
     with BrokerProcess(tmp_path / "data") as broker:
         target = KafkaTarget(broker.bootstrap).check()
-        outcome = run(target, tags=["!slow"], version_selection="latest", concurrency=32, out=io.StringIO())
+        outcome = run(
+            target, tags=["!slow"], version_selection="latest", concurrency=32, out=io.StringIO()
+        )
     assert outcome.exit_code == 0, _summary(outcome)
     assert len([r for r in outcome.results if r.status == "passed"]) >= 140
     not_run = [r for r in outcome.results if r.status == "not_run"]
-    assert all(r.reason.startswith(("needs broker settings", "needs fault hooks")) for r in not_run), not_run
+    assert all(
+        r.reason.startswith(("needs broker settings", "needs fault hooks")) for r in not_run
+    ), not_run
 
 
 def _free_port() -> int:
@@ -87,17 +103,39 @@ def test_the_readme_command_checks_a_broker_at_host_port_and_runs_shell_fault_ho
     script, kills and starts again."""
     port, pidfile = _free_port(), tmp_path / "broker.pid"
     start, restart = tmp_path / "start.sh", tmp_path / "restart.sh"
-    start.write_text(f"cd {ROOT}\n{sys.executable} -m coordspec.broker.server --port {port} --data {tmp_path / 'data'} "
-                     f">/dev/null 2>&1 &\necho $! > {pidfile}\n")
-    restart.write_text(f'set -e\npid=$(cat {pidfile})\nkill "$pid"\nwhile kill -0 "$pid" 2>/dev/null; do sleep 0.05; done\n'
-                       f'sh {start}\ntest -n "$COORDSPEC_GROUP_ID" && test "$COORDSPEC_COORDINATOR" = 127.0.0.1:{port}\n')
+    start.write_text(
+        f"cd {ROOT}\n{sys.executable} -m coordspec.broker.server --port {port} --data {tmp_path / 'data'} "
+        f">/dev/null 2>&1 &\necho $! > {pidfile}\n"
+    )
+    restart.write_text(
+        f'set -e\npid=$(cat {pidfile})\nkill "$pid"\nwhile kill -0 "$pid" 2>/dev/null; do sleep 0.05; done\n'
+        f'sh {start}\ntest -n "$COORDSPEC_GROUP_ID" && test "$COORDSPEC_COORDINATOR" = 127.0.0.1:{port}\n'
+    )
     subprocess.run(["sh", str(start)], check=True)
     try:
         _wait_for_port(port)
         done = subprocess.run(
-            [*COORDSPEC, "conform", "--target", "kafka", "--bootstrap", f"127.0.0.1:{port}", "--on-restart", f"sh {restart}",
-             "--tags", "member-id-required", "restart-drops-parked-join", "--versions", "latest"],
-            check=False, capture_output=True, text=True, cwd=ROOT, timeout=120)
+            [
+                *COORDSPEC,
+                "conform",
+                "--target",
+                "kafka",
+                "--bootstrap",
+                f"127.0.0.1:{port}",
+                "--on-restart",
+                f"sh {restart}",
+                "--tags",
+                "member-id-required",
+                "restart-drops-parked-join",
+                "--versions",
+                "latest",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
     finally:
         subprocess.run(["kill", pidfile.read_text().strip()], check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -105,7 +143,14 @@ def test_the_readme_command_checks_a_broker_at_host_port_and_runs_shell_fault_ho
 
 
 def _conform_error(*args: str) -> tuple[int, str]:
-    done = subprocess.run([*COORDSPEC, "conform", *args], check=False, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    done = subprocess.run(
+        [*COORDSPEC, "conform", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     return done.returncode, done.stderr
 
 
@@ -117,9 +162,14 @@ def test_an_unreachable_broker_is_one_line():
 
 
 def test_a_missing_or_malformed_bootstrap_is_one_line():
-    assert _conform_error("--target", "kafka") == (2, "coordspec conform: the kafka target needs --bootstrap HOST:PORT\n")
+    assert _conform_error("--target", "kafka") == (
+        2,
+        "coordspec conform: the kafka target needs --bootstrap HOST:PORT\n",
+    )
     assert _conform_error("--target", "kafka", "--bootstrap", "nohost") == (
-        2, "coordspec conform: --bootstrap must be HOST:PORT, got 'nohost'\n")
+        2,
+        "coordspec conform: --bootstrap must be HOST:PORT, got 'nohost'\n",
+    )
 
 
 @contextmanager
@@ -161,11 +211,21 @@ def test_an_endpoint_that_does_not_speak_kafka_is_one_line():
         code, stderr = _conform_error("--target", "kafka", "--bootstrap", f"127.0.0.1:{port}")
     assert code == 2
     assert stderr.count("\n") == 1
-    assert stderr.startswith(f"coordspec conform: 127.0.0.1:{port} does not speak Kafka: a frame of ")
+    assert stderr.startswith(
+        f"coordspec conform: 127.0.0.1:{port} does not speak Kafka: a frame of "
+    )
 
 
 def test_a_silent_endpoint_times_out_in_one_line(monkeypatch):
     monkeypatch.setattr(KafkaTarget, "timeout_s", 0.5)
     with _server(None) as port, pytest.raises(SuiteError) as caught:
-        run("kafka", bootstrap=f"127.0.0.1:{port}", scenarios=[SCENARIO_DIR / "member-id-required.yaml"], out=io.StringIO())
-    assert str(caught.value) == f"127.0.0.1:{port} does not speak Kafka: no answer to ApiVersions v3 within 0.5 s"
+        run(
+            "kafka",
+            bootstrap=f"127.0.0.1:{port}",
+            scenarios=[SCENARIO_DIR / "member-id-required.yaml"],
+            out=io.StringIO(),
+        )
+    assert (
+        str(caught.value)
+        == f"127.0.0.1:{port} does not speak Kafka: no answer to ApiVersions v3 within 0.5 s"
+    )

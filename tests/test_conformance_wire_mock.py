@@ -25,10 +25,18 @@ KNOWN = {
     # Kafka's classic coordinator answers a heartbeat for a group it does not know with
     # UNKNOWN_MEMBER_ID (the group manager throws UnknownMemberIdException for a missing
     # group); the mock answers GROUP_ID_NOT_FOUND, which a classic heartbeat never returns.
-    "heartbeat-validation": (1, "GM-30", "error_code: expected UNKNOWN_MEMBER_ID (25), got GROUP_ID_NOT_FOUND (69)"),
+    "heartbeat-validation": (
+        1,
+        "GM-30",
+        "error_code: expected UNKNOWN_MEMBER_ID (25), got GROUP_ID_NOT_FOUND (69)",
+    ),
     # A commit with a generation to a group Kafka does not know is fenced: ILLEGAL_GENERATION
     # below OffsetCommit v9 (GROUP_ID_NOT_FOUND from v9); the mock stores it.
-    "commit-to-unknown-group-before-v9": (1, "GM-50", "error_code: expected ILLEGAL_GENERATION (22), got NONE (0)"),
+    "commit-to-unknown-group-before-v9": (
+        1,
+        "GM-50",
+        "error_code: expected ILLEGAL_GENERATION (22), got NONE (0)",
+    ),
     # Kafka stores a null commit metadata as "" (OffsetAndMetadata's NO_METADATA) and
     # OffsetFetch returns ""; the mock hands back null.
     "commit-null-metadata": (2, "GM-53", "metadata: expected '', got None"),
@@ -42,8 +50,13 @@ KNOWN = {
 def outcome(tmp_path_factory):
     target = start_mock()
     try:
-        return run(target, scenarios=[SCENARIO_DIR / f"{name}.yaml" for name in KNOWN], version_selection="oldest",
-                   report=tmp_path_factory.mktemp("mock") / "report", out=io.StringIO())
+        return run(
+            target,
+            scenarios=[SCENARIO_DIR / f"{name}.yaml" for name in KNOWN],
+            version_selection="oldest",
+            report=tmp_path_factory.mktemp("mock") / "report",
+            out=io.StringIO(),
+        )
     finally:
         target.stop()
 
@@ -73,8 +86,12 @@ def test_a_version_the_mock_advertises_but_cannot_read():
     target = start_mock()
     try:
         assert target.versions["JoinGroup"] == range(7)
-        result = run(target, scenarios=[SCENARIO_DIR / "member-id-required.yaml"], version_selection="JoinGroup=6",
-                     out=io.StringIO()).results[0]
+        result = run(
+            target,
+            scenarios=[SCENARIO_DIR / "member-id-required.yaml"],
+            version_selection="JoinGroup=6",
+            out=io.StringIO(),
+        ).results[0]
     finally:
         target.stop()
     assert result.status == "failed"
@@ -90,7 +107,9 @@ def test_requests_go_to_the_groups_coordinator_and_a_client_finds_it_again_after
     target = start_mock()
 
     async def heartbeat(session) -> ErrorCode:
-        await session.send("c1", Heartbeat(1, 3, 0, group_id=session.group_id, generation_id=1, member_id="nobody"))
+        await session.send(
+            "c1", Heartbeat(1, 3, 0, group_id=session.group_id, generation_id=1, member_id="nobody")
+        )
         return (await session.receive("c1", 5_000))[0].error_code
 
     async def scenario():
@@ -103,7 +122,10 @@ def test_requests_go_to_the_groups_coordinator_and_a_client_finds_it_again_after
             pytest.fail("every group landed on the bootstrap broker")
         try:
             routed = await heartbeat(session)
-            session.clients["c1"].coordinators[session.group_id] = (target.host, target.port)  # as if it had moved
+            session.clients["c1"].coordinators[session.group_id] = (
+                target.host,
+                target.port,
+            )  # as if it had moved
             misrouted = await heartbeat(session)
             forgotten = session.group_id not in session.clients["c1"].coordinators
             return routed, misrouted, forgotten, await heartbeat(session)
@@ -114,7 +136,9 @@ def test_requests_go_to_the_groups_coordinator_and_a_client_finds_it_again_after
         routed, misrouted, forgotten, found_again = asyncio.run(scenario())
     finally:
         target.stop()
-    assert routed == ErrorCode.GROUP_ID_NOT_FOUND  # the coordinator's own answer (a divergence, see KNOWN)
+    assert (
+        routed == ErrorCode.GROUP_ID_NOT_FOUND
+    )  # the coordinator's own answer (a divergence, see KNOWN)
     assert misrouted == ErrorCode.NOT_COORDINATOR
     assert forgotten
     assert found_again == ErrorCode.GROUP_ID_NOT_FOUND

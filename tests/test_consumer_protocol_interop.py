@@ -27,17 +27,24 @@ from coordspec.reference.consumer_protocol import (
 
 names = st.text(st.characters(min_codepoint=33, max_codepoint=0x2FF), min_size=1, max_size=10)
 partition_lists = st.lists(st.integers(0, 2**31 - 1), max_size=4).map(tuple)
-topic_partitions = st.lists(st.builds(TopicPartitions, names, partition_lists), max_size=3).map(tuple)
+topic_partitions = st.lists(st.builds(TopicPartitions, names, partition_lists), max_size=3).map(
+    tuple
+)
 subscriptions = st.builds(
-    Subscription, st.lists(names, max_size=3).map(tuple), st.none() | st.binary(max_size=6), topic_partitions,
-    st.integers(-1, 2**31 - 1), st.none() | names,
+    Subscription,
+    st.lists(names, max_size=3).map(tuple),
+    st.none() | st.binary(max_size=6),
+    topic_partitions,
+    st.integers(-1, 2**31 - 1),
+    st.none() | names,
 )
 
 
 def at_version(sub: Subscription, version: int) -> Subscription:
     """What survives an encoding at ``version``."""
     return Subscription(
-        sub.topics, sub.user_data,
+        sub.topics,
+        sub.user_data,
         sub.owned_partitions if version >= 1 else (),
         sub.generation_id if version >= 2 else -1,
         sub.rack_id if version >= 3 else None,
@@ -53,7 +60,8 @@ def kio_encode_subscription(sub: Subscription, version: int) -> bytes:
     fields = {"topics": sub.topics, "user_data": sub.user_data}
     if version >= 1:
         fields["owned_partitions"] = tuple(
-            module.TopicPartition(topic=tp.topic, partitions=tuple(i32(p) for p in tp.partitions)) for tp in sub.owned_partitions
+            module.TopicPartition(topic=tp.topic, partitions=tuple(i32(p) for p in tp.partitions))
+            for tp in sub.owned_partitions
         )
     if version >= 2:
         fields["generation_id"] = i32(sub.generation_id)
@@ -61,7 +69,9 @@ def kio_encode_subscription(sub: Subscription, version: int) -> bytes:
         fields["rack_id"] = sub.rack_id
     buffer = io.BytesIO()
     buffer.write(version.to_bytes(2, "big"))
-    entity_writer(module.ConsumerProtocolSubscription)(buffer, module.ConsumerProtocolSubscription(**fields))
+    entity_writer(module.ConsumerProtocolSubscription)(
+        buffer, module.ConsumerProtocolSubscription(**fields)
+    )
     return buffer.getvalue()
 
 
@@ -91,7 +101,8 @@ def test_assignment_bytes_equal_kios(version, partitions, user_data):
     module = importlib.import_module(f"kio.schema.consumer_protocol_assignment.v{version}.data")
     entity = module.ConsumerProtocolAssignment(
         assigned_partitions=tuple(
-            module.TopicPartition(topic=tp.topic, partitions=tuple(i32(p) for p in tp.partitions)) for tp in partitions
+            module.TopicPartition(topic=tp.topic, partitions=tuple(i32(p) for p in tp.partitions))
+            for tp in partitions
         ),
         user_data=user_data,
     )
@@ -105,9 +116,15 @@ def test_assignment_bytes_equal_kios(version, partitions, user_data):
 @given(sub=subscriptions)
 def test_subscription_bytes_equal_kafka_pythons(version, sub):
     theirs = PySubscription(
-        version=version, topics=list(sub.topics), user_data=sub.user_data,
-        owned_partitions=[PySubscription.TopicPartition(topic=tp.topic, partitions=list(tp.partitions)) for tp in sub.owned_partitions],
-        generation_id=sub.generation_id, rack_id=sub.rack_id,
+        version=version,
+        topics=list(sub.topics),
+        user_data=sub.user_data,
+        owned_partitions=[
+            PySubscription.TopicPartition(topic=tp.topic, partitions=list(tp.partitions))
+            for tp in sub.owned_partitions
+        ],
+        generation_id=sub.generation_id,
+        rack_id=sub.rack_id,
     ).encode()
     assert encode_subscription(sub, version) == theirs
     assert decode_subscription(theirs) == at_version(sub, version)
@@ -116,8 +133,12 @@ def test_subscription_bytes_equal_kafka_pythons(version, sub):
 @given(partitions=topic_partitions, user_data=st.none() | st.binary(max_size=6))
 def test_assignment_bytes_equal_kafka_pythons(partitions, user_data):
     theirs = PyAssignment(
-        version=0, user_data=user_data,
-        assigned_partitions=[PyAssignment.TopicPartition(topic=tp.topic, partitions=list(tp.partitions)) for tp in partitions],
+        version=0,
+        user_data=user_data,
+        assigned_partitions=[
+            PyAssignment.TopicPartition(topic=tp.topic, partitions=list(tp.partitions))
+            for tp in partitions
+        ],
     ).encode()
     assert encode_assignment(Assignment(partitions, user_data), version=0) == theirs
     assert decode_assignment(theirs) == Assignment(partitions, user_data)

@@ -35,7 +35,10 @@ _ids = itertools.count(1)
 
 def cluster(*, check_replication: bool = True, **replication) -> FailoverCluster:
     fc = FailoverCluster(
-        [1, 2, 3], 1, group_config=kafka_test_config(), replication_config=ReplicationConfig(**replication),
+        [1, 2, 3],
+        1,
+        group_config=kafka_test_config(),
+        replication_config=ReplicationConfig(**replication),
         replication_monitor=ReplicationMonitor() if check_replication else None,
     )
     fc.load_all()
@@ -54,17 +57,38 @@ def answer(fc: FailoverCluster, broker: int, request_id: int):
 
 
 def join(fc: FailoverCluster, broker: int, member_id: str = "") -> int:
-    return send(fc, broker, JoinGroup, 3, group_id=GROUP, member_id=member_id, protocols=protocols("range"),
-                session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS)
+    return send(
+        fc,
+        broker,
+        JoinGroup,
+        3,
+        group_id=GROUP,
+        member_id=member_id,
+        protocols=protocols("range"),
+        session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=SESSION_MS,
+    )
 
 
 def sync(fc: FailoverCluster, broker: int, member_id: str, generation: int) -> int:
-    return send(fc, broker, SyncGroup, 3, group_id=GROUP, member_id=member_id, generation_id=generation)
+    return send(
+        fc, broker, SyncGroup, 3, group_id=GROUP, member_id=member_id, generation_id=generation
+    )
 
 
-def commit(fc: FailoverCluster, broker: int, offset: int, member_id: str = "", generation: int = -1) -> int:
-    return send(fc, broker, OffsetCommit, 9, group_id=GROUP, member_id=member_id, generation_id=generation,
-                topics=(CommitTopic("foo", (CommitPartition(0, offset),)),))
+def commit(
+    fc: FailoverCluster, broker: int, offset: int, member_id: str = "", generation: int = -1
+) -> int:
+    return send(
+        fc,
+        broker,
+        OffsetCommit,
+        9,
+        group_id=GROUP,
+        member_id=member_id,
+        generation_id=generation,
+        topics=(CommitTopic("foo", (CommitPartition(0, offset),)),),
+    )
 
 
 def committed_offset(fc: FailoverCluster, broker: int) -> int:
@@ -135,7 +159,11 @@ def test_loading_answers_load_in_progress_then_the_committed_state():
     fc.load(new, 0)
     assert committed_offset(fc, new) == 10
     group = fc.hosts[new].serving(0).group(GROUP)
-    assert (str(group.state), group.generation_id, list(group.members)) == ("Stable", generation, [member_id])
+    assert (str(group.state), group.generation_id, list(group.members)) == (
+        "Stable",
+        generation,
+        [member_id],
+    )
 
 
 def test_coordinator_moved_in_the_middle_of_a_rebalance():
@@ -150,10 +178,22 @@ def test_coordinator_moved_in_the_middle_of_a_rebalance():
     second = answer(fc, old, second_join).member_id
     new = fail_over(fc, old)
     group = fc.hosts[new].serving(0).group(GROUP)
-    assert (str(group.state), group.generation_id, list(group.members)) == ("Stable", generation, [first])
-    assert answer(fc, new, sync(fc, new, first, generation + 1)).error_code == ErrorCode.ILLEGAL_GENERATION
-    assert answer(fc, new, sync(fc, new, second, generation + 1)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    heartbeat = send(fc, new, Heartbeat, 3, group_id=GROUP, member_id=first, generation_id=generation)
+    assert (str(group.state), group.generation_id, list(group.members)) == (
+        "Stable",
+        generation,
+        [first],
+    )
+    assert (
+        answer(fc, new, sync(fc, new, first, generation + 1)).error_code
+        == ErrorCode.ILLEGAL_GENERATION
+    )
+    assert (
+        answer(fc, new, sync(fc, new, second, generation + 1)).error_code
+        == ErrorCode.UNKNOWN_MEMBER_ID
+    )
+    heartbeat = send(
+        fc, new, Heartbeat, 3, group_id=GROUP, member_id=first, generation_id=generation
+    )
     # The loaded log ends past the high watermark the new leader knows: Kafka 4.0 holds a
     # write operation's answer until what was written before it is committed.
     assert answer(fc, new, heartbeat) is None
@@ -236,7 +276,9 @@ def test_delete_groups_waits_for_its_tombstone_and_fails_on_resignation():
     fc.settle()
     fc.resume(old)
     fc.settle()  # the old coordinator learns it lost the partition
-    assert [(r.group_id, r.error_code) for r in answer(fc, old, request).results] == [(GROUP, ErrorCode.NOT_COORDINATOR)]
+    assert [(r.group_id, r.error_code) for r in answer(fc, old, request).results] == [
+        (GROUP, ErrorCode.NOT_COORDINATOR)
+    ]
     new = fc.coordinator_for(GROUP)
     fc.load(new, 0)
     assert committed_offset(fc, new) == 1  # the tombstone never committed: the group is still there

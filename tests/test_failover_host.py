@@ -99,7 +99,11 @@ class OneBroker:
 
     def load(self, partition: int = 0) -> None:
         log = self.logs[partition]
-        self.step(LoadGroup(partition, self.epochs[partition], tuple(log), self.hw[partition], self.now_ms))
+        self.step(
+            LoadGroup(
+                partition, self.epochs[partition], tuple(log), self.hw[partition], self.now_ms
+            )
+        )
 
     def lead(self, partition: int = 0, epoch: int = 1) -> None:
         self.become(partition, epoch)
@@ -111,7 +115,11 @@ class OneBroker:
         self.step(HighWatermarkUpdated(partition, self.hw[partition], self.now_ms))
 
     def resign(self, partition: int = 0, epoch: int | None = None) -> None:
-        self.step(ResignCoordinator(partition, epoch if epoch is not None else self.epochs[partition] + 1, self.now_ms))
+        self.step(
+            ResignCoordinator(
+                partition, epoch if epoch is not None else self.epochs[partition] + 1, self.now_ms
+            )
+        )
 
     def sleep(self, ms: int) -> None:
         self.now_ms += ms
@@ -121,7 +129,9 @@ class OneBroker:
 
     def send(self, cls, version: int | None = None, **fields):
         self._ids += 1
-        request = cls(self._ids, LATEST[cls.__name__] if version is None else version, self.now_ms, **fields)
+        request = cls(
+            self._ids, LATEST[cls.__name__] if version is None else version, self.now_ms, **fields
+        )
         self.step(request)
         return request.request_id
 
@@ -130,8 +140,15 @@ class OneBroker:
 
     def join(self, member_id: str = "", group_id: str = GROUP, version: int = 3, **fields):
         fields.setdefault("protocols", protocols("range"))
-        return self.send(JoinGroup, version, group_id=group_id, member_id=member_id, session_timeout_ms=5_000,
-                         rebalance_timeout_ms=5_000, **fields)
+        return self.send(
+            JoinGroup,
+            version,
+            group_id=group_id,
+            member_id=member_id,
+            session_timeout_ms=5_000,
+            rebalance_timeout_ms=5_000,
+            **fields,
+        )
 
     def commit(self, offset: int, group_id: str = GROUP, version: int | None = None, **fields):
         topics = (CommitTopic("foo", (CommitPartition(0, offset),)),)
@@ -145,8 +162,14 @@ class OneBroker:
         join = self.join()
         self.sleep(3_000)  # group.initial.rebalance.delay.ms
         response = self.reply(join)
-        sync = self.send(SyncGroup, group_id=GROUP, generation_id=response.generation_id, member_id=response.member_id,
-                         protocol_type="consumer", protocol_name="range")
+        sync = self.send(
+            SyncGroup,
+            group_id=GROUP,
+            generation_id=response.generation_id,
+            member_id=response.member_id,
+            protocol_type="consumer",
+            protocol_name="range",
+        )
         assert sync not in self.replies  # the leader's assignment waits for the high watermark
         self.replicate()
         assert self.reply(sync).error_code == ErrorCode.NONE
@@ -163,34 +186,65 @@ def test_partitions_of_the_test_groups():
 
 def _request(api: str, version: int, group_id: str = GROUP):
     fields = {
-        "JoinGroup": {"group_id": group_id, "protocols": protocols("range"), "session_timeout_ms": 5_000},
+        "JoinGroup": {
+            "group_id": group_id,
+            "protocols": protocols("range"),
+            "session_timeout_ms": 5_000,
+        },
         "SyncGroup": {"group_id": group_id, "generation_id": 1, "member_id": "m"},
         "Heartbeat": {"group_id": group_id, "generation_id": 1, "member_id": "m"},
         "LeaveGroup": {"group_id": group_id, "members": (MemberIdentity("m"),)},
-        "OffsetCommit": {"group_id": group_id, "topics": (CommitTopic("foo", (CommitPartition(0, 5), CommitPartition(1, 6))),)},
+        "OffsetCommit": {
+            "group_id": group_id,
+            "topics": (CommitTopic("foo", (CommitPartition(0, 5), CommitPartition(1, 6))),),
+        },
         "OffsetFetch": {"group_id": group_id, "topics": (FetchTopic("foo", (0,)),)},
         "DescribeGroups": {"groups": (group_id,)},
         "DeleteGroups": {"groups_names": (group_id,)},
     }[api]
-    cls = {c.__name__: c for c in (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-                                   DescribeGroups, DeleteGroups)}[api]
+    cls = {
+        c.__name__: c
+        for c in (
+            JoinGroup,
+            SyncGroup,
+            Heartbeat,
+            LeaveGroup,
+            OffsetCommit,
+            OffsetFetch,
+            DescribeGroups,
+            DeleteGroups,
+        )
+    }[api]
     return cls(f"{api}-v{version}", version, 0, **fields)
 
 
 def _expected_refusal(api: str, version: int, error: ErrorCode):
     """What Kafka 4.0 sends, field by field, when the group's partition is not served."""
     if api == "JoinGroup":
-        return JoinGroupResponse(error, generation_id=-1, protocol_type=None,
-                                 protocol_name=None if version >= 7 else "", leader="", member_id="")
+        return JoinGroupResponse(
+            error,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            member_id="",
+        )
     if api == "SyncGroup":
         return SyncGroupResponse(error, None, None, b"")
     if api == "Heartbeat":
-        return HeartbeatResponse(ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error)
+        return HeartbeatResponse(
+            ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
+        )
     if api == "LeaveGroup":
         return LeaveGroupResponse(error, ())
     if api == "OffsetCommit":
-        return OffsetCommitResponse((CommitTopicResponse("foo", (CommitPartitionResponse(0, error),
-                                                                 CommitPartitionResponse(1, error))),))
+        return OffsetCommitResponse(
+            (
+                CommitTopicResponse(
+                    "foo", (CommitPartitionResponse(0, error), CommitPartitionResponse(1, error))
+                ),
+            )
+        )
     if api == "OffsetFetch":
         # v0-v1 have no top-level error and the coordinator's group error lists no
         # partitions: the client sees an empty answer.
@@ -200,8 +254,20 @@ def _expected_refusal(api: str, version: int, error: ErrorCode):
     return DeleteGroupsResponse((DeletableGroupResult(GROUP, error),))
 
 
-API_VERSIONS = [(api, v) for api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-                                     "DescribeGroups", "DeleteGroups") for v in VERSIONS[api]]
+API_VERSIONS = [
+    (api, v)
+    for api in (
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "DescribeGroups",
+        "DeleteGroups",
+    )
+    for v in VERSIONS[api]
+]
 
 
 @pytest.mark.parametrize(("api", "version"), API_VERSIONS)
@@ -210,7 +276,9 @@ def test_not_coordinator_per_api_and_version(api, version):
     broker.lead(partition=1)  # leads another partition, not the group's
     request = _request(api, version)
     broker.step(request)
-    assert broker.reply(request.request_id) == _expected_refusal(api, version, ErrorCode.NOT_COORDINATOR)
+    assert broker.reply(request.request_id) == _expected_refusal(
+        api, version, ErrorCode.NOT_COORDINATOR
+    )
 
 
 @pytest.mark.parametrize(("api", "version"), API_VERSIONS)
@@ -220,7 +288,9 @@ def test_coordinator_load_in_progress_per_api_and_version(api, version):
     assert broker.loads == [LoadPartition(0, 1)]
     request = _request(api, version)
     broker.step(request)
-    assert broker.reply(request.request_id) == _expected_refusal(api, version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    assert broker.reply(request.request_id) == _expected_refusal(
+        api, version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    )
 
 
 @pytest.mark.parametrize("version", list(VERSIONS["ListGroups"]))
@@ -237,15 +307,41 @@ def test_list_groups_while_loading_and_while_not_leading(version):
 def test_service_checks_come_before_the_partition():
     """GM-1 holds on a broker that coordinates nothing: the service checks first."""
     broker = OneBroker()
-    broker.step(JoinGroup(1, 5, 0, group_id="", member_id="m", protocols=protocols("range"), session_timeout_ms=5_000))
-    assert broker.reply(1) == JoinGroupResponse(ErrorCode.INVALID_GROUP_ID, member_id="m").at_version(5)
-    broker.step(JoinGroup(2, 5, 0, group_id=GROUP, member_id="m", protocols=protocols("range"), session_timeout_ms=1))
-    assert broker.reply(2) == JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT, member_id="m").at_version(5)
+    broker.step(
+        JoinGroup(
+            1,
+            5,
+            0,
+            group_id="",
+            member_id="m",
+            protocols=protocols("range"),
+            session_timeout_ms=5_000,
+        )
+    )
+    assert broker.reply(1) == JoinGroupResponse(
+        ErrorCode.INVALID_GROUP_ID, member_id="m"
+    ).at_version(5)
+    broker.step(
+        JoinGroup(
+            2,
+            5,
+            0,
+            group_id=GROUP,
+            member_id="m",
+            protocols=protocols("range"),
+            session_timeout_ms=1,
+        )
+    )
+    assert broker.reply(2) == JoinGroupResponse(
+        ErrorCode.INVALID_SESSION_TIMEOUT, member_id="m"
+    ).at_version(5)
     broker.step(OffsetCommit(3, 9, 0, group_id=None))
     assert broker.reply(3) == OffsetCommitResponse(())
     broker.step(DescribeGroups(4, 5, 0, groups=(None, GROUP)))
     assert [(g.group_id, g.error_code) for g in broker.reply(4).groups] == [
-        (None, ErrorCode.INVALID_GROUP_ID), (GROUP, ErrorCode.NOT_COORDINATOR)]
+        (None, ErrorCode.INVALID_GROUP_ID),
+        (GROUP, ErrorCode.NOT_COORDINATOR),
+    ]
 
 
 def test_describe_and_delete_split_by_partition():
@@ -263,7 +359,9 @@ def test_describe_and_delete_split_by_partition():
     ]
     broker.step(DeleteGroups(2, 2, 0, groups_names=(GROUP, OTHER)))
     assert [(r.group_id, r.error_code) for r in broker.reply(2).results] == [
-        (GROUP, ErrorCode.GROUP_ID_NOT_FOUND), (OTHER, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]
+        (GROUP, ErrorCode.GROUP_ID_NOT_FOUND),
+        (OTHER, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+    ]
 
 
 # -- writes wait for the high watermark (CF-6) ------------------------------------------------
@@ -277,7 +375,9 @@ def test_commit_acknowledged_only_after_replication():
     [append] = broker.appends
     assert (append.partition, append.leader_epoch, append.offset) == (0, 1, 0)
     fetch = broker.fetch()
-    assert broker.reply(fetch).topics[0].partitions[0].committed_offset == -1  # not committed: not visible
+    assert (
+        broker.reply(fetch).topics[0].partitions[0].committed_offset == -1
+    )  # not committed: not visible
     broker.replicate(upto=0)  # nothing new committed
     assert commit not in broker.replies
     broker.replicate(upto=1)
@@ -292,7 +392,9 @@ def test_write_operations_without_records_wait_for_earlier_writes():
     broker.lead()
     member_id, generation = broker.stable_group()
     commit = broker.commit(7, generation_id=generation, member_id=member_id)
-    heartbeat = broker.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    heartbeat = broker.send(
+        Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id
+    )
     assert commit not in broker.replies and heartbeat not in broker.replies
     broker.replicate()
     assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
@@ -306,7 +408,9 @@ def test_leadership_lost_before_commit_fails_with_not_coordinator():
     broker.lead()
     member_id, generation = broker.stable_group()
     commit = broker.commit(7, generation_id=generation, member_id=member_id)
-    heartbeat = broker.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    heartbeat = broker.send(
+        Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id
+    )
     broker.resign()
     assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
     assert broker.reply(heartbeat).error_code == ErrorCode.NOT_COORDINATOR
@@ -314,10 +418,13 @@ def test_leadership_lost_before_commit_fails_with_not_coordinator():
     assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
 
 
-@pytest.mark.parametrize(("log_error", "client_error"), [
-    (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
-    (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
-])
+@pytest.mark.parametrize(
+    ("log_error", "client_error"),
+    [
+        (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+        (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    ],
+)
 def test_refused_append_maps_the_error(log_error, client_error):
     broker = OneBroker()
     broker.lead()
@@ -348,7 +455,9 @@ def test_load_replays_the_log_and_serves_the_committed_generation():
     second.hw = dict(first.hw)
     second.become(epoch=2)
     assert second.host.state(0) is PartitionState.LOADING
-    heartbeat = second.send(Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id)
+    heartbeat = second.send(
+        Heartbeat, group_id=GROUP, generation_id=generation, member_id=member_id
+    )
     assert second.reply(heartbeat).error_code == ErrorCode.NONE  # the blind answer while loading
     second.load()
     assert second.host.state(0) is PartitionState.SERVING
@@ -375,7 +484,11 @@ def test_epochs_decide_which_leadership_events_count():
     broker.step(ResignCoordinator(0, 3, 0))  # not newer than ours: ignored
     assert broker.host.state(0) is PartitionState.SERVING
     broker.step(BecomeCoordinator(0, 5, 0))  # re-elected while leading: keeps serving, no reload
-    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch, len(broker.loads)) == (PartitionState.SERVING, 5, 1)
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch, len(broker.loads)) == (
+        PartitionState.SERVING,
+        5,
+        1,
+    )
     broker.step(ResignCoordinator(0, None, 0))  # the partition was deleted
     assert broker.host.state(0) is None
     broker.step(LoadGroup(0, 5, (), 0, 0))  # a late load completion: ignored
@@ -435,8 +548,15 @@ def test_static_takeover_answered_once_its_write_is_committed():
     join = broker.join(version=5, group_instance_id="instance-1")
     broker.sleep(3_000)
     joined = broker.reply(join)
-    sync = broker.send(SyncGroup, group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
-                       group_instance_id="instance-1", protocol_type="consumer", protocol_name="range")
+    sync = broker.send(
+        SyncGroup,
+        group_id=GROUP,
+        generation_id=joined.generation_id,
+        member_id=joined.member_id,
+        group_instance_id="instance-1",
+        protocol_type="consumer",
+        protocol_name="range",
+    )
     broker.replicate()
     assert broker.reply(sync).error_code == ErrorCode.NONE
     takeover = broker.join(version=5, group_instance_id="instance-1")
@@ -452,13 +572,17 @@ def test_stable_offset_fetch_waits_for_pending_commits():
     broker = OneBroker()
     broker.lead()
     commit = broker.commit(8)
-    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    stable = broker.send(
+        OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True
+    )
     plain = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),))
     assert stable not in broker.replies
     assert broker.reply(plain).topics[0].partitions[0].committed_offset == -1
     broker.replicate()
     assert broker.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
-    assert broker.reply(stable).topics[0].partitions[0].committed_offset == 8  # it sees the pending commit
+    assert (
+        broker.reply(stable).topics[0].partitions[0].committed_offset == 8
+    )  # it sees the pending commit
 
 
 def test_stable_offset_fetch_reads_when_its_commits_are_committed_not_when_it_came():
@@ -467,7 +591,9 @@ def test_stable_offset_fetch_reads_when_its_commits_are_committed_not_when_it_ca
     broker = OneBroker()
     broker.lead()
     broker.commit(8)
-    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    stable = broker.send(
+        OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True
+    )
     broker.sleep(200)
     broker.replicate()
     assert broker.reply(stable).topics[0].partitions[0].committed_offset == 8
@@ -477,6 +603,8 @@ def test_stable_offset_fetch_fails_with_its_partition():
     broker = OneBroker()
     broker.lead()
     broker.commit(8)
-    stable = broker.send(OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True)
+    stable = broker.send(
+        OffsetFetch, 7, group_id=GROUP, topics=(FetchTopic("foo", (0,)),), require_stable=True
+    )
     broker.resign()
     assert broker.reply(stable).error_code == ErrorCode.NOT_COORDINATOR

@@ -24,7 +24,9 @@ def two_brokers() -> tuple[OneBroker, OneBroker]:
     return OneBroker(1, monitor), OneBroker(2, monitor)
 
 
-def move_leadership(old: OneBroker, new: OneBroker, *, replicated: int, epoch: int, follower_hw: int | None = None) -> None:
+def move_leadership(
+    old: OneBroker, new: OneBroker, *, replicated: int, epoch: int, follower_hw: int | None = None
+) -> None:
     """``new`` had replicated ``replicated`` batches of ``old``'s log, and learnt the high
     watermark ``follower_hw``, when it was elected at ``epoch``."""
     new.logs[0] = list(old.logs[0][:replicated])
@@ -35,7 +37,12 @@ def move_leadership(old: OneBroker, new: OneBroker, *, replicated: int, epoch: i
 
 
 def test_every_invariant_has_a_test_here():
-    names = {"SingleActiveCoordinator", "NoCommittedOffsetLost", "LoadBeforeServe", "NoStaleGenerationAfterFailover"}
+    names = {
+        "SingleActiveCoordinator",
+        "NoCommittedOffsetLost",
+        "LoadBeforeServe",
+        "NoStaleGenerationAfterFailover",
+    }
     assert set(INVARIANTS) == names
 
 
@@ -58,7 +65,9 @@ def test_clean_failover_keeps_every_invariant():
 def serve_without_loading(self, event) -> None:
     """Mutant: a new leader serves at once, with whatever (nothing) it has in memory."""
     hosted = HostedPartition(event.partition, event.leader_epoch, PartitionState.SERVING)
-    hosted.coordinator = GroupCoordinator(self.config, self.choices, now_ms=self.now_ms, complete_appends=False)
+    hosted.coordinator = GroupCoordinator(
+        self.config, self.choices, now_ms=self.now_ms, complete_appends=False
+    )
     self.hosted[event.partition] = hosted
 
 
@@ -91,7 +100,10 @@ def test_answering_while_loading_breaks_load_before_serve(monkeypatch):
     broker.become()
     with pytest.raises(InvariantViolation, match="LoadBeforeServe") as caught:
         broker.fetch()
-    assert "answered OffsetFetch for group 'group-id' with NONE while still loading offsets partition 0" in str(caught.value)
+    assert (
+        "answered OffsetFetch for group 'group-id' with NONE while still loading offsets partition 0"
+        in str(caught.value)
+    )
 
 
 # -- NoCommittedOffsetLost ----------------------------------------------------------------
@@ -117,10 +129,14 @@ def test_acknowledging_before_replication_breaks_no_committed_offset_lost(monkey
     move = len(old.logs[0])
     acknowledge_on_local_append(monkeypatch)
     commit = old.commit(77)
-    assert old.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE  # acknowledged, yet not replicated
+    assert (
+        old.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NONE
+    )  # acknowledged, yet not replicated
     with pytest.raises(InvariantViolation, match="NoCommittedOffsetLost") as caught:
         move_leadership(old, new, replicated=move, epoch=2)
-    assert "commit of offset 77 was acknowledged, the serving coordinator holds nothing" in str(caught.value)
+    assert "commit of offset 77 was acknowledged, the serving coordinator holds nothing" in str(
+        caught.value
+    )
 
 
 # -- NoStaleGenerationAfterFailover ----------------------------------------------------------
@@ -128,8 +144,16 @@ def test_acknowledging_before_replication_breaks_no_committed_offset_lost(monkey
 
 def load_to_high_watermark(self, event) -> None:
     """Mutant: a new leader loads only what it knows is committed, up to its high watermark."""
-    original_load(self, LoadGroup(event.partition, event.leader_epoch, event.batches[:event.high_watermark],
-                                  event.high_watermark, event.now_ms))
+    original_load(
+        self,
+        LoadGroup(
+            event.partition,
+            event.leader_epoch,
+            event.batches[: event.high_watermark],
+            event.high_watermark,
+            event.now_ms,
+        ),
+    )
 
 
 original_load = host_module.CoordinatorHost._load
@@ -145,7 +169,10 @@ def test_loading_only_to_the_high_watermark_breaks_no_stale_generation(monkeypat
     _, generation = old.stable_group()
     with pytest.raises(InvariantViolation, match="NoStaleGenerationAfterFailover") as caught:
         move_leadership(old, new, replicated=len(old.logs[0]), epoch=2, follower_hw=0)
-    assert f"generation {generation} was committed, the serving coordinator is at no group at all" in str(caught.value)
+    assert (
+        f"generation {generation} was committed, the serving coordinator is at no group at all"
+        in str(caught.value)
+    )
 
 
 # -- SingleActiveCoordinator -----------------------------------------------------------------

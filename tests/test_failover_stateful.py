@@ -59,7 +59,11 @@ GROUPS = {"c1": "alpha", "c2": "alpha", "c3": "orders"}
 GROUP_CONFIG = GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=300)
 REPLICATION = ReplicationConfig(zookeeper_session_timeout_ms=6_000, replica_lag_time_max_ms=10_000)
 SESSION_MS = 8_000
-REDISCOVER = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+REDISCOVER = {
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
 REJOIN = {ErrorCode.ILLEGAL_GENERATION, ErrorCode.REBALANCE_IN_PROGRESS}
 
 
@@ -89,8 +93,12 @@ class FailoverMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16))
     def start(self, seed):
         self.fc = FailoverCluster(
-            list(BROKERS), OFFSETS_PARTITIONS, group_config=GROUP_CONFIG, replication_config=REPLICATION,
-            replication_monitor=ReplicationMonitor(), seed=seed,
+            list(BROKERS),
+            OFFSETS_PARTITIONS,
+            group_config=GROUP_CONFIG,
+            replication_config=REPLICATION,
+            replication_monitor=ReplicationMonitor(),
+            seed=seed,
         )
 
     # -- plumbing -------------------------------------------------------------------
@@ -99,13 +107,21 @@ class FailoverMachine(RuleBasedStateMachine):
         return [b for b in BROKERS if self.fc.running(b)]
 
     def paused(self) -> list[int]:
-        return [b for b in BROKERS if self.fc.cluster.slots[b].broker is not None and self.fc.cluster.slots[b].paused]
+        return [
+            b
+            for b in BROKERS
+            if self.fc.cluster.slots[b].broker is not None and self.fc.cluster.slots[b].paused
+        ]
 
     def crashed(self) -> list[int]:
         """Crashed brokers whose old session is gone, so that they can register again."""
         slots = self.fc.cluster.slots
-        return [b for b in BROKERS if slots[b].broker is None
-                and self.fc.cluster.zk.session_state(slots[b].session_id) != SessionState.OPEN]
+        return [
+            b
+            for b in BROKERS
+            if slots[b].broker is None
+            and self.fc.cluster.zk.session_state(slots[b].session_id) != SessionState.OPEN
+        ]
 
     def send(self, c: Client, make) -> None:
         if c.coordinator is None or not self.fc.running(c.coordinator):
@@ -163,15 +179,43 @@ class FailoverMachine(RuleBasedStateMachine):
         if c.in_flight:
             return
         if c.generation_id < 0:
-            self.send(c, lambda rid, now: JoinGroup(
-                rid, 4, now, group_id=c.group_id, member_id=c.member_id, protocols=protocols("range"),
-                session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS))
+            self.send(
+                c,
+                lambda rid, now: JoinGroup(
+                    rid,
+                    4,
+                    now,
+                    group_id=c.group_id,
+                    member_id=c.member_id,
+                    protocols=protocols("range"),
+                    session_timeout_ms=SESSION_MS,
+                    rebalance_timeout_ms=SESSION_MS,
+                ),
+            )
         elif c.synced_generation != c.generation_id:
-            self.send(c, lambda rid, now: SyncGroup(
-                rid, 3, now, group_id=c.group_id, generation_id=c.generation_id, member_id=c.member_id))
+            self.send(
+                c,
+                lambda rid, now: SyncGroup(
+                    rid,
+                    3,
+                    now,
+                    group_id=c.group_id,
+                    generation_id=c.generation_id,
+                    member_id=c.member_id,
+                ),
+            )
         else:
-            self.send(c, lambda rid, now: Heartbeat(
-                rid, 3, now, group_id=c.group_id, generation_id=c.generation_id, member_id=c.member_id))
+            self.send(
+                c,
+                lambda rid, now: Heartbeat(
+                    rid,
+                    3,
+                    now,
+                    group_id=c.group_id,
+                    generation_id=c.generation_id,
+                    member_id=c.member_id,
+                ),
+            )
         self.after_step()
 
     @rule(ms=st.sampled_from([100, 400]))
@@ -189,8 +233,18 @@ class FailoverMachine(RuleBasedStateMachine):
         c = self.clients[name]
         generation, member = (-1, "") if simple else (c.generation_id, c.member_id)
         topics = (CommitTopic("t", (CommitPartition(partition, self.next_id + 1),)),)
-        self.send(c, lambda rid, now: OffsetCommit(
-            rid, 9, now, group_id=c.group_id, generation_id=generation, member_id=member, topics=topics))
+        self.send(
+            c,
+            lambda rid, now: OffsetCommit(
+                rid,
+                9,
+                now,
+                group_id=c.group_id,
+                generation_id=generation,
+                member_id=member,
+                topics=topics,
+            ),
+        )
         self.after_step()
 
     @rule(name=st.sampled_from(sorted(GROUPS)))
@@ -203,8 +257,12 @@ class FailoverMachine(RuleBasedStateMachine):
     def describe(self, name, listing):
         """An admin asks the client's coordinator about both groups (split by partition), or lists."""
         groups = tuple(sorted(set(GROUPS.values())))
-        self.send(self.clients[name], lambda rid, now: ListGroups(rid, 4, now) if listing
-                  else DescribeGroups(rid, 5, now, groups=groups))
+        self.send(
+            self.clients[name],
+            lambda rid, now: (
+                ListGroups(rid, 4, now) if listing else DescribeGroups(rid, 5, now, groups=groups)
+            ),
+        )
         self.after_step()
 
     @rule(name=st.sampled_from(sorted(GROUPS)))
@@ -218,9 +276,13 @@ class FailoverMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def replicate(self, data):
-        broker = data.draw(st.sampled_from(self.running()), label="broker") if self.running() else None
+        broker = (
+            data.draw(st.sampled_from(self.running()), label="broker") if self.running() else None
+        )
         if broker is not None:
-            self.fc.replicate(broker, data.draw(st.integers(0, OFFSETS_PARTITIONS - 1), label="partition"))
+            self.fc.replicate(
+                broker, data.draw(st.integers(0, OFFSETS_PARTITIONS - 1), label="partition")
+            )
         self.after_step()
 
     @rule()
@@ -337,15 +399,30 @@ TestFailoverMachine = FailoverMachine.TestCase
 TestFailoverMachine.settings = settings(stateful_step_count=40)
 
 
-@pytest.mark.parametrize(("mutant", "invariant"), [
-    (acknowledge_on_local_append, "NoCommittedOffsetLost"),
-    (lambda monkeypatch: monkeypatch.setattr(CoordinatorHost, "_become", serve_without_loading), "LoadBeforeServe"),
-])
+@pytest.mark.parametrize(
+    ("mutant", "invariant"),
+    [
+        (acknowledge_on_local_append, "NoCommittedOffsetLost"),
+        (
+            lambda monkeypatch: monkeypatch.setattr(
+                CoordinatorHost, "_become", serve_without_loading
+            ),
+            "LoadBeforeServe",
+        ),
+    ],
+)
 def test_the_machine_finds_mutants(monkeypatch, mutant, invariant):
     """The machine reaches the states that matter: with a mutant host it finds the violation
     (deterministically: derandomized, no shrinking)."""
     mutant(monkeypatch)
     with pytest.raises(InvariantViolation) as caught:
-        run_state_machine_as_test(FailoverMachine, settings=settings(
-            max_examples=1_000, stateful_step_count=40, derandomize=True, phases=[Phase.generate]))
+        run_state_machine_as_test(
+            FailoverMachine,
+            settings=settings(
+                max_examples=1_000,
+                stateful_step_count=40,
+                derandomize=True,
+                phases=[Phase.generate],
+            ),
+        )
     assert caught.value.invariant == invariant

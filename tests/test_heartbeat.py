@@ -188,8 +188,13 @@ def test_rebalance_completes_before_member_joins():
     group = d.group()
 
     # Create a group with a single (static) member.
-    leader = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id",
-                                    rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
+    leader = join_and_complete_join(
+        d,
+        version=LATEST_JOIN,
+        group_instance_id="leader-instance-id",
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=5_000,
+    ).response
     first_member_id = leader.member_id
     first_generation_id = leader.generation_id
     assert first_generation_id == 1
@@ -251,7 +256,9 @@ def test_rebalance_completes_before_member_joins():
     assert len(group.members) == 1
     assert group.state == PREPARING
 
-    rejoin = d.join(other_member_id, version=3, rebalance_timeout_ms=10_000, session_timeout_ms=2_500)
+    rejoin = d.join(
+        other_member_id, version=3, rebalance_timeout_ms=10_000, session_timeout_ms=2_500
+    )
     assert rejoin.records == []
     assert rejoin.done
     assert rejoin.error == ErrorCode.NONE
@@ -279,7 +286,9 @@ def test_heartbeat_during_rebalance_causes_rebalance_in_progress():
 
     # First start up a group (with a slightly larger timeout to give us time to heartbeat when the
     # rebalance starts).
-    leader = join_dynamic_and_complete_join(d, rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
+    leader = join_dynamic_and_complete_join(
+        d, rebalance_timeout_ms=10_000, session_timeout_ms=5_000
+    ).response
     assert leader.generation_id == 1
     assert d.group().state == COMPLETING
 
@@ -306,7 +315,9 @@ def test_static_member_heartbeat_leader_with_invalid_member_id():
     heartbeat = d.heartbeat(result.leader_id, result.generation_id)
     assert heartbeat.error == ErrorCode.NONE
 
-    heartbeat = d.heartbeat("invalid-member-id", result.generation_id, group_instance_id="leader-instance-id")
+    heartbeat = d.heartbeat(
+        "invalid-member-id", result.generation_id, group_instance_id="leader-instance-id"
+    )
     assert heartbeat.error == ErrorCode.FENCED_INSTANCE_ID
 
 
@@ -317,8 +328,13 @@ def test_second_member_partially_join_and_timeout():
     group = d.group()
 
     # Create a group with a single member.
-    leader = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id",
-                                    rebalance_timeout_ms=10_000, session_timeout_ms=5_000).response
+    leader = join_and_complete_join(
+        d,
+        version=LATEST_JOIN,
+        group_instance_id="leader-instance-id",
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=5_000,
+    ).response
     first_member_id = leader.member_id
     first_generation_id = leader.generation_id
     assert first_generation_id == 1

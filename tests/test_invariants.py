@@ -119,8 +119,12 @@ def test_static_members_mapped_catches_a_replacement_that_keeps_the_old_id(monke
 
 def test_every_invariant_has_a_mutant():
     tested = {
-        "NoStaleGenerationCommit", "GenerationMonotonic", "LeaderIsMember",
-        "AtMostOneOwnerPerPartition", "StableImpliesAllSynced", "StaticMembersMapped",
+        "NoStaleGenerationCommit",
+        "GenerationMonotonic",
+        "LeaderIsMember",
+        "AtMostOneOwnerPerPartition",
+        "StableImpliesAllSynced",
+        "StaticMembersMapped",
     }
     assert tested == set(INVARIANTS)
 

@@ -42,7 +42,12 @@ from kafka_context import (
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group import GroupState
 from coordspec.reference.group.rebalance import session_key
-from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from coordspec.reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    Record,
+)
 from coordspec.reference.group.responses import JoinGroupResponse
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
@@ -129,7 +134,10 @@ def test_static_members_join_group_with_max_size():
     assert d.sleep(50) == []
     member_ids = verify_join_responses(first_round, 10, ErrorCode.GROUP_MAX_SIZE_REACHED)
 
-    second_round = [d.join(m, version=STATIC_V3, group_instance_id=i) for m, i in zip(member_ids, instance_ids, strict=True)]
+    second_round = [
+        d.join(m, version=STATIC_V3, group_instance_id=i)
+        for m, i in zip(member_ids, instance_ids, strict=True)
+    ]
     verify_join_responses(second_round, 10, ErrorCode.GROUP_MAX_SIZE_REACHED)
     assert len(group.members) == 10
     assert awaiting_join(group) == 0
@@ -174,9 +182,17 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     member_ids = [d.coordinator.choices.member_id("client-id") for _ in range(12)]
     range_metadata = metadata_of(protocols("range"), "range")
     members = tuple(
-        MemberMetadata(m, None, "client-id", "client-host", 10_000, 5_000, range_metadata, b"") for m in member_ids
+        MemberMetadata(m, None, "client-id", "client-host", 10_000, 5_000, range_metadata, b"")
+        for m in member_ids
     )
-    d.load([Record(GroupMetadataKey(GROUP_ID), GroupMetadataValue("consumer", 1, "range", member_ids[0], 0, members))])
+    d.load(
+        [
+            Record(
+                GroupMetadataKey(GROUP_ID),
+                GroupMetadataValue("consumer", 1, "range", member_ids[0], 0, members),
+            )
+        ]
+    )
     group = d.group()
     assert group.state == GroupState.PREPARING_REBALANCE
     assert len(group.members) == 12
@@ -208,7 +224,9 @@ def test_join_group_unknown_member_new_group():
     assert join.error == ErrorCode.UNKNOWN_MEMBER_ID
 
     # Static member.
-    join = d.join("member-id", version=STATIC_V3, group_instance_id="group-instance-id", protocols=())
+    join = d.join(
+        "member-id", version=STATIC_V3, group_instance_id="group-instance-id", protocols=()
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.UNKNOWN_MEMBER_ID
@@ -236,8 +254,13 @@ def test_join_group_with_empty_protocol_type():
     assert join.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
     # Send as static member join.
-    join = d.join("", version=LATEST["JoinGroup"], protocol_type="", protocol_names=("range",),
-                  group_instance_id="group-instance-id")
+    join = d.join(
+        "",
+        version=LATEST["JoinGroup"],
+        protocol_type="",
+        protocol_names=("range",),
+        group_instance_id="group-instance-id",
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -301,7 +324,9 @@ def test_join_group_unknown_consumer_existing_group():
     """Kafka: GroupMetadataManagerTest.testJoinGroupUnknownConsumerExistingGroup"""
     d = Driver()
     create_classic_group(d)
-    response = join_dynamic_and_complete_join(d, session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
+    response = join_dynamic_and_complete_join(
+        d, session_timeout_ms=5_000, rebalance_timeout_ms=5_000
+    )
     assert response.error == ErrorCode.NONE
 
     join = d.join("other-member-id", session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
@@ -437,14 +462,31 @@ def test_join_group_existing_member_in_empty_state():
 
 def test_join_group_append_error_conversion():
     """Kafka: GroupMetadataManagerTest.testJoinGroupAppendErrorConversion"""
-    assert append_error_to_response_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert append_error_to_response_error(ErrorCode.NOT_ENOUGH_REPLICAS) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert append_error_to_response_error(ErrorCode.REQUEST_TIMED_OUT) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert (
+        append_error_to_response_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    )
+    assert (
+        append_error_to_response_error(ErrorCode.NOT_ENOUGH_REPLICAS)
+        == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    )
+    assert (
+        append_error_to_response_error(ErrorCode.REQUEST_TIMED_OUT)
+        == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    )
 
-    assert append_error_to_response_error(ErrorCode.NOT_LEADER_OR_FOLLOWER) == ErrorCode.NOT_COORDINATOR
-    assert append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR) == ErrorCode.NOT_COORDINATOR
+    assert (
+        append_error_to_response_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        == ErrorCode.NOT_COORDINATOR
+    )
+    assert (
+        append_error_to_response_error(ErrorCode.KAFKA_STORAGE_ERROR) == ErrorCode.NOT_COORDINATOR
+    )
 
-    assert append_error_to_response_error(ErrorCode.MESSAGE_TOO_LARGE) == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert (
+        append_error_to_response_error(ErrorCode.MESSAGE_TOO_LARGE)
+        == ErrorCode.UNKNOWN_SERVER_ERROR
+    )
     # RECORD_LIST_TOO_LARGE (18) and INVALID_FETCH_SIZE (4) -> UNKNOWN_SERVER_ERROR in Kafka too;
     # the reference's ErrorCode has no member for them (no group API returns them), so they
     # cannot be passed here.
@@ -460,13 +502,17 @@ def test_generate_records_on_new_classic_group():
     assert join.error == ErrorCode.MEMBER_ID_REQUIRED
 
     group = d.group()
-    assert join.records == [empty_group_record(GROUP_ID, 0, group.state_timestamp_ms, protocol_type="")]
+    assert join.records == [
+        empty_group_record(GROUP_ID, 0, group.state_timestamp_ms, protocol_type="")
+    ]
 
 
 def test_generate_records_on_new_classic_group_failure_transforms_error():
     """Kafka: GroupMetadataManagerTest.testGenerateRecordsOnNewClassicGroupFailureTransformsError"""
     d = Driver(complete_appends=False)
-    join = d.join("", version=STATIC_V3, group_instance_id="group-instance-id", protocol_names=("range",))
+    join = d.join(
+        "", version=STATIC_V3, group_instance_id="group-instance-id", protocol_names=("range",)
+    )
     assert not join.done
     assert len(d.appends) == 1
 
@@ -565,8 +611,11 @@ def test_new_member_join_expiration():
     """Kafka: GroupMetadataManagerTest.testNewMemberJoinExpiration"""
     d = Driver()
     group = create_classic_group(d)
-    first = join_dynamic_and_complete_join(d, session_timeout_ms=5_000 + NEW_MEMBER_JOIN_TIMEOUT_MS,
-                                           rebalance_timeout_ms=2 * NEW_MEMBER_JOIN_TIMEOUT_MS)
+    first = join_dynamic_and_complete_join(
+        d,
+        session_timeout_ms=5_000 + NEW_MEMBER_JOIN_TIMEOUT_MS,
+        rebalance_timeout_ms=2 * NEW_MEMBER_JOIN_TIMEOUT_MS,
+    )
     first_member_id = first.response.member_id
     assert first.response.leader == first_member_id
     assert first.error == ErrorCode.NONE
@@ -629,7 +678,9 @@ def test_new_member_failure_after_join_group_completion():
     """Kafka: GroupMetadataManagerTest.testNewMemberFailureAfterJoinGroupCompletion"""
     d = Driver(complete_appends=False)
     group = create_classic_group(d)
-    join = join_and_complete_join(d, version=3, member_id="", session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
+    join = join_and_complete_join(
+        d, version=3, member_id="", session_timeout_ms=5_000, rebalance_timeout_ms=10_000
+    )
     member_id = join.response.member_id
     assert join.response.leader == member_id
     assert join.response.generation_id == 1
@@ -858,8 +909,9 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     kw = dict(session_timeout_ms=30_000, rebalance_timeout_ms=10_000)
 
     # The first member joins and completes the join phase.
-    first = join_and_complete_join(d, version=LATEST["JoinGroup"], member_id="",
-                                   group_instance_id="first-instance-id", **kw)
+    first = join_and_complete_join(
+        d, version=LATEST["JoinGroup"], member_id="", group_instance_id="first-instance-id", **kw
+    )
     first_member_id = first.response.member_id
 
     # The second member joins; the group rebalances.
@@ -911,7 +963,9 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     assert len(group.members) == 2
     assert group.generation_id == 2
 
-    second = d.join(second_member_id, version=STATIC_V3, group_instance_id="second-instance-id", **kw)
+    second = d.join(
+        second_member_id, version=STATIC_V3, group_instance_id="second-instance-id", **kw
+    )
     assert second.records == []
     assert first.done
     assert second.done

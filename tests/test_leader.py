@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.assignors.leader import lead, subscriptions_of
-from coordspec.reference.consumer_protocol import Subscription, decode_assignment, encode_subscription
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    decode_assignment,
+    encode_subscription,
+)
 from coordspec.reference.group.responses import JoinGroupMember
 
 
@@ -27,8 +31,14 @@ def test_lead_encodes_exactly_what_the_assignor_decided():
         encoded = lead(name, {"t": 3, "u": 2}, members())
         assert set(encoded) == {"a", "b"}
         for member_id, data in encoded.items():
-            decoded = [(tp.topic, p) for tp in decode_assignment(data).partitions for p in tp.partitions]
+            decoded = [
+                (tp.topic, p) for tp in decode_assignment(data).partitions for p in tp.partitions
+            ]
             assert sorted(decoded) == sorted(expected[member_id]), name
-        handed = sorted(p for data in encoded.values() for tp in decode_assignment(data).partitions for p in
-                        ((tp.topic, x) for x in tp.partitions))
+        handed = sorted(
+            p
+            for data in encoded.values()
+            for tp in decode_assignment(data).partitions
+            for p in ((tp.topic, x) for x in tp.partitions)
+        )
         assert handed == sorted([("t", 0), ("t", 1), ("t", 2), ("u", 0), ("u", 1)]), name

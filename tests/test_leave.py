@@ -26,7 +26,12 @@ from kafka_context import (
 )
 
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group.responses import JoinGroupResponse, LeaveGroupResponse, LeaveMemberResponse, SyncGroupResponse
+from coordspec.reference.group.responses import (
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    LeaveMemberResponse,
+    SyncGroupResponse,
+)
 from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING
 
 NONE = ErrorCode.NONE
@@ -106,7 +111,9 @@ def test_leave_group_with_fenced_instance_id():
     join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="group-instance-id")
 
     leave = d.leave(("other-member-id", "group-instance-id"))
-    assert leave.response == leave_response(("other-member-id", "group-instance-id", ErrorCode.FENCED_INSTANCE_ID))
+    assert leave.response == leave_response(
+        ("other-member-id", "group-instance-id", ErrorCode.FENCED_INSTANCE_ID)
+    )
     assert leave.records == []
 
 
@@ -127,7 +134,9 @@ def test_static_members_valid_batch_leave_group():
     static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "leader-instance-id"), ("", "follower-instance-id"))
-    assert leave.response == leave_response(("", "leader-instance-id", NONE), ("", "follower-instance-id", NONE))
+    assert leave.response == leave_response(
+        ("", "leader-instance-id", NONE), ("", "follower-instance-id", NONE)
+    )
 
 
 def test_static_members_leave_unknown_group():
@@ -135,9 +144,13 @@ def test_static_members_leave_unknown_group():
     d = new_driver()
     static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
-    leave = d.leave(("", "leader-instance-id"), ("", "follower-instance-id"), group_id="invalid-group-id")
+    leave = d.leave(
+        ("", "leader-instance-id"), ("", "follower-instance-id"), group_id="invalid-group-id"
+    )
     assert leave.records == []
-    assert leave.response == leave_response(("", "leader-instance-id", UNKNOWN), ("", "follower-instance-id", UNKNOWN))
+    assert leave.response == leave_response(
+        ("", "leader-instance-id", UNKNOWN), ("", "follower-instance-id", UNKNOWN)
+    )
 
 
 def test_static_members_fenced_instance_batch_leave_group():
@@ -158,7 +171,9 @@ def test_static_members_unknown_instance_batch_leave_group():
     static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS)
 
     leave = d.leave(("", "unknown-instance-id"), ("", "follower-instance-id"))
-    assert leave.response == leave_response(("", "unknown-instance-id", UNKNOWN), ("", "follower-instance-id", NONE))
+    assert leave.response == leave_response(
+        ("", "unknown-instance-id", UNKNOWN), ("", "follower-instance-id", NONE)
+    )
     assert leave.records == []
 
 
@@ -167,13 +182,21 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     d = new_driver()
     long_session_timeout_ms = 10_000
     rebalance_timeout_ms = 5_000
-    result = static_members_join_and_rebalance(d, version=STATIC_JOIN_V3_FLAGS,
-                                               rebalance_timeout_ms=rebalance_timeout_ms,
-                                               session_timeout_ms=long_session_timeout_ms)
+    result = static_members_join_and_rebalance(
+        d,
+        version=STATIC_JOIN_V3_FLAGS,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        session_timeout_ms=long_session_timeout_ms,
+    )
     group = d.group()
 
     # New member joins.
-    join = d.join("", version=3, protocol_names=("range", "roundrobin"), session_timeout_ms=long_session_timeout_ms)
+    join = d.join(
+        "",
+        version=3,
+        protocol_names=("range", "roundrobin"),
+        session_timeout_ms=long_session_timeout_ms,
+    )
 
     # The new dynamic member has been elected as leader.
     assert_no_or_empty_result(d.sleep(rebalance_timeout_ms))
@@ -185,7 +208,10 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     assert join.response.generation_id == 2
     assert group.state == COMPLETING
     assert set(group.members) == {result.leader_id, result.follower_id, new_member_id}
-    assert {m.member_id for m in group.members.values() if m.is_static} == {result.leader_id, result.follower_id}
+    assert {m.member_id for m in group.members.values() if m.is_static} == {
+        result.leader_id,
+        result.follower_id,
+    }
     assert {m.member_id for m in group.members.values() if not m.is_static} == {new_member_id}
 
     # A leave from the static follower moves the group towards PreparingRebalance.
@@ -228,7 +254,9 @@ def test_pending_member_batch_leave_group():
     pending = setup_group_with_pending_member(d).pending_member_response
 
     leave = d.leave(("", "unknown-instance-id"), pending.member_id)
-    assert leave.response == leave_response(("", "unknown-instance-id", UNKNOWN), (pending.member_id, None, NONE))
+    assert leave.response == leave_response(
+        ("", "unknown-instance-id", UNKNOWN), (pending.member_id, None, NONE)
+    )
 
 
 def test_joined_member_pending_member_batch_leave_group():
@@ -240,7 +268,9 @@ def test_joined_member_pending_member_batch_leave_group():
     pending_id = result.pending_member_response.member_id
 
     leave = d.leave(leader_id, follower_id, pending_id)
-    assert leave.response == leave_response((leader_id, None, NONE), (follower_id, None, NONE), (pending_id, None, NONE))
+    assert leave.response == leave_response(
+        (leader_id, None, NONE), (follower_id, None, NONE), (pending_id, None, NONE)
+    )
 
 
 def test_joined_member_pending_member_batch_leave_group_with_unknown_member():

@@ -17,9 +17,9 @@ Skipped Kafka tests:
 from __future__ import annotations
 
 import pytest
-
 from driver import GROUP_ID, Driver, kafka_test_config
 from kafka_context import join_dynamic_and_complete_rebalance, session_deadline
+
 from coordspec.reference.consumer_protocol import Subscription, encode_subscription
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import Protocol
@@ -31,21 +31,36 @@ from coordspec.reference.group.records import (
     OffsetCommitValue,
     Record,
 )
-from coordspec.reference.group.responses import DescribedGroup, DescribeGroupsResponse, FetchPartitionResponse
+from coordspec.reference.group.responses import (
+    DescribedGroup,
+    DescribeGroupsResponse,
+    FetchPartitionResponse,
+)
 from coordspec.reference.group.state import Member
 
 SUBSCRIPTION = encode_subscription(Subscription(("foo",)))
 NOW = 10_000
 
 
-def group_record(group_id: str = GROUP_ID, *, generation: int = 1, protocol_type: str = "consumer",
-                 protocol: str | None = "range", leader: str | None = "member-0", timestamp: int = NOW,
-                 members: tuple[MemberMetadata, ...] = ()) -> Record:
-    return Record(GroupMetadataKey(group_id), GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, members))
+def group_record(
+    group_id: str = GROUP_ID,
+    *,
+    generation: int = 1,
+    protocol_type: str = "consumer",
+    protocol: str | None = "range",
+    leader: str | None = "member-0",
+    timestamp: int = NOW,
+    members: tuple[MemberMetadata, ...] = (),
+) -> Record:
+    return Record(
+        GroupMetadataKey(group_id),
+        GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, members),
+    )
 
 
-def record_member(i: int, *, session_timeout: int = 4_000, rebalance_timeout: int = 9_000,
-                  static: bool = True) -> MemberMetadata:
+def record_member(
+    i: int, *, session_timeout: int = 4_000, rebalance_timeout: int = 9_000, static: bool = True
+) -> MemberMetadata:
     return MemberMetadata(
         member_id=f"member-{i}",
         group_instance_id=f"group-instance-id-{i}" if static else None,
@@ -58,10 +73,21 @@ def record_member(i: int, *, session_timeout: int = 4_000, rebalance_timeout: in
     )
 
 
-def offset_record(group: str, topic: str, partition: int, offset: int, *, leader_epoch: int = -1,
-                  metadata: str = "metadata", commit_timestamp: int = NOW, expire_timestamp: int = -1) -> Record:
-    return Record(OffsetCommitKey(group, topic, partition),
-                  OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp))
+def offset_record(
+    group: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    leader_epoch: int = -1,
+    metadata: str = "metadata",
+    commit_timestamp: int = NOW,
+    expire_timestamp: int = -1,
+) -> Record:
+    return Record(
+        OffsetCommitKey(group, topic, partition),
+        OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp),
+    )
 
 
 @pytest.mark.parametrize("use_default_rebalance_timeout", [True, False])
@@ -69,7 +95,15 @@ def test_replay_group_metadata_records(use_default_rebalance_timeout):
     """GroupMetadataManagerTest.testReplayGroupMetadataRecords"""
     d = Driver(now_ms=NOW)
     rebalance_timeout = -1 if use_default_rebalance_timeout else 9_000
-    d.load([group_record(members=tuple(record_member(i, rebalance_timeout=rebalance_timeout) for i in range(2)))])
+    d.load(
+        [
+            group_record(
+                members=tuple(
+                    record_member(i, rebalance_timeout=rebalance_timeout) for i in range(2)
+                )
+            )
+        ]
+    )
     group = d.group()
     assert group.group_id == GROUP_ID
     assert group.generation_id == 1
@@ -84,7 +118,9 @@ def test_replay_group_metadata_records(use_default_rebalance_timeout):
             group_instance_id=f"group-instance-id-{i}",
             client_id=f"client-{i}",
             client_host=f"host-{i}",
-            rebalance_timeout_ms=4_000 if use_default_rebalance_timeout else 9_000,  # -1: the session timeout
+            rebalance_timeout_ms=4_000
+            if use_default_rebalance_timeout
+            else 9_000,  # -1: the session timeout
             session_timeout_ms=4_000,
             protocol_type="consumer",
             protocols=(Protocol("range", SUBSCRIPTION),),
@@ -93,7 +129,10 @@ def test_replay_group_metadata_records(use_default_rebalance_timeout):
         for i in range(2)
     }
     assert group.members == expected
-    assert group.static_members == {"group-instance-id-0": "member-0", "group-instance-id-1": "member-1"}
+    assert group.static_members == {
+        "group-instance-id-0": "member-0",
+        "group-instance-id-1": "member-1",
+    }
 
 
 def test_on_loaded_exceed_group_max_size_triggers_rebalance():
@@ -122,7 +161,9 @@ def test_on_classic_group_state_transition_on_loading():
     d.load(records)
     # The last record wins: the group is deleted; repeated tombstones are harmless.
     assert GROUP_ID not in d.coordinator.groups
-    assert d.describe(GROUP_ID).response == DescribeGroupsResponse((DescribedGroup(ErrorCode.NONE, GROUP_ID, "Dead"),))
+    assert d.describe(GROUP_ID).response == DescribeGroupsResponse(
+        (DescribedGroup(ErrorCode.NONE, GROUP_ID, "Dead"),)
+    )
 
 
 def test_replay():
@@ -140,8 +181,10 @@ def test_replay():
         ("bar", 1): OffsetCommitValue(300, 10, "metadata", NOW, 12_345),
     }
     fetch = d.fetch({"bar": (0, 1)}, group_id="foo").response
-    assert fetch.topics[0].partitions == (FetchPartitionResponse(0, 200, 10, "metadata"),
-                                          FetchPartitionResponse(1, 300, 10, "metadata"))
+    assert fetch.topics[0].partitions == (
+        FetchPartitionResponse(0, 200, 10, "metadata"),
+        FetchPartitionResponse(1, 300, 10, "metadata"),
+    )
 
 
 def test_offsets_only_group_loads_as_empty_simple_group():
@@ -158,34 +201,44 @@ def test_offsets_only_group_loads_as_empty_simple_group():
 def test_offset_tombstone_deletes_loaded_offset():
     """An offset tombstone deletes the partition's offset; the rest of the group stays."""
     d = Driver(now_ms=NOW)
-    d.load([
-        offset_record("foo", "bar", 0, 1),
-        offset_record("foo", "bar", 1, 2),
-        Record(OffsetCommitKey("foo", "bar", 0), None),
-    ])
+    d.load(
+        [
+            offset_record("foo", "bar", 0, 1),
+            offset_record("foo", "bar", 1, 2),
+            Record(OffsetCommitKey("foo", "bar", 0), None),
+        ]
+    )
     assert set(d.group("foo").offsets) == {("bar", 1)}
 
 
 def test_group_tombstone_after_offsets_deletes_group():
     """The group tombstone of a deleted group, written after its offset tombstones, removes it entirely."""
     d = Driver(now_ms=NOW)
-    d.load([
-        offset_record("gone", "bar", 0, 1),
-        group_record("gone", generation=3, members=(), leader=None, protocol=None),
-        Record(OffsetCommitKey("gone", "bar", 0), None),
-        Record(GroupMetadataKey("gone"), None),
-        offset_record("kept", "bar", 0, 1),
-    ])
+    d.load(
+        [
+            offset_record("gone", "bar", 0, 1),
+            group_record("gone", generation=3, members=(), leader=None, protocol=None),
+            Record(OffsetCommitKey("gone", "bar", 0), None),
+            Record(GroupMetadataKey("gone"), None),
+            offset_record("kept", "bar", 0, 1),
+        ]
+    )
     assert set(d.coordinator.groups) == {"kept"}
 
 
 def test_group_without_members_loads_empty():
     """A GroupMetadata record without members loads Empty, keeping its generation and protocol type."""
     d = Driver(now_ms=NOW)
-    d.load([group_record(generation=4, protocol=None, leader=None, members=(), timestamp=NOW - 5_000)])
+    d.load(
+        [group_record(generation=4, protocol=None, leader=None, members=(), timestamp=NOW - 5_000)]
+    )
     group = d.group()
     assert str(group.state) == "Empty"
-    assert group.generation_id == 4 and group.protocol_type == "consumer" and group.state_timestamp_ms == NOW - 5_000
+    assert (
+        group.generation_id == 4
+        and group.protocol_type == "consumer"
+        and group.state_timestamp_ms == NOW - 5_000
+    )
     assert len(d.coordinator.timers) == 1  # only the retention sweep: no sessions to arm
 
 
@@ -194,7 +247,9 @@ def test_loaded_member_session_expires_without_heartbeats():
     d = Driver(now_ms=NOW)
     d.load([group_record(members=(record_member(0), record_member(1, session_timeout=6_000)))])
     d.sleep(3_999)
-    assert d.heartbeat("member-1", 1, group_instance_id="group-instance-id-1").error == ErrorCode.NONE
+    assert (
+        d.heartbeat("member-1", 1, group_instance_id="group-instance-id-1").error == ErrorCode.NONE
+    )
     d.sleep(1)
     group = d.group()
     assert "member-0" not in group.members
@@ -204,7 +259,12 @@ def test_loaded_member_session_expires_without_heartbeats():
 def test_loaded_group_resumes_its_generation():
     """Members of a loaded Stable group heartbeat and commit at the generation in the log."""
     d = Driver(now_ms=NOW)
-    d.load([group_record(members=(record_member(0, static=False),)), offset_record(GROUP_ID, "foo", 0, 1)])
+    d.load(
+        [
+            group_record(members=(record_member(0, static=False),)),
+            offset_record(GROUP_ID, "foo", 0, 1),
+        ]
+    )
     assert d.heartbeat("member-0", 1).error == ErrorCode.NONE
     assert d.heartbeat("member-0", 0).error == ErrorCode.ILLEGAL_GENERATION
     commit = d.commit({("foo", 0): 2}, member_id="member-0", generation_id=1)
@@ -216,20 +276,31 @@ def test_loaded_group_resumes_its_generation():
 def test_loaded_empty_group_offsets_expire_from_its_state_timestamp():
     """Loaded Empty groups: retention counts from the recorded state timestamp, or from the commit when
     the record has none (-1); the sweep then deletes the group."""
-    d = Driver(kafka_test_config(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1_000), now_ms=NOW)
-    d.load([
-        group_record("with-timestamp", generation=2, protocol=None, leader=None, timestamp=NOW),
-        offset_record("with-timestamp", "t", 0, 1, commit_timestamp=0),
-        group_record("without-timestamp", generation=2, protocol=None, leader=None, timestamp=-1),
-        offset_record("without-timestamp", "t", 0, 1, commit_timestamp=0),
-    ])
+    d = Driver(
+        kafka_test_config(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1_000),
+        now_ms=NOW,
+    )
+    d.load(
+        [
+            group_record("with-timestamp", generation=2, protocol=None, leader=None, timestamp=NOW),
+            offset_record("with-timestamp", "t", 0, 1, commit_timestamp=0),
+            group_record(
+                "without-timestamp", generation=2, protocol=None, leader=None, timestamp=-1
+            ),
+            offset_record("without-timestamp", "t", 0, 1, commit_timestamp=0),
+        ]
+    )
     assert d.group("without-timestamp").state_timestamp_ms is None
     assert d.sleep(60_000 - 1 - NOW) == []
-    assert d.sleep(1) == [Record(OffsetCommitKey("without-timestamp", "t", 0), None),
-                          Record(GroupMetadataKey("without-timestamp"), None)]
+    assert d.sleep(1) == [
+        Record(OffsetCommitKey("without-timestamp", "t", 0), None),
+        Record(GroupMetadataKey("without-timestamp"), None),
+    ]
     assert d.sleep(NOW + 60_000 - 1 - d.now_ms) == []
-    assert d.sleep(1) == [Record(OffsetCommitKey("with-timestamp", "t", 0), None),
-                          Record(GroupMetadataKey("with-timestamp"), None)]
+    assert d.sleep(1) == [
+        Record(OffsetCommitKey("with-timestamp", "t", 0), None),
+        Record(GroupMetadataKey("with-timestamp"), None),
+    ]
     assert not d.coordinator.groups
 
 
@@ -238,23 +309,41 @@ def test_loaded_empty_group_offsets_expire_from_its_state_timestamp():
 
 def member_view(group, member_id):
     m = group.members[member_id]
-    return (m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-            m.session_timeout_ms, m.protocol_type, m.metadata(group.protocol_name), m.assignment)
+    return (
+        m.member_id,
+        m.group_instance_id,
+        m.client_id,
+        m.client_host,
+        m.rebalance_timeout_ms,
+        m.session_timeout_ms,
+        m.protocol_type,
+        m.metadata(group.protocol_name),
+        m.assignment,
+    )
 
 
 def group_view(group):
     members = {mid: member_view(group, mid) for mid in group.members} if group.members else {}
     return dict(
-        state=str(group.state), generation=group.generation_id, protocol_type=group.protocol_type,
-        protocol=group.protocol_name, leader=group.leader_id, members=members,
-        static_members=dict(group.static_members), offsets=dict(group.offsets),
+        state=str(group.state),
+        generation=group.generation_id,
+        protocol_type=group.protocol_type,
+        protocol=group.protocol_name,
+        leader=group.leader_id,
+        members=members,
+        static_members=dict(group.static_members),
+        offsets=dict(group.offsets),
     )
 
 
 def test_round_trip_through_the_log():
     """A log written by one coordinator loads into another as the same groups, members and offsets."""
     a = Driver(now_ms=1_000)
-    kw = dict(protocol_names=("range", "roundrobin"), session_timeout_ms=30_000, rebalance_timeout_ms=20_000)
+    kw = dict(
+        protocol_names=("range", "roundrobin"),
+        session_timeout_ms=30_000,
+        rebalance_timeout_ms=20_000,
+    )
     # Generation 1: a static leader and a dynamic follower (v4, member id required).
     leader = a.join(group_instance_id="leader-instance", version=5, **kw)
     first = a.join(version=4, **kw)
@@ -265,11 +354,24 @@ def test_round_trip_through_the_log():
     assert leader.error == ErrorCode.NONE and follower.error == ErrorCode.NONE
     leader_id, follower_id = leader.response.member_id, follower.response.member_id
     assert leader.response.leader == leader_id and leader.response.generation_id == 1
-    assert a.sync(leader_id, 1, group_instance_id="leader-instance",
-                  assignments={leader_id: b"\x01", follower_id: b"\x02"}).error == ErrorCode.NONE
+    assert (
+        a.sync(
+            leader_id,
+            1,
+            group_instance_id="leader-instance",
+            assignments={leader_id: b"\x01", follower_id: b"\x02"},
+        ).error
+        == ErrorCode.NONE
+    )
     assert a.sync(follower_id, 1).error == ErrorCode.NONE
-    a.commit({("foo", 0): 10, ("foo", 1): 11}, member_id=leader_id, group_instance_id="leader-instance",
-             generation_id=1, metadata="m", leader_epoch=3)
+    a.commit(
+        {("foo", 0): 10, ("foo", 1): 11},
+        member_id=leader_id,
+        group_instance_id="leader-instance",
+        generation_id=1,
+        metadata="m",
+        leader_epoch=3,
+    )
     a.commit({("bar", 0): 20}, member_id=follower_id, generation_id=1)
 
     # Generation 2: a third member (v3) joins; everyone rejoins and syncs.
@@ -280,8 +382,15 @@ def test_round_trip_through_the_log():
     assert third.error == rejoin_leader.error == rejoin_follower.error == ErrorCode.NONE
     third_id = third.response.member_id
     assert rejoin_leader.response.generation_id == 2
-    assert a.sync(leader_id, 2, group_instance_id="leader-instance",
-                  assignments={leader_id: b"\x0a", follower_id: b"\x0b", third_id: b"\x0c"}).error == ErrorCode.NONE
+    assert (
+        a.sync(
+            leader_id,
+            2,
+            group_instance_id="leader-instance",
+            assignments={leader_id: b"\x0a", follower_id: b"\x0b", third_id: b"\x0c"},
+        ).error
+        == ErrorCode.NONE
+    )
     for member_id in (follower_id, third_id):
         assert a.sync(member_id, 2).error == ErrorCode.NONE
     a.commit({("foo", 0): 12}, member_id=third_id, generation_id=2, metadata="third")
@@ -290,7 +399,9 @@ def test_round_trip_through_the_log():
     a.commit({("baz", 3): 30}, group_id="simple", retention_time_ms=50_000, version=4)
     a.commit({("baz", 0): 1}, group_id="deleted")
     assert a.delete("deleted").response.results[0].error_code == ErrorCode.NONE
-    lonely = join_dynamic_and_complete_rebalance(a, group_id="emptied", create_group=False).response.member_id
+    lonely = join_dynamic_and_complete_rebalance(
+        a, group_id="emptied", create_group=False
+    ).response.member_id
     a.commit({("qux", 0): 5}, group_id="emptied", member_id=lonely, generation_id=1)
     assert a.leave(lonely, group_id="emptied").error == ErrorCode.NONE
 
@@ -305,11 +416,17 @@ def test_round_trip_through_the_log():
     loaded = b.group()
     assert loaded.leader_id == leader_id and loaded.protocol_name == "range"
     assert {m: loaded.members[m].assignment for m in loaded.members} == {
-        leader_id: b"\x0a", follower_id: b"\x0b", third_id: b"\x0c"}
+        leader_id: b"\x0a",
+        follower_id: b"\x0b",
+        third_id: b"\x0c",
+    }
     for member_id in (leader_id, follower_id, third_id):
         assert session_deadline(b, member_id) == b.now_ms + 30_000
         instance = "leader-instance" if member_id == leader_id else None
         assert b.heartbeat(member_id, 2, group_instance_id=instance).error == ErrorCode.NONE
     assert b.fetch(None).response == a.fetch(None).response
     assert b.fetch(None, group_id="simple").response == a.fetch(None, group_id="simple").response
-    assert b.describe(GROUP_ID, "simple", "emptied").response == a.describe(GROUP_ID, "simple", "emptied").response
+    assert (
+        b.describe(GROUP_ID, "simple", "emptied").response
+        == a.describe(GROUP_ID, "simple", "emptied").response
+    )

@@ -37,12 +37,24 @@ Skipped Kafka tests:
 from __future__ import annotations
 
 import pytest
-
 from driver import GROUP_ID, Driver, kafka_test_config
-from kafka_context import group_tombstone, join_dynamic_and_complete_rebalance, offset_tombstone, session_deadline
+from kafka_context import (
+    group_tombstone,
+    join_dynamic_and_complete_rebalance,
+    offset_tombstone,
+    session_deadline,
+)
+
 from coordspec.reference.consumer_protocol import Subscription, encode_subscription
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group import CommitPartition, CommitTopic, FetchTopic, OffsetCommit, OffsetFetch, Protocol
+from coordspec.reference.group import (
+    CommitPartition,
+    CommitTopic,
+    FetchTopic,
+    OffsetCommit,
+    OffsetFetch,
+    Protocol,
+)
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
@@ -60,13 +72,26 @@ COMMIT_VERSIONS = range(2, 10)
 
 
 def commit_response(topic: str, *partitions: tuple[int, ErrorCode]) -> OffsetCommitResponse:
-    return OffsetCommitResponse((CommitTopicResponse(topic, tuple(CommitPartitionResponse(p, e) for p, e in partitions)),))
+    return OffsetCommitResponse(
+        (CommitTopicResponse(topic, tuple(CommitPartitionResponse(p, e) for p, e in partitions)),)
+    )
 
 
-def commit_record(group: str, topic: str, partition: int, offset: int, *, leader_epoch: int = -1, metadata: str = "",
-                  commit_timestamp: int, expire_timestamp: int = -1) -> Record:
-    return Record(OffsetCommitKey(group, topic, partition),
-                  OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp))
+def commit_record(
+    group: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    leader_epoch: int = -1,
+    metadata: str = "",
+    commit_timestamp: int,
+    expire_timestamp: int = -1,
+) -> Record:
+    return Record(
+        OffsetCommitKey(group, topic, partition),
+        OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp),
+    )
 
 
 def invalid(partition: int) -> FetchPartitionResponse:
@@ -74,7 +99,9 @@ def invalid(partition: int) -> FetchPartitionResponse:
     return FetchPartitionResponse(partition, -1, -1, "", ErrorCode.NONE)
 
 
-def fetched(partition: int, offset: int, leader_epoch: int, metadata: str = "metadata") -> FetchPartitionResponse:
+def fetched(
+    partition: int, offset: int, leader_epoch: int, metadata: str = "metadata"
+) -> FetchPartitionResponse:
     return FetchPartitionResponse(partition, offset, leader_epoch, metadata, ErrorCode.NONE)
 
 
@@ -90,12 +117,23 @@ def subscribing(*topics: str, name: str = "range") -> tuple[Protocol, ...]:
     return (Protocol(name, encode_subscription(Subscription(tuple(topics)))),)
 
 
-def static_member_completing(d: Driver, *, group_id: str = "foo", instance_id: str = "new-instance-id",
-                             session_timeout_ms: int = 5_000, rebalance_timeout_ms: int = 5_000) -> str:
+def static_member_completing(
+    d: Driver,
+    *,
+    group_id: str = "foo",
+    instance_id: str = "new-instance-id",
+    session_timeout_ms: int = 5_000,
+    rebalance_timeout_ms: int = 5_000,
+) -> str:
     """A group with one static member at generation 1, CompletingRebalance (Kafka: add member,
     transition to PreparingRebalance, initNextGeneration). Returns the member id."""
-    join = d.join(group_id=group_id, group_instance_id=instance_id, version=5,
-                  session_timeout_ms=session_timeout_ms, rebalance_timeout_ms=rebalance_timeout_ms)
+    join = d.join(
+        group_id=group_id,
+        group_instance_id=instance_id,
+        version=5,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+    )
     assert not join.done
     d.sleep(d.coordinator.config.initial_rebalance_delay_ms)
     assert join.error == ErrorCode.NONE and join.response.generation_id == 1
@@ -103,10 +141,21 @@ def static_member_completing(d: Driver, *, group_id: str = "foo", instance_id: s
     return join.response.member_id
 
 
-def stabilize(d: Driver, member_id: str, *, group_id: str = "foo", generation_id: int = 1,
-              group_instance_id: str | None = None) -> None:
-    sync = d.sync(member_id, generation_id, group_id=group_id, group_instance_id=group_instance_id,
-                  assignments={member_id: b""})
+def stabilize(
+    d: Driver,
+    member_id: str,
+    *,
+    group_id: str = "foo",
+    generation_id: int = 1,
+    group_instance_id: str | None = None,
+) -> None:
+    sync = d.sync(
+        member_id,
+        generation_id,
+        group_id=group_id,
+        group_instance_id=group_instance_id,
+        assignments={member_id: b""},
+    )
     assert sync.error == ErrorCode.NONE
     assert str(d.group(group_id).state) == "Stable"
 
@@ -118,7 +167,9 @@ def stabilize(d: Driver, member_id: str, *, group_id: str = "foo", generation_id
 def test_offset_commit_with_unknown_group(version):
     """OffsetMetadataManagerTest.testOffsetCommitWithUnknownGroup"""
     d = Driver()
-    commit = d.commit({("bar", 0): 100}, group_id="foo", member_id="member", generation_id=10, version=version)
+    commit = d.commit(
+        {("bar", 0): 100}, group_id="foo", member_id="member", generation_id=10, version=version
+    )
     expected = ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION
     assert commit.response == commit_response("bar", (0, expected))
     assert commit.records == []
@@ -128,7 +179,9 @@ def test_offset_commit_with_unknown_group(version):
 def test_generic_group_offset_commit_with_dead_group():
     """OffsetMetadataManagerTest.testGenericGroupOffsetCommitWithDeadGroup"""
     d = Driver()
-    created = d.commit({("bar", 0): 1}, group_id="foo")  # a simple commit creates the classic group "foo"
+    created = d.commit(
+        {("bar", 0): 1}, group_id="foo"
+    )  # a simple commit creates the classic group "foo"
     assert created.response == commit_response("bar", (0, ErrorCode.NONE))
     d.unload()  # Kafka transitions the group to Dead directly
     assert str(d.group("foo").state) == "Dead"
@@ -162,9 +215,16 @@ def test_generic_group_offset_commit_with_unknown_instance_id():
     # Kafka's group is Empty with a dynamic member, a state the protocol never produces; a
     # Stable group with one dynamic member exercises the same validateMember rule.
     d = Driver()
-    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
-    commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, group_instance_id="instanceid",
-                      generation_id=10)
+    member = join_dynamic_and_complete_rebalance(
+        d, group_id="foo", create_group=False
+    ).response.member_id
+    commit = d.commit(
+        {("bar", 0): 100},
+        group_id="foo",
+        member_id=member,
+        group_instance_id="instanceid",
+        generation_id=10,
+    )
     assert commit.response == commit_response("bar", (0, ErrorCode.UNKNOWN_MEMBER_ID))
     assert commit.records == []
 
@@ -174,8 +234,13 @@ def test_generic_group_offset_commit_with_fenced_instance_id():
     d = Driver()
     member = static_member_completing(d, instance_id="new-instance-id")
     # The instance id is unknown to the group, so the member is unknown rather than fenced.
-    commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, group_instance_id="old-instance-id",
-                      generation_id=10)
+    commit = d.commit(
+        {("bar", 0): 100},
+        group_id="foo",
+        member_id=member,
+        group_instance_id="old-instance-id",
+        generation_id=10,
+    )
     assert commit.response == commit_response("bar", (0, ErrorCode.UNKNOWN_MEMBER_ID))
     assert commit.records == []
 
@@ -205,22 +270,45 @@ def test_generic_group_offset_commit_with_retention_time():
     stabilize(d, member, group_instance_id="new-instance-id")
     # Kafka sends the retention at the latest version (its manager ignores the version); on the
     # wire the field exists only in v2-v4, so the commit goes at v4.
-    commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, generation_id=1, retention_time_ms=1234,
-                      version=4)
+    commit = d.commit(
+        {("bar", 0): 100},
+        group_id="foo",
+        member_id=member,
+        generation_id=1,
+        retention_time_ms=1234,
+        version=4,
+    )
     assert commit.response == commit_response("bar", (0, ErrorCode.NONE))
-    assert commit.records == [commit_record("foo", "bar", 0, 100, metadata="", commit_timestamp=d.now_ms,
-                                            expire_timestamp=d.now_ms + 1234)]
+    assert commit.records == [
+        commit_record(
+            "foo",
+            "bar",
+            0,
+            100,
+            metadata="",
+            commit_timestamp=d.now_ms,
+            expire_timestamp=d.now_ms + 1234,
+        )
+    ]
 
 
 def test_generic_group_offset_commit_maintains_session():
     """OffsetMetadataManagerTest.testGenericGroupOffsetCommitMaintainsSession"""
     d = Driver()
-    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id  # session 5000
+    member = join_dynamic_and_complete_rebalance(
+        d, group_id="foo", create_group=False
+    ).response.member_id  # session 5000
     assert session_deadline(d, member, "foo") == d.now_ms + 5_000
     assert d.sleep(2_500) == []
     assert member in d.group("foo").members
-    commit = d.commit({("bar", 0): 100}, group_id="foo", member_id=member, generation_id=1, retention_time_ms=1234,
-                      version=4)
+    commit = d.commit(
+        {("bar", 0): 100},
+        group_id="foo",
+        member_id=member,
+        generation_id=1,
+        retention_time_ms=1234,
+        version=4,
+    )
     assert commit.response == commit_response("bar", (0, ErrorCode.NONE))
     assert session_deadline(d, member, "foo") == d.now_ms + 5_000  # rescheduled by the commit
     d.sleep(2_500)  # past the deadline the session had before the commit
@@ -232,8 +320,12 @@ def test_generic_group_offset_commit_maintains_session():
 def test_offset_commit_in_preparing_rebalance_is_accepted_and_maintains_session():
     """A member of the current generation may commit while the group prepares a rebalance (GM-52)."""
     d = Driver()
-    first = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
-    newcomer = d.join(group_id="foo", version=3, session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
+    first = join_dynamic_and_complete_rebalance(
+        d, group_id="foo", create_group=False
+    ).response.member_id
+    newcomer = d.join(
+        group_id="foo", version=3, session_timeout_ms=5_000, rebalance_timeout_ms=10_000
+    )
     assert not newcomer.done and str(d.group("foo").state) == "PreparingRebalance"
     d.sleep(1_000)
     commit = d.commit({("bar", 0): 7}, group_id="foo", member_id=first, generation_id=1)
@@ -263,13 +355,27 @@ def test_simple_group_offset_commit_with_instance_id():
 def test_consumer_group_offset_commit_with_offset_metadata_too_large():
     """OffsetMetadataManagerTest.testConsumerGroupOffsetCommitWithOffsetMetadataTooLarge (on a classic simple group)"""
     d = Driver(kafka_test_config(offset_metadata_max_bytes=5))
-    commit = d.send(OffsetCommit, group_id="foo", topics=(CommitTopic("bar", (
-        CommitPartition(0, 100, 10, "toolarge"),
-        CommitPartition(1, 100, 10, "small"),
-    )),))
-    assert commit.response == commit_response("bar", (0, ErrorCode.OFFSET_METADATA_TOO_LARGE), (1, ErrorCode.NONE))
-    assert commit.records == [commit_record("foo", "bar", 1, 100, leader_epoch=10, metadata="small",
-                                            commit_timestamp=d.now_ms)]
+    commit = d.send(
+        OffsetCommit,
+        group_id="foo",
+        topics=(
+            CommitTopic(
+                "bar",
+                (
+                    CommitPartition(0, 100, 10, "toolarge"),
+                    CommitPartition(1, 100, 10, "small"),
+                ),
+            ),
+        ),
+    )
+    assert commit.response == commit_response(
+        "bar", (0, ErrorCode.OFFSET_METADATA_TOO_LARGE), (1, ErrorCode.NONE)
+    )
+    assert commit.records == [
+        commit_record(
+            "foo", "bar", 1, 100, leader_epoch=10, metadata="small", commit_timestamp=d.now_ms
+        )
+    ]
     assert fetch_topics(d.fetch({"bar": (0, 1)}, group_id="foo").response) == {
         "bar": (invalid(0), fetched(1, 100, 10, "small")),
     }
@@ -280,8 +386,12 @@ def test_offset_commit_with_null_metadata_stores_empty_metadata():
     d = Driver(kafka_test_config(offset_metadata_max_bytes=0))
     commit = d.commit({("bar", 0): 100}, group_id="foo", metadata=None)
     assert commit.response == commit_response("bar", (0, ErrorCode.NONE))
-    assert commit.records == [commit_record("foo", "bar", 0, 100, metadata="", commit_timestamp=d.now_ms)]
-    assert fetch_topics(d.fetch({"bar": (0,)}, group_id="foo").response) == {"bar": (fetched(0, 100, -1, ""),)}
+    assert commit.records == [
+        commit_record("foo", "bar", 0, 100, metadata="", commit_timestamp=d.now_ms)
+    ]
+    assert fetch_topics(d.fetch({"bar": (0,)}, group_id="foo").response) == {
+        "bar": (fetched(0, 100, -1, ""),)
+    }
 
 
 @pytest.mark.parametrize("version", COMMIT_VERSIONS)
@@ -291,8 +401,14 @@ def test_validate_offset_commit(version):
     instance = version >= 7
 
     def commit(member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
-        pending = d.commit({("bar", 0): 100}, group_id=GROUP_ID, member_id=member_id, generation_id=generation_id,
-                           group_instance_id=instance_id if instance else None, version=version)
+        pending = d.commit(
+            {("bar", 0): 100},
+            group_id=GROUP_ID,
+            member_id=member_id,
+            generation_id=generation_id,
+            group_instance_id=instance_id if instance else None,
+            version=version,
+        )
         errors = {p.error_code for t in pending.response.topics for p in t.partitions}
         assert len(errors) == 1
         return errors.pop()
@@ -314,8 +430,13 @@ def test_validate_offset_commit(version):
 
     if instance:
         # replaceStaticMember: the instance rejoins with an unknown member id and takes over.
-        rejoin = d.join(group_id=GROUP_ID, group_instance_id="instance-id", version=5, session_timeout_ms=5_000,
-                        rebalance_timeout_ms=5_000)
+        rejoin = d.join(
+            group_id=GROUP_ID,
+            group_instance_id="instance-id",
+            version=5,
+            session_timeout_ms=5_000,
+            rebalance_timeout_ms=5_000,
+        )
         assert rejoin.error == ErrorCode.NONE and rejoin.response.member_id != member
         assert commit(member, "instance-id", 1) == ErrorCode.FENCED_INSTANCE_ID
 
@@ -333,20 +454,26 @@ def test_generic_group_fetch_offsets_with_dead_group():
     d.unload()
     assert str(d.group("group").state) == "Dead"
     response = d.fetch({"foo": (0, 1), "bar": (0,)}, group_id="group").response
-    assert response == OffsetFetchResponse(ErrorCode.NONE, (
-        FetchTopicResponse("foo", (invalid(0), invalid(1))),
-        FetchTopicResponse("bar", (invalid(0),)),
-    ))
+    assert response == OffsetFetchResponse(
+        ErrorCode.NONE,
+        (
+            FetchTopicResponse("foo", (invalid(0), invalid(1))),
+            FetchTopicResponse("bar", (invalid(0),)),
+        ),
+    )
 
 
 def test_fetch_offsets_with_unknown_group():
     """OffsetMetadataManagerTest.testFetchOffsetsWithUnknownGroup"""
     d = Driver()
     response = d.fetch({"foo": (0, 1), "bar": (0,)}, group_id="group").response
-    assert response == OffsetFetchResponse(ErrorCode.NONE, (
-        FetchTopicResponse("foo", (invalid(0), invalid(1))),
-        FetchTopicResponse("bar", (invalid(0),)),
-    ))
+    assert response == OffsetFetchResponse(
+        ErrorCode.NONE,
+        (
+            FetchTopicResponse("foo", (invalid(0), invalid(1))),
+            FetchTopicResponse("bar", (invalid(0),)),
+        ),
+    )
     assert "group" not in d.coordinator.groups
 
 
@@ -368,9 +495,15 @@ def _five_commits(d: Driver):
     """Kafka's replays foo-0=100, foo-1=110, bar-0=200 (epoch 1), foo-1=111, bar-1=210 (epoch 2),
     each as its own commit; yields after each commit with its append (not yet completed)."""
     for (topic, partition), offset, epoch in (
-        (("foo", 0), 100, 1), (("foo", 1), 110, 1), (("bar", 0), 200, 1), (("foo", 1), 111, 2), (("bar", 1), 210, 2),
+        (("foo", 0), 100, 1),
+        (("foo", 1), 110, 1),
+        (("bar", 0), 200, 1),
+        (("foo", 1), 111, 2),
+        (("bar", 1), 210, 2),
     ):
-        commit = d.commit({(topic, partition): offset}, group_id="group", leader_epoch=epoch, metadata="metadata")
+        commit = d.commit(
+            {(topic, partition): offset}, group_id="group", leader_epoch=epoch, metadata="metadata"
+        )
         assert not commit.done and len(d.appends) == 1
         yield commit, d.appends[0]
 
@@ -386,18 +519,28 @@ def test_fetch_offsets_at_different_committed_offset():
         {"foo": (fetched(0, 100, 1), fetched(1, 110, 1)), "bar": (invalid(0), invalid(1))},
         {"foo": (fetched(0, 100, 1), fetched(1, 110, 1)), "bar": (fetched(0, 200, 1), invalid(1))},
         {"foo": (fetched(0, 100, 1), fetched(1, 111, 2)), "bar": (fetched(0, 200, 1), invalid(1))},
-        {"foo": (fetched(0, 100, 1), fetched(1, 111, 2)), "bar": (fetched(0, 200, 1), fetched(1, 210, 2))},
+        {
+            "foo": (fetched(0, 100, 1), fetched(1, 111, 2)),
+            "bar": (fetched(0, 200, 1), fetched(1, 210, 2)),
+        },
     ]
     for committed in range(6):
         if committed:
             commit, append = pending[committed - 1]
             d.complete(append)
-            assert commit.response == commit_response(append.records[0].key.topic,
-                                                      (append.records[0].key.partition, ErrorCode.NONE))
-        assert fetch_topics(d.fetch(request, group_id="group").response) == expected[committed], committed
+            assert commit.response == commit_response(
+                append.records[0].key.topic, (append.records[0].key.partition, ErrorCode.NONE)
+            )
+        assert fetch_topics(d.fetch(request, group_id="group").response) == expected[committed], (
+            committed
+        )
     # Kafka's Long.MAX_VALUE ("require stable") read sees the same once everything is committed.
-    stable = d.send(OffsetFetch, group_id="group", topics=tuple(FetchTopic(t, ps) for t, ps in request.items()),
-                    require_stable=True)
+    stable = d.send(
+        OffsetFetch,
+        group_id="group",
+        topics=tuple(FetchTopic(t, ps) for t, ps in request.items()),
+        require_stable=True,
+    )
     assert fetch_topics(stable.response) == expected[5]
 
 
@@ -411,14 +554,19 @@ def test_fetch_all_offsets_at_different_committed_offset():
         {"foo": (fetched(0, 100, 1), fetched(1, 110, 1))},
         {"bar": (fetched(0, 200, 1),), "foo": (fetched(0, 100, 1), fetched(1, 110, 1))},
         {"bar": (fetched(0, 200, 1),), "foo": (fetched(0, 100, 1), fetched(1, 111, 2))},
-        {"bar": (fetched(0, 200, 1), fetched(1, 210, 2)), "foo": (fetched(0, 100, 1), fetched(1, 111, 2))},
+        {
+            "bar": (fetched(0, 200, 1), fetched(1, 210, 2)),
+            "foo": (fetched(0, 100, 1), fetched(1, 111, 2)),
+        },
     ]
     for committed in range(6):
         if committed:
             commit, append = pending[committed - 1]
             d.complete(append)
             assert commit.done
-        assert fetch_topics(d.fetch(None, group_id="group").response) == expected[committed], committed
+        assert fetch_topics(d.fetch(None, group_id="group").response) == expected[committed], (
+            committed
+        )
 
 
 def test_offset_fetch_sees_offsets_only_after_commit_is_acknowledged():
@@ -435,7 +583,9 @@ def test_fetch_returns_latest_committed_metadata_and_epoch():
     d = Driver()
     d.commit({("bar", 0): 1}, group_id="g", leader_epoch=3, metadata="m1")
     d.commit({("bar", 0): 2}, group_id="g", leader_epoch=4, metadata="m2")
-    assert fetch_topics(d.fetch({"bar": (0,)}, group_id="g").response) == {"bar": (fetched(0, 2, 4, "m2"),)}
+    assert fetch_topics(d.fetch({"bar": (0,)}, group_id="g").response) == {
+        "bar": (fetched(0, 2, 4, "m2"),)
+    }
     old = d.fetch({"bar": (0,)}, group_id="g", version=4).response  # no leader epoch below v5
     assert fetch_topics(old) == {"bar": (fetched(0, 2, -1, "m2"),)}
 
@@ -455,7 +605,9 @@ def test_cleanup_expired_offsets_group_has_no_offsets():
     # lone group tombstone, a non-empty one is left alone (maybeDeleteGroup).
     d = Driver(expiry_config())
     join_dynamic_and_complete_rebalance(d, group_id="stable-group", create_group=False)
-    member = join_dynamic_and_complete_rebalance(d, group_id="empty-group", create_group=False).response.member_id
+    member = join_dynamic_and_complete_rebalance(
+        d, group_id="empty-group", create_group=False
+    ).response.member_id
     leave = d.leave(member, group_id="empty-group")
     assert leave.error == ErrorCode.NONE and str(d.group("empty-group").state) == "Empty"
     records = d.sleep(500)
@@ -468,29 +620,56 @@ def test_cleanup_expired_offsets_empty_offset_expiration_condition():
     """OffsetMetadataManagerTest.testCleanupExpiredOffsetsEmptyOffsetExpirationCondition"""
     # A Stable group of a non-consumer protocol has no expiration condition: nothing expires.
     d = Driver(expiry_config())
-    join = d.join(group_id="connect-group", version=3, protocol_type="connect",
-                  protocols=(Protocol("default", b"\x01"),), session_timeout_ms=600_000, rebalance_timeout_ms=10_000)
+    join = d.join(
+        group_id="connect-group",
+        version=3,
+        protocol_type="connect",
+        protocols=(Protocol("default", b"\x01"),),
+        session_timeout_ms=600_000,
+        rebalance_timeout_ms=10_000,
+    )
     d.sleep(3_000)
     member = join.response.member_id
-    sync = d.sync(member, 1, group_id="connect-group", protocol_type="connect", protocol_name="default",
-                  assignments={member: b""})
+    sync = d.sync(
+        member,
+        1,
+        group_id="connect-group",
+        protocol_type="connect",
+        protocol_name="default",
+        assignments={member: b""},
+    )
     assert sync.error == ErrorCode.NONE
     d.commit({("bar", 0): 100}, group_id="connect-group", member_id=member, generation_id=1)
     assert d.sleep(200_000) == []
-    assert fetch_topics(d.fetch({"bar": (0,)}, group_id="connect-group").response)["bar"][0].committed_offset == 100
+    assert (
+        fetch_topics(d.fetch({"bar": (0,)}, group_id="connect-group").response)["bar"][
+            0
+        ].committed_offset
+        == 100
+    )
 
 
 def test_cleanup_expired_offsets():
     """OffsetMetadataManagerTest.testCleanupExpiredOffsets"""
     d = Driver(expiry_config())
-    join = d.join(group_id="foo", version=3, protocols=subscribing("firstTopic"), session_timeout_ms=600_000,
-                  rebalance_timeout_ms=10_000)
+    join = d.join(
+        group_id="foo",
+        version=3,
+        protocols=subscribing("firstTopic"),
+        session_timeout_ms=600_000,
+        rebalance_timeout_ms=10_000,
+    )
     d.sleep(3_000)
     member = join.response.member_id
     stabilize(d, member)
     t0 = d.now_ms
     assert t0 % 500 == 0  # the sweep runs every 500 ms from time 0
-    d.commit({("firstTopic", 0): 100, ("secondTopic", 0): 100}, group_id="foo", member_id=member, generation_id=1)
+    d.commit(
+        {("firstTopic", 0): 100, ("secondTopic", 0): 100},
+        group_id="foo",
+        member_id=member,
+        generation_id=1,
+    )
     d.sleep(500)
     d.commit({("secondTopic", 1): 100}, group_id="foo", member_id=member, generation_id=1)
 
@@ -501,17 +680,31 @@ def test_cleanup_expired_offsets():
 
     # firstTopic is no longer subscribed (Kafka sets the subscribed topics directly; here the member
     # rejoins with a new subscription).
-    rejoin = d.join(member, group_id="foo", version=3, protocols=subscribing("otherTopic"), session_timeout_ms=600_000,
-                    rebalance_timeout_ms=10_000)
+    rejoin = d.join(
+        member,
+        group_id="foo",
+        version=3,
+        protocols=subscribing("otherTopic"),
+        session_timeout_ms=600_000,
+        rebalance_timeout_ms=10_000,
+    )
     assert rejoin.error == ErrorCode.NONE and rejoin.response.generation_id == 2
     stabilize(d, member, generation_id=2)
-    d.commit({("firstTopic", 1): 100, ("secondTopic", 0): 101}, group_id="foo", member_id=member, generation_id=2)
+    d.commit(
+        {("firstTopic", 1): 100, ("secondTopic", 0): 101},
+        group_id="foo",
+        member_id=member,
+        generation_id=2,
+    )
     # Kafka replays these two commits with commit timestamp t0 + 500, so all three offsets expire in
     # one cleanup. Through the API they are stamped now (t0 + 60500): firstTopic-0 expires at the
     # next sweep, the new ones one retention later.
     assert d.sleep(500) == [offset_tombstone("foo", "firstTopic", 0)]
     assert d.sleep(t0 + 120_000 - d.now_ms) == []
-    assert set(d.sleep(500)) == {offset_tombstone("foo", "firstTopic", 1), offset_tombstone("foo", "secondTopic", 0)}
+    assert set(d.sleep(500)) == {
+        offset_tombstone("foo", "firstTopic", 1),
+        offset_tombstone("foo", "secondTopic", 0),
+    }
     # Every offset expired (cleanup returns true) but the group is not Empty: it is not deleted.
     assert str(d.group("foo").state) == "Stable" and not d.group("foo").offsets
 
@@ -523,7 +716,10 @@ def test_simple_group_is_deleted_when_all_its_offsets_expire():
     d.sleep(30_000)
     d.commit({("baz", 0): 3}, group_id="simple")
     assert d.sleep(29_999) == []
-    assert d.sleep(1) == [offset_tombstone("simple", "bar", 0), offset_tombstone("simple", "bar", 1)]
+    assert d.sleep(1) == [
+        offset_tombstone("simple", "bar", 0),
+        offset_tombstone("simple", "bar", 1),
+    ]
     assert "simple" in d.coordinator.groups
     assert d.sleep(29_000) == []
     assert d.sleep(1_000) == [offset_tombstone("simple", "baz", 0), group_tombstone("simple")]
@@ -535,7 +731,9 @@ def test_simple_group_is_deleted_when_all_its_offsets_expire():
 def test_empty_group_offsets_expire_from_when_the_group_became_empty():
     """In an Empty group with a protocol type, retention counts from the state change, not the commit."""
     d = Driver(expiry_config(offsets_retention_check_interval_ms=1_000))
-    member = join_dynamic_and_complete_rebalance(d, group_id="foo", create_group=False).response.member_id
+    member = join_dynamic_and_complete_rebalance(
+        d, group_id="foo", create_group=False
+    ).response.member_id
     d.commit({("foo", 0): 10}, group_id="foo", member_id=member, generation_id=1)
     committed_at = d.now_ms
     for _ in range(5):  # the member stays 20 s, heartbeating within its 5 s session
@@ -544,7 +742,9 @@ def test_empty_group_offsets_expire_from_when_the_group_became_empty():
     assert d.leave(member, group_id="foo").error == ErrorCode.NONE
     empty_since = d.now_ms
     assert str(d.group("foo").state) == "Empty" and d.group("foo").state_timestamp_ms == empty_since
-    assert d.sleep(committed_at + 60_000 - d.now_ms) == []  # the commit alone would have expired by now
+    assert (
+        d.sleep(committed_at + 60_000 - d.now_ms) == []
+    )  # the commit alone would have expired by now
     assert d.sleep(empty_since + 60_000 - 1 - d.now_ms) == []
     assert d.sleep(1) == [offset_tombstone("foo", "foo", 0), group_tombstone("foo")]
     assert "foo" not in d.coordinator.groups
@@ -557,7 +757,9 @@ def test_offset_with_explicit_retention_expires_at_its_expire_timestamp():
     d.commit({("bar", 1): 1}, group_id="g", version=4)
     assert d.sleep(4_000) == []
     assert d.sleep(1_000) == [offset_tombstone("g", "bar", 0)]
-    assert [t.partitions for t in d.fetch(None, group_id="g").response.topics] == [(fetched(1, 1, -1, ""),)]
+    assert [t.partitions for t in d.fetch(None, group_id="g").response.topics] == [
+        (fetched(1, 1, -1, ""),)
+    ]
 
 
 def test_offsets_do_not_expire_while_the_group_is_rebalancing():
@@ -628,16 +830,28 @@ def test_subscribed_topics_are_those_of_the_current_generation():
     restarts with a new subscription but the same protocol (no rebalance) does not change which
     offsets may expire until the next generation."""
     d = Driver(expiry_config(offsets_retention_check_interval_ms=1_000))
-    kw = dict(group_id="foo", group_instance_id="instance", version=5, session_timeout_ms=600_000,
-              rebalance_timeout_ms=10_000)
+    kw = dict(
+        group_id="foo",
+        group_instance_id="instance",
+        version=5,
+        session_timeout_ms=600_000,
+        rebalance_timeout_ms=10_000,
+    )
     join = d.join(protocols=subscribing("foo"), **kw)
     d.sleep(3_000)
     member = join.response.member_id
     stabilize(d, member, group_instance_id="instance")
-    d.commit({("foo", 0): 1, ("bar", 0): 1}, group_id="foo", member_id=member, group_instance_id="instance",
-              generation_id=1)
+    d.commit(
+        {("foo", 0): 1, ("bar", 0): 1},
+        group_id="foo",
+        member_id=member,
+        group_instance_id="instance",
+        generation_id=1,
+    )
     committed_at = d.now_ms
-    restart = d.join(protocols=subscribing("bar"), **kw)  # same protocol name: persisted without a rebalance
+    restart = d.join(
+        protocols=subscribing("bar"), **kw
+    )  # same protocol name: persisted without a rebalance
     assert restart.error == ErrorCode.NONE and restart.response.generation_id == 1
     assert str(d.group("foo").state) == "Stable" and d.group("foo").generation_id == 1
     assert d.sleep(committed_at + 60_000 - 1 - d.now_ms) == []

@@ -10,9 +10,8 @@ import random
 
 import pytest
 
-from coordspec.conformance.proofs import PROVED, VIOLATED, run_all
+from coordspec.conformance.proofs import PROVED, VIOLATED, fencing, run_all, stickiness
 from coordspec.conformance.proofs import assignor_validity as av
-from coordspec.conformance.proofs import fencing, stickiness
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.consumer_protocol import Subscription
 
@@ -44,7 +43,9 @@ def assert_replays(assignor, result):
     cex = result.counterexample
     assert cex is not None
     out, violated = av.replay(assignor, cex)
-    assert {m: sorted(tps) for m, tps in out.items()} == {m: sorted(map(tuple, tps)) for m, tps in cex["assignment"].items()}
+    assert {m: sorted(tps) for m, tps in out.items()} == {
+        m: sorted(map(tuple, tps)) for m, tps in cex["assignment"].items()
+    }
     assert result.property in violated
 
 
@@ -72,7 +73,9 @@ def test_range_is_not_balanced_across_topics():
 def test_encoding_matches_the_code(name):
     result = av.differential_check(name, ASSIGNORS[name], CI)
     assert result.verdict == PROVED, result.counterexample
-    assert result.checked == 2 * (9**3 - 1) + 3 * 27  # every group and subscription twice, then every count
+    assert (
+        result.checked == 2 * (9**3 - 1) + 3 * 27
+    )  # every group and subscription twice, then every count
 
 
 def test_differential_check_catches_an_encoding_that_is_not_the_code():
@@ -125,8 +128,11 @@ def test_broken_sticky_gives_a_real_counterexample():
 
 
 def test_enumeration_catches_a_stand_in_that_never_balances():
-    results = by_property(av.start_enumerated("first-subscriber", FirstSubscriberTakesAll(), CI,
-                                              props=av.GUARANTEES["roundrobin"])())
+    results = by_property(
+        av.start_enumerated(
+            "first-subscriber", FirstSubscriberTakesAll(), CI, props=av.GUARANTEES["roundrobin"]
+        )()
+    )
     assert results[av.EXACTLY_ONE_OWNER].verdict == PROVED
     assert results[av.OWNER_SUBSCRIBES].verdict == PROVED
     assert_replays(FirstSubscriberTakesAll(), results[av.BALANCED])
@@ -144,8 +150,12 @@ def test_the_member_renaming_the_enumeration_relies_on():
         topics = [rng.choice(choices) for _ in range(k)]
         ppt = {t: rng.randint(1, 6) for t in av.Bounds().topic_names}
         for name in ("sticky", "cooperative-sticky"):
-            prefix = ASSIGNORS[name].assign(ppt, {f"m{i}": Subscription(t) for i, t in enumerate(topics)})
-            renamed = ASSIGNORS[name].assign(ppt, {m: Subscription(t) for m, t in zip(subset, topics)})
+            prefix = ASSIGNORS[name].assign(
+                ppt, {f"m{i}": Subscription(t) for i, t in enumerate(topics)}
+            )
+            renamed = ASSIGNORS[name].assign(
+                ppt, {m: Subscription(t) for m, t in zip(subset, topics)}
+            )
             assert renamed == {subset[int(m[1:])]: tps for m, tps in prefix.items()}
 
 
@@ -155,20 +165,30 @@ def test_topic_renaming_is_not_a_symmetry_of_sticky():
     subs = {"m0": ("t0",), "m1": ("t1",), "m2": ("t0", "t1")}
     swap = {"t0": "t1", "t1": "t0", "t2": "t2"}
     out = sticky.assign({"t0": 2, "t1": 2, "t2": 1}, {m: Subscription(t) for m, t in subs.items()})
-    swapped = sticky.assign({"t0": 2, "t1": 2, "t2": 1},
-                            {m: Subscription(tuple(sorted(swap[x] for x in t))) for m, t in subs.items()})
+    swapped = sticky.assign(
+        {"t0": 2, "t1": 2, "t2": 1},
+        {m: Subscription(tuple(sorted(swap[x] for x in t))) for m, t in subs.items()},
+    )
     assert {m: sorted((swap[t], p) for t, p in tps) for m, tps in out.items()} != swapped
 
 
 def test_violated_properties_on_hand_made_assignments():
     ppt = {"t0": 2, "t1": 1}
     subs = {"a": Subscription(("t0",)), "b": Subscription(("t0", "t1"))}
-    assert av.violated_properties(ppt, subs, {"a": [("t0", 0)], "b": [("t0", 1), ("t1", 0)]}) == set()
-    assert av.violated_properties(ppt, subs, {"a": [("t0", 0)], "b": [("t1", 0)]}) == {av.EXACTLY_ONE_OWNER}
-    assert av.violated_properties(ppt, subs, {"a": [("t0", 0), ("t1", 0)], "b": [("t0", 1)]}) == {av.OWNER_SUBSCRIBES}
+    assert (
+        av.violated_properties(ppt, subs, {"a": [("t0", 0)], "b": [("t0", 1), ("t1", 0)]}) == set()
+    )
+    assert av.violated_properties(ppt, subs, {"a": [("t0", 0)], "b": [("t1", 0)]}) == {
+        av.EXACTLY_ONE_OWNER
+    }
+    assert av.violated_properties(ppt, subs, {"a": [("t0", 0), ("t1", 0)], "b": [("t0", 1)]}) == {
+        av.OWNER_SUBSCRIBES
+    }
     same = {"a": Subscription(("t0", "t1")), "b": Subscription(("t0", "t1"))}
     assert av.violated_properties(ppt, same, {"a": [("t0", 0), ("t0", 1), ("t1", 0)], "b": []}) == {
-        av.BALANCED, av.BALANCED_PER_TOPIC}
+        av.BALANCED,
+        av.BALANCED_PER_TOPIC,
+    }
 
 
 # --- fencing -----------------------------------------------------------------------------------
@@ -179,7 +199,9 @@ def test_fencing_invariants_are_proved_by_k_induction(k):
     results = by_property(fencing.prove(fencing.CORRECT, k=k))
     for name in fencing.INVARIANTS + fencing.LEMMAS:
         assert results[name].verdict == PROVED, results[name].counterexample
-    assert results[fencing.NO_WRITE_WITH_STALE_VERSION].details["lemmas"] == dict.fromkeys(fencing.LEMMAS, PROVED)
+    assert results[fencing.NO_WRITE_WITH_STALE_VERSION].details["lemmas"] == dict.fromkeys(
+        fencing.LEMMAS, PROVED
+    )
     # ControllerEpochMonotonic needs the lemmas: on its own it is not k-inductive.
     assert not any(results[fencing.CONTROLLER_EPOCH_MONOTONIC].details["inductive_alone"].values())
 
@@ -230,7 +252,9 @@ def test_optimum_is_valid_balanced_and_never_moves_more(name, cases):
 
 
 def test_optimum_keeps_everything_when_nothing_has_to_move():
-    case = stickiness.Case({"t0": 4}, {"m0": ("t0",), "m1": ("t0",)}, {"m0": ("t0",), "m1": ("t0",)})
+    case = stickiness.Case(
+        {"t0": 4}, {"m0": ("t0",), "m1": ("t0",)}, {"m0": ("t0",), "m1": ("t0",)}
+    )
     previous = {"m0": [("t0", 0), ("t0", 1)], "m1": [("t0", 2), ("t0", 3)]}
     optimum, moved = stickiness.optimal_assignment(case, previous)
     assert (optimum, moved) == (previous, 0)
@@ -238,15 +262,26 @@ def test_optimum_keeps_everything_when_nothing_has_to_move():
 
 def test_optimum_moves_what_balance_requires():
     # m2 joins three members holding two partitions each: it must take one from someone.
-    case = stickiness.Case({"t0": 6}, {m: ("t0",) for m in ("m0", "m1", "m2")},
-                           {m: ("t0",) for m in ("m0", "m1", "m2", "m3")})
-    previous = {"m0": [("t0", 0), ("t0", 1)], "m1": [("t0", 2), ("t0", 3)], "m2": [("t0", 4), ("t0", 5)]}
+    case = stickiness.Case(
+        {"t0": 6},
+        {m: ("t0",) for m in ("m0", "m1", "m2")},
+        {m: ("t0",) for m in ("m0", "m1", "m2", "m3")},
+    )
+    previous = {
+        "m0": [("t0", 0), ("t0", 1)],
+        "m1": [("t0", 2), ("t0", 3)],
+        "m2": [("t0", 4), ("t0", 5)],
+    }
     optimum, moved = stickiness.optimal_assignment(case, previous)
     assert moved == 1 and sorted(len(v) for v in optimum.values()) == [1, 1, 2, 2]
 
 
 def test_ratio_and_distribution():
-    assert stickiness.ratio(0, 0) == 1.0 and stickiness.ratio(3, 2) == 1.5 and stickiness.ratio(1, 0) == float("inf")
+    assert (
+        stickiness.ratio(0, 0) == 1.0
+        and stickiness.ratio(3, 2) == 1.5
+        and stickiness.ratio(1, 0) == float("inf")
+    )
     d = stickiness.distribution([1.0] * 9 + [2.0])
     assert d == {"mean": 1.1, "median": 1.0, "p90": 1.0, "max": 2.0, "count": 10}
 
@@ -256,11 +291,28 @@ def test_ratio_and_distribution():
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_run_all_at_small_bounds(workers):
-    results = run_all(validity_bounds=av.Bounds(members=2, topics=2, max_partitions=2), stickiness_cases=4,
-                      fencing_k=1, workers=workers)
+    results = run_all(
+        validity_bounds=av.Bounds(members=2, topics=2, max_partitions=2),
+        stickiness_cases=4,
+        fencing_k=1,
+        workers=workers,
+    )
     assert [r for r in results if not r.as_expected] == []
     kafka_behaviour = {(r.name, r.property) for r in results if r.details.get("kafka_behaviour")}
-    assert kafka_behaviour == {("sticky", av.OWNER_SUBSCRIBES), ("cooperative-sticky", av.OWNER_SUBSCRIBES)}
+    assert kafka_behaviour == {
+        ("sticky", av.OWNER_SUBSCRIBES),
+        ("cooperative-sticky", av.OWNER_SUBSCRIBES),
+    }
     names = {r.name for r in results}
-    assert {"range", "roundrobin", "sticky", "cooperative-sticky", "broken-range", "broken-roundrobin",
-            "broken-sticky", "fencing", "broken-unconditional-write", "broken-no-epoch-check"} <= names
+    assert {
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "broken-range",
+        "broken-roundrobin",
+        "broken-sticky",
+        "fencing",
+        "broken-unconditional-write",
+        "broken-no-epoch-check",
+    } <= names

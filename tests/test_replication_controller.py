@@ -6,10 +6,21 @@ from __future__ import annotations
 
 from collections import deque
 
-from coordspec.reference.replication.batching import DEFAULT_MULTI_BYTE_BUDGET, JUTE_MAXBUFFER, max_ops_per_multi, multi_bytes, op_bytes
+from coordspec.reference.replication.batching import (
+    DEFAULT_MULTI_BYTE_BUDGET,
+    JUTE_MAXBUFFER,
+    max_ops_per_multi,
+    multi_bytes,
+    op_bytes,
+)
 from coordspec.reference.replication.config import ReplicationConfig
 from coordspec.reference.replication.controller import Controller
-from coordspec.reference.replication.effects import LeadersChanged, ResignedController, SendRequest, ZkCall
+from coordspec.reference.replication.effects import (
+    LeadersChanged,
+    ResignedController,
+    SendRequest,
+    ZkCall,
+)
 from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkWatch
 from coordspec.reference.replication.messages import LeaderAndIsr
 from coordspec.reference.replication.znodes import (
@@ -78,7 +89,9 @@ class Driver:
         pending = deque([controller.handle(event)])
         while pending:
             effects = pending.popleft()
-            self.rounds.append(sum(isinstance(e, ZkCall) and isinstance(e.op, Multi) for e in effects))
+            self.rounds.append(
+                sum(isinstance(e, ZkCall) and isinstance(e.op, Multi) for e in effects)
+            )
             for effect in effects:
                 if not isinstance(effect, ZkCall):
                     out.append(effect)
@@ -86,12 +99,19 @@ class Driver:
                 if interfere is not None:
                     interfere(effect.op)
                 self.ops.append((session, effect.op))
-                pending.append(controller.handle(ZkResult(0, effect.call_id, self.request(session, effect.op))))
+                pending.append(
+                    controller.handle(ZkResult(0, effect.call_id, self.request(session, effect.op)))
+                )
         return out
 
     def register(self, broker_id: int) -> None:
         self.open(100 + broker_id)
-        assert self.request(100 + broker_id, Create(broker_path(broker_id), b"{}", ephemeral=True)).code == Code.OK
+        assert (
+            self.request(
+                100 + broker_id, Create(broker_path(broker_id), b"{}", ephemeral=True)
+            ).code
+            == Code.OK
+        )
 
     def kill(self, broker_id: int) -> None:
         for effect in self.zk.handle(CloseSession(0, 100 + broker_id)):
@@ -117,7 +137,9 @@ def rf3(p: int) -> tuple[int, ...]:
     return tuple((p + i) % 3 + 1 for i in range(3))
 
 
-def elected(driver: Driver, broker_id: int, config: ReplicationConfig, out: list | None = None) -> Controller:
+def elected(
+    driver: Driver, broker_id: int, config: ReplicationConfig, out: list | None = None
+) -> Controller:
     """A controller on session 10 + broker_id, elected; its other effects go to ``out``."""
     driver.open(10 + broker_id)
     controller = Controller(broker_id, config)
@@ -134,8 +156,12 @@ def test_election_is_one_multi_creating_the_controller_znode_and_bumping_the_epo
     claims = [op for _, op in driver.ops if isinstance(op, Multi)]
     assert len(claims) == 1
     create, bump = claims[0].ops
-    assert create == Create(CONTROLLER, create.data, ephemeral=True) and b'"brokerid":1' in create.data
-    assert bump == SetData(CONTROLLER_EPOCH, b"1", 0), "conditional on the /controller_epoch version read"
+    assert (
+        create == Create(CONTROLLER, create.data, ephemeral=True) and b'"brokerid":1' in create.data
+    )
+    assert bump == SetData(CONTROLLER_EPOCH, b"1", 0), (
+        "conditional on the /controller_epoch version read"
+    )
     assert (first.controller_epoch, first.epoch_zk_version) == (1, 1)
     driver.open(12)
     second = Controller(2, ReplicationConfig())
@@ -149,14 +175,25 @@ def test_a_new_controller_bumps_the_epoch_and_resends_every_published_decision()
         driver.register(b)
     driver.seed_topic("t", 30, rf3)
     controller = elected(driver, 1, ReplicationConfig())
-    sent = [e for e in driver.run(controller, 11, ZkWatch(0, BROKER_IDS, EventType.NodeChildrenChanged)) if isinstance(e, SendRequest)]
+    sent = [
+        e
+        for e in driver.run(controller, 11, ZkWatch(0, BROKER_IDS, EventType.NodeChildrenChanged))
+        if isinstance(e, SendRequest)
+    ]
     assert not sent, "nothing changed"
     driver.zk.handle(CloseSession(0, 11))  # the controller's session ends
     out: list = []
     successor = elected(driver, 2, ReplicationConfig(), out)
     assert successor.controller_epoch == 2
-    resent = {(r.broker_id, d.partition, d.leader_epoch) for r in out if isinstance(r, SendRequest) for d in r.request.partitions}
-    assert resent == {(b, p, 0) for p in range(30) for b in (1, 2, 3)}, "every decision, to every live replica"
+    resent = {
+        (r.broker_id, d.partition, d.leader_epoch)
+        for r in out
+        if isinstance(r, SendRequest)
+        for d in r.request.partitions
+    }
+    assert resent == {(b, p, 0) for p in range(30) for b in (1, 2, 3)}, (
+        "every decision, to every live replica"
+    )
     assert all(r.request.controller_epoch == 2 for r in out if isinstance(r, SendRequest))
 
 
@@ -165,7 +202,9 @@ def _failover(batch_writes: bool, budget: int = DEFAULT_MULTI_BYTE_BUDGET, parti
     for b in (1, 2, 3):
         driver.register(b)
     driver.seed_topic("t", partitions, rf3)
-    controller = elected(driver, 1, ReplicationConfig(batch_writes=batch_writes, multi_byte_budget=budget))
+    controller = elected(
+        driver, 1, ReplicationConfig(batch_writes=batch_writes, multi_byte_budget=budget)
+    )
     driver.ops.clear()
     driver.rounds.clear()
     driver.kill(3)
@@ -183,22 +222,33 @@ def test_a_failover_writes_every_decision_in_a_few_multis_under_the_byte_budget(
     assert all(m.ops[0] == Check(CONTROLLER_EPOCH, controller.epoch_zk_version) for m in writes)
     assert all(multi_bytes(m.ops) <= budget for m in writes)
     per_multi = max_ops_per_multi(budget)
-    assert len(writes) == -(-1500 // min(per_multi, len(writes[0].ops) - 1)), "packed full, not one request per partition"
+    assert len(writes) == -(-1500 // min(per_multi, len(writes[0].ops) - 1)), (
+        "packed full, not one request per partition"
+    )
     assert 1 < len(writes) < 10
     assert max(driver.rounds) == len(writes), "all multis of the round go out together"
     done = [e for e in out if isinstance(e, LeadersChanged)]
     assert done == [LeadersChanged("BrokerChange", 1500, len(writes))]
-    assert out[-1] == done[0], "the notice comes after the last write's result and the LeaderAndIsr requests"
+    assert out[-1] == done[0], (
+        "the notice comes after the last write's result and the LeaderAndIsr requests"
+    )
     for p in (0, 1, 2, 1499):
         state, version = driver.state(TopicPartition("t", p))
-        assert 3 not in state.isr and state.leader in state.isr and state.leader_epoch == 1 and version == 1
+        assert (
+            3 not in state.isr
+            and state.leader in state.isr
+            and state.leader_epoch == 1
+            and version == 1
+        )
 
 
 def test_leader_and_isr_goes_out_once_per_broker_listing_all_its_partitions():
     _, controller, out = _failover(batch_writes=True)
     requests = [e for e in out if isinstance(e, SendRequest)]
     assert sorted(r.broker_id for r in requests) == [1, 2]
-    assert all(isinstance(r.request, LeaderAndIsr) and len(r.request.partitions) == 1500 for r in requests)
+    assert all(
+        isinstance(r.request, LeaderAndIsr) and len(r.request.partitions) == 1500 for r in requests
+    )
     assert all(r.request.controller_epoch == controller.controller_epoch for r in requests)
 
 
@@ -206,9 +256,14 @@ def test_one_at_a_time_mode_writes_one_partition_per_multi_each_after_the_last_r
     driver, _, out = _failover(batch_writes=False, partitions=300)
     writes = [op for _, op in driver.ops if isinstance(op, Multi)]
     assert len(writes) == 300
-    assert all(len(m.ops) == 2 and isinstance(m.ops[0], Check) and isinstance(m.ops[1], SetData) for m in writes)
+    assert all(
+        len(m.ops) == 2 and isinstance(m.ops[0], Check) and isinstance(m.ops[1], SetData)
+        for m in writes
+    )
     assert max(driver.rounds) == 1, "never more than one write in flight"
-    assert [e for e in out if isinstance(e, LeadersChanged)] == [LeadersChanged("BrokerChange", 300, 300)]
+    assert [e for e in out if isinstance(e, LeadersChanged)] == [
+        LeadersChanged("BrokerChange", 300, 300)
+    ]
 
 
 def test_a_multi_that_meets_a_newer_version_is_reread_recomputed_and_retried():
@@ -223,19 +278,32 @@ def test_a_multi_that_meets_a_newer_version_is_reread_recomputed_and_retried():
     def leader_shrinks_isr_first(op) -> None:
         if isinstance(op, Multi) and not interfered and any(isinstance(o, SetData) for o in op.ops):
             state, version = driver.state(victim)
-            interfered.append(driver.admin(SetData(state_path(victim), state.with_isr((2, 3)).encode(), version)))
+            interfered.append(
+                driver.admin(SetData(state_path(victim), state.with_isr((2, 3)).encode(), version))
+            )
 
     driver.kill(3)
     driver.ops.clear()
-    out = driver.run(controller, 11, ZkWatch(0, BROKER_IDS, EventType.NodeChildrenChanged), interfere=leader_shrinks_isr_first)
+    out = driver.run(
+        controller,
+        11,
+        ZkWatch(0, BROKER_IDS, EventType.NodeChildrenChanged),
+        interfere=leader_shrinks_isr_first,
+    )
     assert interfered and interfered[0].code == Code.OK
     multis = [op for _, op in driver.ops if isinstance(op, Multi)]
     first_failed_keys = {o.path for o in multis[0].ops if isinstance(o, SetData)}
     assert state_path(victim) in first_failed_keys
     rereads = [op.path for _, op in driver.ops if isinstance(op, GetData)]
-    assert sorted(rereads) == sorted(first_failed_keys), "the partitions of the failed multi are read again"
-    assert driver.state(victim) == (PartitionState(2, 1, (2,), 1), 2), "recomputed from the leader's ISR: 3 leaves, 1 stays out"
-    assert [e for e in out if isinstance(e, LeadersChanged)] == [LeadersChanged("BrokerChange", 20, 2)]
+    assert sorted(rereads) == sorted(first_failed_keys), (
+        "the partitions of the failed multi are read again"
+    )
+    assert driver.state(victim) == (PartitionState(2, 1, (2,), 1), 2), (
+        "recomputed from the leader's ISR: 3 leaves, 1 stays out"
+    )
+    assert [e for e in out if isinstance(e, LeadersChanged)] == [
+        LeadersChanged("BrokerChange", 20, 2)
+    ]
 
 
 def test_a_stale_controller_fails_its_epoch_check_resigns_and_changes_nothing():
@@ -251,16 +319,24 @@ def test_a_stale_controller_fails_its_epoch_check_resigns_and_changes_nothing():
     driver.open(50)  # the stale controller's handle reconnected on a new session
     driver.kill(3)
     out = driver.run(stale, 50, ZkWatch(0, BROKER_IDS, EventType.NodeChildrenChanged))
-    assert [e for e in out if isinstance(e, ResignedController)] == [ResignedController(1, "controller epoch moved on")]
+    assert [e for e in out if isinstance(e, ResignedController)] == [
+        ResignedController(1, "controller epoch moved on")
+    ]
     assert not stale.active
-    assert not [e for e in out if isinstance(e, SendRequest)], "a controller that resigned sends no decision"
+    assert not [e for e in out if isinstance(e, SendRequest)], (
+        "a controller that resigned sends no decision"
+    )
     assert {p: driver.state(TopicPartition("t", p)) for p in range(6)} == before
 
 
 def test_the_byte_budget_keeps_a_10k_failover_in_three_multis_under_jute_maxbuffer():
-    op = SetData("/brokers/topics/t/partitions/5000/state", PartitionState(2, 1, (2, 3), 2).encode(), 0)
+    op = SetData(
+        "/brokers/topics/t/partitions/5000/state", PartitionState(2, 1, (2, 3), 2).encode(), 0
+    )
     assert 115 <= op_bytes(op) <= 135, "about the ~124 bytes measured per state write with kazoo"
-    assert multi_bytes([op] * 10_000) > JUTE_MAXBUFFER, "one 10K multi is over the limit (as measured: 1.27 MB)"
+    assert multi_bytes([op] * 10_000) > JUTE_MAXBUFFER, (
+        "one 10K multi is over the limit (as measured: 1.27 MB)"
+    )
     per_multi = max_ops_per_multi()
     assert 3_500 <= per_multi <= 4_500
     assert -(-10_000 // per_multi) == 3

@@ -30,7 +30,17 @@ from coordspec.reference.replication.znodes import (
     state_path,
     topic_path,
 )
-from coordspec.reference.zookeeper import CloseSession, Create, GetData, OpenSession, Reply, Request, WatchFired, ZooKeeperConfig, ZooKeeperServer
+from coordspec.reference.zookeeper import (
+    CloseSession,
+    Create,
+    GetData,
+    OpenSession,
+    Reply,
+    Request,
+    WatchFired,
+    ZooKeeperConfig,
+    ZooKeeperServer,
+)
 
 ADMIN, CONTROLLER_SESSION = 1, 10
 PARTITIONS = 60
@@ -51,7 +61,9 @@ def failover(store, batch_writes: bool) -> tuple[dict, list, list]:
 
     def call(session: int, op):
         effects = store.handle(Request(0, session, op))
-        watches.extend(e for e in effects if isinstance(e, WatchFired) and e.session_id == CONTROLLER_SESSION)
+        watches.extend(
+            e for e in effects if isinstance(e, WatchFired) and e.session_id == CONTROLLER_SESSION
+        )
         return next(e.result for e in effects if isinstance(e, Reply))
 
     def run(controller: Controller, event) -> list:
@@ -59,7 +71,11 @@ def failover(store, batch_writes: bool) -> tuple[dict, list, list]:
         while pending:
             for effect in pending.popleft():
                 if isinstance(effect, ZkCall):
-                    pending.append(controller.handle(ZkResult(0, effect.call_id, call(CONTROLLER_SESSION, effect.op))))
+                    pending.append(
+                        controller.handle(
+                            ZkResult(0, effect.call_id, call(CONTROLLER_SESSION, effect.op))
+                        )
+                    )
                 else:
                     out.append(effect)
         return out
@@ -75,7 +91,13 @@ def failover(store, batch_writes: bool) -> tuple[dict, list, list]:
     call(ADMIN, Create(partitions_path("t")))
     for p, replicas in assignment.items():
         call(ADMIN, Create(partition_path(TopicPartition("t", p))))
-        call(ADMIN, Create(state_path(TopicPartition("t", p)), PartitionState(replicas[0], 0, replicas, 0).encode()))
+        call(
+            ADMIN,
+            Create(
+                state_path(TopicPartition("t", p)),
+                PartitionState(replicas[0], 0, replicas, 0).encode(),
+            ),
+        )
 
     store.handle(OpenSession(0, CONTROLLER_SESSION, 4000))
     controller = Controller(1, ReplicationConfig(batch_writes=batch_writes, multi_byte_budget=4096))
@@ -91,11 +113,17 @@ def failover(store, batch_writes: bool) -> tuple[dict, list, list]:
     assert controller.idle
     reads = {p: call(ADMIN, GetData(state_path(TopicPartition("t", p)))) for p in range(PARTITIONS)}
     states = {p: (r.data, r.stat.version) for p, r in reads.items()}
-    return states, [e for e in out if isinstance(e, SendRequest)], [e for e in out if isinstance(e, LeadersChanged)]
+    return (
+        states,
+        [e for e in out if isinstance(e, SendRequest)],
+        [e for e in out if isinstance(e, LeadersChanged)],
+    )
 
 
 @pytest.mark.parametrize("batch_writes", [True, False], ids=["batched", "one-at-a-time"])
-def test_the_controller_fails_over_alike_on_the_model_and_on_a_real_zookeeper(real_zookeeper, batch_writes):
+def test_the_controller_fails_over_alike_on_the_model_and_on_a_real_zookeeper(
+    real_zookeeper, batch_writes
+):
     model = failover(ZooKeeperServer(ZooKeeperConfig(tick_time_ms=500)), batch_writes)
     chroot = f"/replication-{os.getpid()}-{int(batch_writes)}"
     with KazooExecutor(real_zookeeper.connect_string) as root:
@@ -108,8 +136,13 @@ def test_the_controller_fails_over_alike_on_the_model_and_on_a_real_zookeeper(re
     (round_done,) = done
     assert (round_done.reason, round_done.written) == ("BrokerChange", PARTITIONS)
     if batch_writes:
-        assert 1 < round_done.multis < PARTITIONS // 10, "a 4 KiB budget holds a few dozen state writes per multi"
+        assert 1 < round_done.multis < PARTITIONS // 10, (
+            "a 4 KiB budget holds a few dozen state writes per multi"
+        )
     else:
         assert round_done.multis == PARTITIONS
-    assert all(3 not in PartitionState.decode("", data).isr and version == 1 for data, version in states.values())
+    assert all(
+        3 not in PartitionState.decode("", data).isr and version == 1
+        for data, version in states.values()
+    )
     assert sorted(r.broker_id for r in requests) == [1, 2]

@@ -46,10 +46,15 @@ def diverged(shared, leader_tail, follower_tail) -> tuple[ReplicaLog, ReplicaLog
     base = sorted(e for e, _ in shared)
     top = base[-1] if base else 0
     common = [Record(e, 1000 + i) for i, e in enumerate(base)]
-    leader = common + [Record(top + 1 + e, 2000 + i) for i, e in enumerate(sorted(e for e, _ in leader_tail))]
+    leader = common + [
+        Record(top + 1 + e, 2000 + i) for i, e in enumerate(sorted(e for e, _ in leader_tail))
+    ]
     top_leader = leader[-1].leader_epoch if leader else 0
     # The follower's own records come from an epoch the leader never wrote records of.
-    follower = common + [Record(top_leader + 10 + e, 3000 + i) for i, e in enumerate(sorted(e for e, _ in follower_tail))]
+    follower = common + [
+        Record(top_leader + 10 + e, 3000 + i)
+        for i, e in enumerate(sorted(e for e, _ in follower_tail))
+    ]
     return ReplicaLog(leader), ReplicaLog(follower)
 
 
@@ -70,7 +75,9 @@ def fetch_until_caught_up(leader_log: ReplicaLog, follower_log: ReplicaLog) -> i
 
 
 @given(histories, histories, histories)
-def test_a_follower_truncates_to_the_prefix_it_shares_with_its_leader(shared, leader_tail, follower_tail):
+def test_a_follower_truncates_to_the_prefix_it_shares_with_its_leader(
+    shared, leader_tail, follower_tail
+):
     leader_log, follower_log = diverged(shared, leader_tail, follower_tail)
     expected = list(leader_log.records)
     assert fetch_until_caught_up(leader_log, follower_log) <= 3

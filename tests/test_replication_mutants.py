@@ -19,8 +19,15 @@ from coordspec.reference.replication.znodes import TopicPartition
 from coordspec.reference.zookeeper import SetData
 
 TP = TopicPartition("t", 0)
-CONFIG = ReplicationConfig(min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)
-UNCLEAN = ReplicationConfig(min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000, unclean_leader_election_enable=True)
+CONFIG = ReplicationConfig(
+    min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000
+)
+UNCLEAN = ReplicationConfig(
+    min_insync_replicas=1,
+    replica_lag_time_max_ms=2_000,
+    zookeeper_session_timeout_ms=4_000,
+    unclean_leader_election_enable=True,
+)
 
 
 def new_cluster(config=CONFIG, broker_factory=Broker) -> Cluster:
@@ -76,7 +83,9 @@ class UnconditionalController(Controller):
         if decided is None:
             return None
         state, ops = decided
-        return state, tuple(SetData(op.path, op.data, -1) if isinstance(op, SetData) else op for op in ops)
+        return state, tuple(
+            SetData(op.path, op.data, -1) if isinstance(op, SetData) else op for op in ops
+        )
 
 
 def unconditional_broker(broker_id, config, *, logs):
@@ -114,7 +123,11 @@ def test_an_election_that_leaves_the_leader_out_of_the_isr_is_caught(monkeypatch
 
 def test_a_controller_epoch_that_goes_back_is_caught(monkeypatch):
     encode = controller_module.encode_controller_epoch
-    monkeypatch.setattr(controller_module, "encode_controller_epoch", lambda epoch: b"0" if epoch >= 2 else encode(epoch))
+    monkeypatch.setattr(
+        controller_module,
+        "encode_controller_epoch",
+        lambda epoch: b"0" if epoch >= 2 else encode(epoch),
+    )
     cluster = new_cluster()
     cluster.crash(1)
     cluster.tick(5_000)
@@ -125,7 +138,11 @@ def test_a_controller_epoch_that_goes_back_is_caught(monkeypatch):
 
 def test_a_partition_state_from_the_future_controller_epoch_is_caught(monkeypatch):
     init = controller_module.init_leader
-    monkeypatch.setattr(controller_module, "init_leader", lambda replicas, live, epoch: init(replicas, live, epoch + 1))
+    monkeypatch.setattr(
+        controller_module,
+        "init_leader",
+        lambda replicas, live, epoch: init(replicas, live, epoch + 1),
+    )
     cluster = Cluster([1, 2, 3], CONFIG, monitor=Monitor())
     cluster.settle()
     cluster.create_topic("t", {0: (1, 2)})

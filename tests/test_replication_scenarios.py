@@ -22,9 +22,17 @@ from coordspec.reference.replication.invariants import Monitor, can_commit
 from coordspec.reference.replication.log import Record
 from coordspec.reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition
 from coordspec.reference.replication.partition import Role
-from coordspec.reference.replication.znodes import REASSIGN_PARTITIONS, PartitionState, TopicAssignment, TopicPartition, topic_path
+from coordspec.reference.replication.znodes import (
+    REASSIGN_PARTITIONS,
+    PartitionState,
+    TopicAssignment,
+    TopicPartition,
+    topic_path,
+)
 
-CONFIG = ReplicationConfig(min_insync_replicas=2, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)
+CONFIG = ReplicationConfig(
+    min_insync_replicas=2, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000
+)
 TP = TopicPartition("t", 0)
 
 
@@ -41,7 +49,9 @@ def of(notices, kind) -> list:
 
 
 def deliver_to(cluster: Cluster, broker_id: int) -> list:
-    (index,) = [i for i in cluster.deliverable() if cluster.in_flight[i].destination == broker_id][:1]
+    (index,) = [i for i in cluster.deliverable() if cluster.in_flight[i].destination == broker_id][
+        :1
+    ]
     return cluster.deliver(index)
 
 
@@ -75,7 +85,9 @@ def test_multiple_leaders_in_transition_step_by_step():
     # 3. Broker 2 applies the decision. Two brokers now believe they lead.
     deliver_to(cluster, 2)
     assert cluster.leaders(TP) == [2, 3]
-    assert not can_commit(cluster, 2, TP), "broker 1 still follows 3 at epoch 0: 2's HW cannot move yet"
+    assert not can_commit(cluster, 2, TP), (
+        "broker 1 still follows 3 at epoch 0: 2's HW cannot move yet"
+    )
     # 4. Broker 3 resumes: a zombie that believes it leads at epoch 0 with ISR (3, 2, 1).
     cluster.resume(3)
     zombie = cluster.broker(3).partitions[TP]
@@ -96,13 +108,17 @@ def test_multiple_leaders_in_transition_step_by_step():
     # 6. The zombie's own ShrinkIsr is conditional on zk_version 0: it fails, the zombie re-reads and steps down.
     notices = cluster.tick(2_500)
     assert of(notices, LeadershipLost) == [LeadershipLost("t", 0, 0)]
-    assert of(notices, ProduceFailed) == [ProduceFailed("t", 0, accepted[0].payload_id, "NOT_LEADER_OR_FOLLOWER")]
+    assert of(notices, ProduceFailed) == [
+        ProduceFailed("t", 0, accepted[0].payload_id, "NOT_LEADER_OR_FOLLOWER")
+    ]
     assert BecameFollower("t", 0, 1, 2) in of(notices, BecameFollower)
     assert cluster.leaders(TP) == [2]
     # 7. It catches up from the new leader and rejoins the ISR; the zombie's record is gone everywhere.
     replicate(cluster, [3, 3, 3])
     logs = {b: cluster.broker(b).partitions[TP].log.records for b in (1, 2, 3)}
-    assert logs[1] == logs[2] == logs[3] and accepted[0].payload_id not in {r.payload_id for r in logs[2]}
+    assert logs[1] == logs[2] == logs[3] and accepted[0].payload_id not in {
+        r.payload_id for r in logs[2]
+    }
     assert 3 in state(cluster).isr
 
 
@@ -111,7 +127,9 @@ def test_a_leader_and_isr_from_an_older_controller_or_leader_epoch_is_ignored():
     decision = LeaderAndIsrPartition("t", 0, 1, 5, (1, 2), 3, (1, 2), 2)
     broker.handle(DeliverRequest(0, LeaderAndIsr(1, 2, (decision,))))
     assert broker.partitions[TP].leader_epoch == 5
-    older_controller = LeaderAndIsr(3, 1, (LeaderAndIsrPartition("t", 0, 2, 9, (2,), 4, (1, 2), 1),))
+    older_controller = LeaderAndIsr(
+        3, 1, (LeaderAndIsrPartition("t", 0, 2, 9, (2,), 4, (1, 2), 1),)
+    )
     assert broker.handle(DeliverRequest(0, older_controller)) == []
     older_epoch = LeaderAndIsr(1, 2, (LeaderAndIsrPartition("t", 0, 2, 4, (2,), 4, (1, 2), 2),))
     assert broker.handle(DeliverRequest(0, older_epoch)) == []
@@ -132,13 +150,17 @@ def test_produce_below_min_insync_replicas_is_refused():
     cluster.tick(2_500)  # neither follower fetched: the leader shrinks its ISR to itself
     assert state(cluster).isr == (3,)
     notices = cluster.produce(3, TP)
-    assert [type(e) for e in of(notices, ProduceFailed)] == [ProduceFailed] and of(notices, ProduceFailed)[0].error == "NOT_ENOUGH_REPLICAS"
+    assert [type(e) for e in of(notices, ProduceFailed)] == [ProduceFailed] and of(
+        notices, ProduceFailed
+    )[0].error == "NOT_ENOUGH_REPLICAS"
 
 
 def test_a_follower_that_caught_up_rejoins_the_isr():
     cluster = new_cluster()
     shrunk = of(cluster.tick(2_500), IsrUpdated)
-    assert shrunk == [IsrUpdated("t", 0, 0, (3,), 1)], "ShrinkIsr: same leader epoch, a new zk_version"
+    assert shrunk == [IsrUpdated("t", 0, 0, (3,), 1)], (
+        "ShrinkIsr: same leader epoch, a new zk_version"
+    )
     expanded = of(replicate(cluster, [1]), IsrUpdated)
     assert expanded == [IsrUpdated("t", 0, 0, (3, 1), 2)], "ExpandIsr appends the follower"
     assert state(cluster).isr == (3, 1)
@@ -167,9 +189,14 @@ def test_a_restarted_broker_learns_the_published_decisions_and_truncates():
     replicate(cluster, [1])
     cluster.restart(3)
     cluster.settle()
-    assert cluster.broker(3).partitions[TP].role == Role.FOLLOWER and cluster.broker(3).partitions[TP].leader == 2
+    assert (
+        cluster.broker(3).partitions[TP].role == Role.FOLLOWER
+        and cluster.broker(3).partitions[TP].leader == 2
+    )
     replicate(cluster, [3], rounds=3)
-    assert cluster.broker(3).partitions[TP].log.records == cluster.broker(2).partitions[TP].log.records
+    assert (
+        cluster.broker(3).partitions[TP].log.records == cluster.broker(2).partitions[TP].log.records
+    )
 
 
 def test_a_controller_crash_moves_the_controller_with_a_higher_epoch():
@@ -178,8 +205,12 @@ def test_a_controller_crash_moves_the_controller_with_a_higher_epoch():
     cluster.tick(5_000)
     notices = cluster.settle()
     assert cluster.controller_id() in (2, 3) and cluster.controller_epoch() == 2
-    assert [b for b in (2, 3) if cluster.broker(b).controller_epoch == 2] == [2, 3], "the new controller re-sent its decisions"
-    assert not of(notices, BecameFollower) and cluster.leaders(TP) == [3], "re-sent at the same leader epoch: nothing changes"
+    assert [b for b in (2, 3) if cluster.broker(b).controller_epoch == 2] == [2, 3], (
+        "the new controller re-sent its decisions"
+    )
+    assert not of(notices, BecameFollower) and cluster.leaders(TP) == [3], (
+        "re-sent at the same leader epoch: nothing changes"
+    )
 
 
 def test_deleting_a_topic_stops_its_replicas_and_removes_its_znodes():
@@ -202,7 +233,9 @@ def test_a_reassignment_starts_new_replicas_waits_for_the_isr_then_switches():
     cluster.reassign({TP: (3, 4)})
     cluster.settle()
     assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
-    assert assignment == TopicAssignment({0: (3, 4, 1, 2)}, {0: (3, 4)}, {0: (1, 2)}), "Kafka's reassignTo: target first"
+    assert assignment == TopicAssignment({0: (3, 4, 1, 2)}, {0: (3, 4)}, {0: (1, 2)}), (
+        "Kafka's reassignTo: target first"
+    )
     assert state(cluster).leader_epoch == 1 and sorted(cluster.followers(TP)) == [2, 3, 4]
     replicate(cluster, [2, 3, 4], rounds=3)
     cluster.settle()
@@ -226,10 +259,14 @@ def test_a_new_controller_resumes_a_reassignment_in_progress():
     cluster.settle()
     assert cluster.controller_id() in (2, 3, 4)
     assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
-    assert assignment == TopicAssignment({0: (3, 4, 2)}, {0: (4,)}, {0: (2,)}), "read back, not restarted from the full set"
+    assert assignment == TopicAssignment({0: (3, 4, 2)}, {0: (4,)}, {0: (2,)}), (
+        "read back, not restarted from the full set"
+    )
     replicate(cluster, [2, 3, 4], rounds=3)
     cluster.settle()
-    assert TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data) == TopicAssignment.of({0: (3, 4)})
+    assert TopicAssignment.decode(
+        topic_path("t"), cluster.zk.tree.node(topic_path("t")).data
+    ) == TopicAssignment.of({0: (3, 4)})
     assert cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
 
 
@@ -242,6 +279,10 @@ def test_a_zombie_leaders_isr_write_is_refused_and_changes_nothing():
     writes = len(cluster.state_writes)
     cluster.resume(3)
     notices = cluster.tick(100)  # the zombie's followers are long silent: it tries ShrinkIsr
-    assert cluster.published()[TP] == published and len(cluster.state_writes) == writes, "ZooKeeper refused the write"
-    assert of(notices, LeadershipLost) == [LeadershipLost("t", 0, 0)] and not of(notices, IsrUpdated)
+    assert cluster.published()[TP] == published and len(cluster.state_writes) == writes, (
+        "ZooKeeper refused the write"
+    )
+    assert of(notices, LeadershipLost) == [LeadershipLost("t", 0, 0)] and not of(
+        notices, IsrUpdated
+    )
     assert cluster.leaders(TP) == [2]

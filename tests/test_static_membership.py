@@ -27,8 +27,9 @@ import pytest
 from driver import Driver, protocols
 from kafka_context import (
     FOLLOWER_INSTANCE_ID as FOLLOWER,
+)
+from kafka_context import (
     LATEST_JOIN,
-    LEADER_INSTANCE_ID as LEADER,
     STATIC_V3,
     check_join_response,
     complete_appends,
@@ -40,11 +41,13 @@ from kafka_context import (
     new_group_metadata_record,
     static_members_join_and_rebalance,
 )
+from kafka_context import (
+    LEADER_INSTANCE_ID as LEADER,
+)
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import GroupState
 from coordspec.reference.group.responses import JoinGroupMember, JoinGroupResponse
-
 
 # -- tests -------------------------------------------------------------------------------------
 
@@ -53,14 +56,18 @@ def test_static_member_join_as_first_member():
     """Kafka: GroupMetadataManagerTest.testStaticMemberJoinAsFirstMember"""
     d = Driver()
     create_classic_group(d)
-    join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id")
+    join_and_complete_join(
+        d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id"
+    )
 
 
 def test_static_member_rejoin_with_explicit_unknown_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithExplicitUnknownMemberId"""
     d = Driver()
     create_classic_group(d)
-    kw = dict(group_instance_id="group-instance-id", session_timeout_ms=5_000, rebalance_timeout_ms=5_000)
+    kw = dict(
+        group_instance_id="group-instance-id", session_timeout_ms=5_000, rebalance_timeout_ms=5_000
+    )
     join_and_complete_join(d, version=STATIC_V3, member_id="", **kw)
 
     join = d.join("unknown-member-id", version=STATIC_V3, **kw)
@@ -103,8 +110,13 @@ def test_replace_static_member_in_stable_state_no_error(support_skipping_assignm
     d = Driver(complete_appends=False)
     group = create_classic_group(d)
     version = LATEST_JOIN if support_skipping_assignment else STATIC_V3
-    response = join_and_complete_join(d, version=version, member_id="", group_instance_id="group-instance-id",
-                                      protocol_names=("range",))
+    response = join_and_complete_join(
+        d,
+        version=version,
+        member_id="",
+        group_instance_id="group-instance-id",
+        protocol_names=("range",),
+    )
     old_member_id = response.response.member_id
     assert len(group.members) == 1
     assert group.generation_id == 1
@@ -114,8 +126,14 @@ def test_replace_static_member_in_stable_state_no_error(support_skipping_assignm
 
     # The static member rejoins with an unknown member id: the new id is written to the log.
     new_protocols = protocols("range", "roundrobin")
-    join = d.join("", version=version, group_instance_id="group-instance-id", protocols=new_protocols,
-                  rebalance_timeout_ms=7_000, session_timeout_ms=4_500)
+    join = d.join(
+        "",
+        version=version,
+        group_instance_id="group-instance-id",
+        protocols=new_protocols,
+        rebalance_timeout_ms=7_000,
+        session_timeout_ms=4_500,
+    )
     assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
@@ -125,14 +143,29 @@ def test_replace_static_member_in_stable_state_no_error(support_skipping_assignm
     new_member_id = group.static_members["group-instance-id"]
     if support_skipping_assignment:
         expected = JoinGroupResponse(
-            ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range", leader=new_member_id,
-            skip_assignment=True, member_id=new_member_id,
-            members=(JoinGroupMember(new_member_id, "group-instance-id", metadata_of(new_protocols, "range")),),
+            ErrorCode.NONE,
+            generation_id=1,
+            protocol_type="consumer",
+            protocol_name="range",
+            leader=new_member_id,
+            skip_assignment=True,
+            member_id=new_member_id,
+            members=(
+                JoinGroupMember(
+                    new_member_id, "group-instance-id", metadata_of(new_protocols, "range")
+                ),
+            ),
         )
     else:
         expected = JoinGroupResponse(
-            ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range", leader=old_member_id,
-            skip_assignment=False, member_id=new_member_id, members=(),
+            ErrorCode.NONE,
+            generation_id=1,
+            protocol_type="consumer",
+            protocol_name="range",
+            leader=old_member_id,
+            skip_assignment=False,
+            member_id=new_member_id,
+            members=(),
         )
     assert join.response == expected.at_version(version)
 
@@ -151,8 +184,13 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateWithUpdatedProtocolTriggersRebalance"""
     d = Driver()
     group = create_classic_group(d)
-    response = join_and_complete_join(d, version=LATEST_JOIN, member_id="", group_instance_id="group-instance-id",
-                                      protocol_names=("range", "roundrobin"))
+    response = join_and_complete_join(
+        d,
+        version=LATEST_JOIN,
+        member_id="",
+        group_instance_id="group-instance-id",
+        protocol_names=("range", "roundrobin"),
+    )
     assert len(group.members) == 1
     assert group.generation_id == 1
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -160,7 +198,9 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
     force_stable(d, response.response.member_id, 1, "group-instance-id")
 
     # The selected protocol changes: a rebalance, which the sole member completes at once.
-    join = d.join("", version=STATIC_V3, group_instance_id="group-instance-id", protocol_names=("roundrobin",))
+    join = d.join(
+        "", version=STATIC_V3, group_instance_id="group-instance-id", protocol_names=("roundrobin",)
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.NONE
@@ -173,8 +213,15 @@ def test_replace_static_member_in_stable_state_errors():
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInStableStateErrors"""
     d = Driver(complete_appends=False)
     group = create_classic_group(d)
-    response = join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id",
-                                      protocol_names=("range",), rebalance_timeout_ms=4_000, session_timeout_ms=3_000)
+    response = join_and_complete_join(
+        d,
+        version=STATIC_V3,
+        member_id="",
+        group_instance_id="group-instance-id",
+        protocol_names=("range",),
+        rebalance_timeout_ms=4_000,
+        session_timeout_ms=3_000,
+    )
     assert len(group.members) == 1
     assert group.generation_id == 1
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -183,17 +230,28 @@ def test_replace_static_member_in_stable_state_errors():
     force_stable(d, old_member_id, 1, "group-instance-id")
 
     # The static member rejoins with an unknown member id but the append fails.
-    join = d.join("", version=STATIC_V3, group_instance_id="group-instance-id",
-                  protocols=protocols("range", "roundrobin"),  # roundrobin subscribes to "bar", as in Kafka
-                  rebalance_timeout_ms=7_000, session_timeout_ms=6_000)
+    join = d.join(
+        "",
+        version=STATIC_V3,
+        group_instance_id="group-instance-id",
+        protocols=protocols("range", "roundrobin"),  # roundrobin subscribes to "bar", as in Kafka
+        rebalance_timeout_ms=7_000,
+        session_timeout_ms=6_000,
+    )
     assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
     complete_appends(d, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)  # a failed write
     assert join.done
     expected = JoinGroupResponse(
-        ErrorCode.COORDINATOR_NOT_AVAILABLE, generation_id=1, protocol_type="consumer", protocol_name="range",
-        leader=old_member_id, skip_assignment=False, member_id="", members=(),
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        generation_id=1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=old_member_id,
+        skip_assignment=False,
+        member_id="",
+        members=(),
     )
     assert join.response == expected.at_version(STATIC_V3)
 
@@ -216,8 +274,13 @@ def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignm
     d = Driver(complete_appends=False)
     group = create_classic_group(d)
     version = LATEST_JOIN if support_skipping_assignment else STATIC_V3
-    response = join_and_complete_join(d, version=version, member_id="", group_instance_id="group-instance-id",
-                                      protocol_names=("range",))
+    response = join_and_complete_join(
+        d,
+        version=version,
+        member_id="",
+        group_instance_id="group-instance-id",
+        protocol_names=("range",),
+    )
     assert len(group.members) == 1
     assert group.generation_id == 1
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -225,8 +288,14 @@ def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignm
 
     force_stable(d, old_member_id, 1, "group-instance-id")
 
-    join = d.join("", version=version, group_instance_id="group-instance-id",
-                  protocol_names=("range", "roundrobin"), rebalance_timeout_ms=7_000, session_timeout_ms=6_000)
+    join = d.join(
+        "",
+        version=version,
+        group_instance_id="group-instance-id",
+        protocol_names=("range", "roundrobin"),
+        rebalance_timeout_ms=7_000,
+        session_timeout_ms=6_000,
+    )
     assert join.records == [new_group_metadata_record(group)]
     assert not join.done
 
@@ -234,9 +303,13 @@ def test_replace_static_member_in_stable_state_succeeds(support_skipping_assignm
     assert join.done
     new_member_id = join.response.member_id
     expected = JoinGroupResponse(
-        ErrorCode.NONE, generation_id=1, protocol_type="consumer", protocol_name="range",
+        ErrorCode.NONE,
+        generation_id=1,
+        protocol_type="consumer",
+        protocol_name="range",
         leader=new_member_id if support_skipping_assignment else old_member_id,
-        skip_assignment=support_skipping_assignment, member_id=new_member_id,
+        skip_assignment=support_skipping_assignment,
+        member_id=new_member_id,
         members=join_response_members(group) if support_skipping_assignment else (),
     )
     assert join.response == expected.at_version(version)
@@ -256,7 +329,9 @@ def test_replace_static_member_in_completing_rebalance_state_triggers_rebalance(
     """Kafka: GroupMetadataManagerTest.testReplaceStaticMemberInCompletingRebalanceStateTriggersRebalance"""
     d = Driver()
     group = create_classic_group(d)
-    join_and_complete_join(d, version=LATEST_JOIN, member_id="", group_instance_id="group-instance-id")
+    join_and_complete_join(
+        d, version=LATEST_JOIN, member_id="", group_instance_id="group-instance-id"
+    )
     assert len(group.members) == 1
     assert group.generation_id == 1
     assert group.state == GroupState.COMPLETING_REBALANCE
@@ -282,7 +357,9 @@ def test_static_member_fence_duplicate_rejoined_follower():
     assert group.state == GroupState.PREPARING_REBALANCE
 
     # The old follower rejoins, matching the current member id.
-    old_follower = d.join(rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=("range",))
+    old_follower = d.join(
+        rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=("range",)
+    )
     assert old_follower.records == []
     assert not old_follower.done
 
@@ -291,8 +368,14 @@ def test_static_member_fence_duplicate_rejoined_follower():
 
     # The old member is fenced at once.
     assert old_follower.done
-    expected = JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, generation_id=-1, protocol_type=None,
-                                 protocol_name=None, leader="", member_id=rr.follower_id)
+    expected = JoinGroupResponse(
+        ErrorCode.FENCED_INSTANCE_ID,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None,
+        leader="",
+        member_id=rr.follower_id,
+    )
     check_join_response(expected, old_follower, group, GroupState.PREPARING_REBALANCE, set())
 
 
@@ -302,7 +385,9 @@ def test_static_member_fence_duplicate_syncing_follower_after_member_id_changed(
     rr = static_members_join_and_rebalance(d)
     group = d.group()
     # Kafka's request builder: session timeout 500 unless set.
-    kw = dict(version=STATIC_V3, protocol_names=("range", "roundrobin"), rebalance_timeout_ms=10_000)
+    kw = dict(
+        version=STATIC_V3, protocol_names=("range", "roundrobin"), rebalance_timeout_ms=10_000
+    )
 
     # The known leader rejoins: a rebalance.
     leader = d.join(rr.leader_id, group_instance_id=LEADER, **kw)
@@ -316,24 +401,42 @@ def test_static_member_fence_duplicate_syncing_follower_after_member_id_changed(
     assert old_follower.done
     assert leader.done
 
-    expected_leader = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                        protocol_name="range", leader=rr.leader_id, member_id=rr.leader_id,
-                                        members=join_response_members(group))
-    check_join_response(expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER})
+    expected_leader = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        member_id=rr.leader_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER}
+    )
     assert leader.response.member_id == rr.leader_id
     assert leader.response.leader == rr.leader_id
 
-    expected_follower = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                          protocol_name="range", leader=rr.leader_id,
-                                          member_id=old_follower.response.member_id)
-    check_join_response(expected_follower, old_follower, group, GroupState.COMPLETING_REBALANCE, set())
+    expected_follower = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        member_id=old_follower.response.member_id,
+    )
+    check_join_response(
+        expected_follower, old_follower, group, GroupState.COMPLETING_REBALANCE, set()
+    )
     assert group.state == GroupState.COMPLETING_REBALANCE
     assert old_follower.response.member_id == rr.follower_id
     assert old_follower.response.leader == rr.leader_id
 
     # The old follower syncs and waits for the leader's assignment.
-    old_follower_sync = d.sync(old_follower.response.member_id, old_follower.response.generation_id,
-                               group_instance_id=FOLLOWER)
+    old_follower_sync = d.sync(
+        old_follower.response.member_id,
+        old_follower.response.generation_id,
+        group_instance_id=FOLLOWER,
+    )
     assert old_follower_sync.records == []
     assert not old_follower_sync.done
 
@@ -387,26 +490,53 @@ def test_static_member_fence_duplicate_rejoining_follower_after_member_id_change
     assert old_follower.done
     assert leader.done
 
-    expected_leader = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                        protocol_name="range", leader=rr.leader_id, member_id=rr.leader_id,
-                                        members=join_response_members(group))
-    check_join_response(expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER})
+    expected_leader = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        member_id=rr.leader_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER}
+    )
 
-    expected_duplicate = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1,
-                                           protocol_type="consumer", protocol_name="range", leader=rr.leader_id,
-                                           member_id=duplicate.response.member_id, members=())
-    check_join_response(expected_duplicate, duplicate, group, GroupState.COMPLETING_REBALANCE, set())
+    expected_duplicate = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        member_id=duplicate.response.member_id,
+        members=(),
+    )
+    check_join_response(
+        expected_duplicate, duplicate, group, GroupState.COMPLETING_REBALANCE, set()
+    )
 
-    expected_old_follower = JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, generation_id=-1, protocol_type=None,
-                                              protocol_name=None, leader="", member_id=rr.follower_id, members=())
-    check_join_response(expected_old_follower, old_follower, group, GroupState.COMPLETING_REBALANCE, set())
+    expected_old_follower = JoinGroupResponse(
+        ErrorCode.FENCED_INSTANCE_ID,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None,
+        leader="",
+        member_id=rr.follower_id,
+        members=(),
+    )
+    check_join_response(
+        expected_old_follower, old_follower, group, GroupState.COMPLETING_REBALANCE, set()
+    )
 
 
 def test_static_member_rejoin_with_known_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithKnownMemberId"""
     d = Driver(complete_appends=False)
     group = create_classic_group(d)
-    join = join_and_complete_join(d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id")
+    join = join_and_complete_join(
+        d, version=STATIC_V3, member_id="", group_instance_id="group-instance-id"
+    )
     member_id = join.response.member_id
 
     # Same metadata in CompletingRebalance: the join returns at once.
@@ -432,22 +562,37 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id(support_skipp
     version = LATEST_JOIN if support_skipping_assignment else STATIC_V3
 
     # A static leader rejoining with an unknown id does not rebalance; the new id is written.
-    join = d.join("", version=version, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
+    join = d.join(
+        "", version=version, group_instance_id=LEADER, protocol_names=("range", "roundrobin")
+    )
     assert join.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert join.done
 
     expected = JoinGroupResponse(
-        ErrorCode.NONE, generation_id=rr.generation_id, protocol_type="consumer", protocol_name="range",
+        ErrorCode.NONE,
+        generation_id=rr.generation_id,
+        protocol_type="consumer",
+        protocol_name="range",
         leader=join.response.member_id if support_skipping_assignment else rr.leader_id,
-        skip_assignment=support_skipping_assignment, member_id=join.response.member_id,
+        skip_assignment=support_skipping_assignment,
+        member_id=join.response.member_id,
         members=join_response_members(group) if support_skipping_assignment else (),
     )
-    check_join_response(expected, join, group, GroupState.STABLE,
-                        {LEADER, FOLLOWER} if support_skipping_assignment else set())
+    check_join_response(
+        expected,
+        join,
+        group,
+        GroupState.STABLE,
+        {LEADER, FOLLOWER} if support_skipping_assignment else set(),
+    )
 
-    old_leader = d.join(rr.leader_id, version=version, group_instance_id=LEADER,
-                        protocol_names=("range", "roundrobin"))
+    old_leader = d.join(
+        rr.leader_id,
+        version=version,
+        group_instance_id=LEADER,
+        protocol_names=("range", "roundrobin"),
+    )
     assert old_leader.records == []
     assert old_leader.done
     assert old_leader.error == ErrorCode.FENCED_INSTANCE_ID
@@ -477,8 +622,13 @@ def test_static_member_rejoin_with_leader_id_and_known_member_id():
     # (500 ms, its rejoin's session timeout) from the end of the sleep. Here timers fire at their
     # deadlines, so that re-armed session would expire the leader within the 10000 ms. Sleep to
     # the session expiry (5000), which is what completes the join phase in Kafka's test too.
-    join = d.join(rr.leader_id, version=LATEST_JOIN, group_instance_id=LEADER, protocol_names=("range",),
-                  rebalance_timeout_ms=10_000)
+    join = d.join(
+        rr.leader_id,
+        version=LATEST_JOIN,
+        group_instance_id=LEADER,
+        protocol_names=("range",),
+        rebalance_timeout_ms=10_000,
+    )
     d.sleep(5_000)
     assert join.done
     assert join.error == ErrorCode.NONE
@@ -486,9 +636,15 @@ def test_static_member_rejoin_with_leader_id_and_known_member_id():
     # The follower's session expired while the leader rejoined.
     assert rr.follower_id not in group.members
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                 protocol_name="range", leader=rr.leader_id, member_id=rr.leader_id,
-                                 members=join_response_members(group))
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        member_id=rr.leader_id,
+        members=join_response_members(group),
+    )
     check_join_response(expected, join, group, GroupState.COMPLETING_REBALANCE, {LEADER})
 
 
@@ -529,12 +685,20 @@ def test_static_member_rejoin_with_leader_id_and_unexpected_empty_group():
 def test_static_member_rejoin_with_follower_id_and_change_of_protocol():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithFollowerIdAndChangeOfProtocol"""
     d = Driver()
-    rr = static_members_join_and_rebalance(d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    rr = static_members_join_and_rebalance(
+        d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000
+    )
     group = d.group()
 
     # A static follower rejoining with a changed protocol triggers a rebalance.
-    join = d.join(rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=("roundrobin",),
-                  rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    join = d.join(
+        rr.follower_id,
+        version=STATIC_V3,
+        group_instance_id=FOLLOWER,
+        protocol_names=("roundrobin",),
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=15_000,
+    )
     assert join.records == []
     assert not join.done
 
@@ -545,22 +709,36 @@ def test_static_member_rejoin_with_follower_id_and_change_of_protocol():
     assert LEADER in group.static_members
     assert group.leader_id == rr.follower_id
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                 protocol_name="roundrobin", leader=rr.follower_id, member_id=rr.follower_id,
-                                 members=join_response_members(group))
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="roundrobin",
+        leader=rr.follower_id,
+        member_id=rr.follower_id,
+        members=join_response_members(group),
+    )
     check_join_response(expected, join, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER})
 
 
 def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_with_selected_protocol_changed():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelectedProtocolChanged"""
     d = Driver()
-    rr = static_members_join_and_rebalance(d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    rr = static_members_join_and_rebalance(
+        d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000
+    )
     group = d.group()
     assert group.select_protocol(d.coordinator.choices) != "roundrobin"
 
     # A static follower rejoining with a changed protocol triggers a rebalance.
-    join = d.join("", version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=("roundrobin",),
-                  rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    join = d.join(
+        "",
+        version=STATIC_V3,
+        group_instance_id=FOLLOWER,
+        protocol_names=("roundrobin",),
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=15_000,
+    )
     assert join.records == []
     assert not join.done
     assert group.select_protocol(d.coordinator.choices) == "roundrobin"
@@ -573,9 +751,15 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_with
     assert group.leader_id == join.response.member_id
     assert join.response.member_id != rr.follower_id
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                 protocol_name="roundrobin", leader=join.response.member_id,
-                                 member_id=join.response.member_id, members=join_response_members(group))
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="roundrobin",
+        leader=join.response.member_id,
+        member_id=join.response.member_id,
+        members=join_response_members(group),
+    )
     check_join_response(expected, join, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER})
 
 
@@ -587,23 +771,36 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     selected = group.select_protocol(d.coordinator.choices)
     assert selected == "range"
 
-    follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,))
+    follower = d.join(
+        "", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,)
+    )
     assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d, ErrorCode.MESSAGE_TOO_LARGE)  # a failed write
     assert follower.done
 
-    expected = JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, generation_id=rr.generation_id,
-                                 protocol_type="consumer", protocol_name="range", leader=rr.leader_id,
-                                 skip_assignment=False, member_id=follower.response.member_id, members=())
+    expected = JoinGroupResponse(
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+        generation_id=rr.generation_id,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=follower.response.member_id,
+        members=(),
+    )
     check_join_response(expected, follower, group, GroupState.STABLE, set())
 
     # The member id was not replaced (the write failed), so the old id still joins.
     assert follower.response.member_id != rr.follower_id
-    follower = d.join(rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=(selected,))
+    follower = d.join(
+        rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=(selected,)
+    )
     assert follower.records == []
 
     # The leader joins and completes the join phase.
-    leader = d.join(rr.leader_id, version=STATIC_V3, group_instance_id=LEADER, protocol_names=(selected,))
+    leader = d.join(
+        rr.leader_id, version=STATIC_V3, group_instance_id=LEADER, protocol_names=(selected,)
+    )
     assert leader.records == []
     assert leader.done
     assert follower.done
@@ -636,20 +833,31 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     # A follower rejoining with a subset of the leader's protocols does not rebalance while the
     # group's selected protocol stays the same.
     selected = group.select_protocol(d.coordinator.choices)
-    follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,))
+    follower = d.join(
+        "", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=(selected,)
+    )
     assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert follower.done
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id, protocol_type="consumer",
-                                 protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                 member_id=follower.response.member_id, members=())
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=follower.response.member_id,
+        members=(),
+    )
     check_join_response(expected, follower, group, GroupState.STABLE, set())
 
     # The old member id is fenced: the member id was replaced.
     new_follower_id = follower.response.member_id
     assert new_follower_id != rr.follower_id
-    old = d.join(rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=(selected,))
+    old = d.join(
+        rr.follower_id, version=STATIC_V3, group_instance_id=FOLLOWER, protocol_names=(selected,)
+    )
     assert old.records == []
     assert old.error == ErrorCode.FENCED_INSTANCE_ID
 
@@ -675,26 +883,46 @@ def test_static_member_rejoin_with_known_leader_id_to_trigger_rebalance_and_foll
     kw = dict(version=LATEST_JOIN, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
 
     # A static leader rejoining with its known member id triggers a rebalance.
-    leader = d.join(rr.leader_id, group_instance_id=LEADER, protocol_names=("range", "roundrobin"), **kw)
+    leader = d.join(
+        rr.leader_id, group_instance_id=LEADER, protocol_names=("range", "roundrobin"), **kw
+    )
     assert leader.records == []
     assert not leader.done
 
     # The follower rejoins; the rebalance completes at once.
-    follower = d.join(rr.follower_id, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin"), **kw)
+    follower = d.join(
+        rr.follower_id, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin"), **kw
+    )
     assert follower.records == []
     assert leader.done
     assert follower.done
     assert group.state == GroupState.COMPLETING_REBALANCE
     assert group.generation_id == 2
 
-    expected_leader = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                        protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                        member_id=leader.response.member_id, members=join_response_members(group))
-    check_join_response(expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER})
+    expected_leader = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=leader.response.member_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_leader, leader, group, GroupState.COMPLETING_REBALANCE, {LEADER, FOLLOWER}
+    )
 
-    expected_follower = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1,
-                                          protocol_type="consumer", protocol_name="range", leader=rr.leader_id,
-                                          skip_assignment=False, member_id=follower.response.member_id, members=())
+    expected_follower = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=follower.response.member_id,
+        members=(),
+    )
     check_join_response(expected_follower, follower, group, GroupState.COMPLETING_REBALANCE, set())
 
     # The follower's protocols change from the superset to [range].
@@ -709,11 +937,19 @@ def test_static_member_rejoin_with_known_leader_id_to_trigger_rebalance_and_foll
     assert follower.done
 
     new_follower_id = follower.response.member_id
-    expected_follower = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 2,
-                                          protocol_type="consumer", protocol_name="range", leader=new_follower_id,
-                                          skip_assignment=False, member_id=new_follower_id,
-                                          members=join_response_members(group))
-    check_join_response(expected_follower, follower, group, GroupState.COMPLETING_REBALANCE, {FOLLOWER})
+    expected_follower = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 2,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=new_follower_id,
+        skip_assignment=False,
+        member_id=new_follower_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_follower, follower, group, GroupState.COMPLETING_REBALANCE, {FOLLOWER}
+    )
 
 
 def test_static_member_rejoin_as_follower_with_unknown_member_id():
@@ -723,7 +959,9 @@ def test_static_member_rejoin_as_follower_with_unknown_member_id():
     group = d.group()
 
     # A static follower rejoining without a protocol change does not rebalance.
-    follower = d.join("", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin"))
+    follower = d.join(
+        "", version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin")
+    )
     assert follower.records == [new_group_metadata_record(group)]
     complete_appends(d)  # a successful write
     assert follower.done
@@ -731,9 +969,16 @@ def test_static_member_rejoin_as_follower_with_unknown_member_id():
     # The old leader is not timed out.
     assert LEADER in group.static_members
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id, protocol_type="consumer",
-                                 protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                 member_id=follower.response.member_id, members=())
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=follower.response.member_id,
+        members=(),
+    )
     check_join_response(expected, follower, group, GroupState.STABLE, set())
     assert follower.response.member_id != rr.follower_id
 
@@ -751,8 +996,12 @@ def test_static_member_rejoin_as_follower_with_known_member_id_and_no_protocol_c
     group = d.group()
 
     # A static follower rejoining without a protocol change does not rebalance.
-    follower = d.join(rr.follower_id, version=LATEST_JOIN, group_instance_id=FOLLOWER,
-                      protocol_names=("range", "roundrobin"))
+    follower = d.join(
+        rr.follower_id,
+        version=LATEST_JOIN,
+        group_instance_id=FOLLOWER,
+        protocol_names=("range", "roundrobin"),
+    )
     # Nothing changed: no records.
     assert follower.records == []
     assert follower.done
@@ -760,9 +1009,16 @@ def test_static_member_rejoin_as_follower_with_known_member_id_and_no_protocol_c
     # The old leader is not timed out.
     assert LEADER in group.static_members
 
-    expected = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id, protocol_type="consumer",
-                                 protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                 member_id=rr.follower_id, members=())
+    expected = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=rr.follower_id,
+        members=(),
+    )
     check_join_response(expected, follower, group, GroupState.STABLE, set())
 
 
@@ -770,7 +1026,12 @@ def test_static_member_rejoin_as_follower_with_mismatched_instance_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinAsFollowerWithMismatchedInstanceId"""
     d = Driver()
     rr = static_members_join_and_rebalance(d)
-    join = d.join(rr.follower_id, version=LATEST_JOIN, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
+    join = d.join(
+        rr.follower_id,
+        version=LATEST_JOIN,
+        group_instance_id=LEADER,
+        protocol_names=("range", "roundrobin"),
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.FENCED_INSTANCE_ID
@@ -780,7 +1041,12 @@ def test_static_member_rejoin_as_leader_with_mismatched_instance_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberRejoinAsLeaderWithMismatchedInstanceId"""
     d = Driver()
     rr = static_members_join_and_rebalance(d)
-    join = d.join(rr.leader_id, version=LATEST_JOIN, group_instance_id=FOLLOWER, protocol_names=("range", "roundrobin"))
+    join = d.join(
+        rr.leader_id,
+        version=LATEST_JOIN,
+        group_instance_id=FOLLOWER,
+        protocol_names=("range", "roundrobin"),
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.FENCED_INSTANCE_ID
@@ -805,7 +1071,12 @@ def test_get_different_static_member_id_after_each_rejoin():
 
     last_member_id = rr.leader_id
     for _ in range(5):
-        leader = d.join("", version=LATEST_JOIN, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
+        leader = d.join(
+            "",
+            version=LATEST_JOIN,
+            group_instance_id=LEADER,
+            protocol_names=("range", "roundrobin"),
+        )
         assert leader.records == [new_group_metadata_record(group)]
         complete_appends(d)  # a successful write
         assert leader.done
@@ -819,8 +1090,12 @@ def test_static_member_join_with_unknown_instance_id_and_known_member_id():
     """Kafka: GroupMetadataManagerTest.testStaticMemberJoinWithUnknownInstanceIdAndKnownMemberId"""
     d = Driver()
     rr = static_members_join_and_rebalance(d)
-    join = d.join(rr.leader_id, version=LATEST_JOIN, group_instance_id="unknown-instance-id",
-                  protocol_names=("range", "roundrobin"))
+    join = d.join(
+        rr.leader_id,
+        version=LATEST_JOIN,
+        group_instance_id="unknown-instance-id",
+        protocol_names=("range", "roundrobin"),
+    )
     assert join.records == []
     assert join.done
     assert join.error == ErrorCode.UNKNOWN_MEMBER_ID
@@ -830,16 +1105,28 @@ def test_static_member_follower_fail_to_rejoin_before_rebalance_timeout():
     """Kafka: GroupMetadataManagerTest.testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout"""
     d = Driver()
     # A longer session timeout keeps the follower from being evicted at the rebalance timeout.
-    rr = static_members_join_and_rebalance(d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    rr = static_members_join_and_rebalance(
+        d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000
+    )
     group = d.group()
     new_instance = "new-member-instance-id"
 
-    new_member = d.join("", version=LATEST_JOIN, group_instance_id=new_instance, protocol_names=("range", "roundrobin"))
+    new_member = d.join(
+        "",
+        version=LATEST_JOIN,
+        group_instance_id=new_instance,
+        protocol_names=("range", "roundrobin"),
+    )
     assert new_member.records == []
     assert not new_member.done
     assert group.state == GroupState.PREPARING_REBALANCE
 
-    leader = d.join(rr.leader_id, version=LATEST_JOIN, group_instance_id=LEADER, protocol_names=("range", "roundrobin"))
+    leader = d.join(
+        rr.leader_id,
+        version=LATEST_JOIN,
+        group_instance_id=LEADER,
+        protocol_names=("range", "roundrobin"),
+    )
     assert leader.records == []
     assert not leader.done
 
@@ -848,15 +1135,34 @@ def test_static_member_follower_fail_to_rejoin_before_rebalance_timeout():
     assert leader.done
     assert new_member.done
 
-    expected_leader = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                        protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                        member_id=rr.leader_id, members=join_response_members(group))
-    check_join_response(expected_leader, leader, group, GroupState.COMPLETING_REBALANCE,
-                        {LEADER, FOLLOWER, new_instance})
+    expected_leader = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=rr.leader_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_leader,
+        leader,
+        group,
+        GroupState.COMPLETING_REBALANCE,
+        {LEADER, FOLLOWER, new_instance},
+    )
 
-    expected_new = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                     protocol_name="range", leader=rr.leader_id, skip_assignment=False,
-                                     member_id=new_member.response.member_id, members=())
+    expected_new = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=rr.leader_id,
+        skip_assignment=False,
+        member_id=new_member.response.member_id,
+        members=(),
+    )
     check_join_response(expected_new, new_member, group, GroupState.COMPLETING_REBALANCE, set())
 
 
@@ -864,17 +1170,28 @@ def test_static_member_leader_fail_to_rejoin_before_rebalance_timeout():
     """Kafka: GroupMetadataManagerTest.testStaticMemberLeaderFailToRejoinBeforeRebalanceTimeout"""
     d = Driver()
     # A longer session timeout keeps the leader from being evicted at the rebalance timeout.
-    rr = static_members_join_and_rebalance(d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000)
+    rr = static_members_join_and_rebalance(
+        d, rebalance_timeout_ms=10_000, session_timeout_ms=15_000
+    )
     group = d.group()
     new_instance = "new-member-instance-id"
 
-    new_member = d.join("", version=LATEST_JOIN, group_instance_id=new_instance, protocol_names=("range", "roundrobin"))
+    new_member = d.join(
+        "",
+        version=LATEST_JOIN,
+        group_instance_id=new_instance,
+        protocol_names=("range", "roundrobin"),
+    )
     assert new_member.records == []
     assert not new_member.done
     assert group.state == GroupState.PREPARING_REBALANCE
 
-    old_follower = d.join(rr.follower_id, version=LATEST_JOIN, group_instance_id=FOLLOWER,
-                          protocol_names=("range", "roundrobin"))
+    old_follower = d.join(
+        rr.follower_id,
+        version=LATEST_JOIN,
+        group_instance_id=FOLLOWER,
+        protocol_names=("range", "roundrobin"),
+    )
     assert old_follower.records == []
     assert not old_follower.done
 
@@ -889,13 +1206,34 @@ def test_static_member_leader_fail_to_rejoin_before_rebalance_timeout():
         new_leader, new_follower = new_member, old_follower
 
     leader_id = new_leader.response.member_id
-    expected_leader = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1, protocol_type="consumer",
-                                        protocol_name="range", leader=leader_id, skip_assignment=False,
-                                        member_id=leader_id, members=join_response_members(group))
-    check_join_response(expected_leader, new_leader, group, GroupState.COMPLETING_REBALANCE,
-                        {LEADER, FOLLOWER, new_instance})
+    expected_leader = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=leader_id,
+        skip_assignment=False,
+        member_id=leader_id,
+        members=join_response_members(group),
+    )
+    check_join_response(
+        expected_leader,
+        new_leader,
+        group,
+        GroupState.COMPLETING_REBALANCE,
+        {LEADER, FOLLOWER, new_instance},
+    )
 
-    expected_follower = JoinGroupResponse(ErrorCode.NONE, generation_id=rr.generation_id + 1,
-                                          protocol_type="consumer", protocol_name="range", leader=leader_id,
-                                          skip_assignment=False, member_id=new_follower.response.member_id, members=())
-    check_join_response(expected_follower, new_follower, group, GroupState.COMPLETING_REBALANCE, set())
+    expected_follower = JoinGroupResponse(
+        ErrorCode.NONE,
+        generation_id=rr.generation_id + 1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader=leader_id,
+        skip_assignment=False,
+        member_id=new_follower.response.member_id,
+        members=(),
+    )
+    check_join_response(
+        expected_follower, new_follower, group, GroupState.COMPLETING_REBALANCE, set()
+    )

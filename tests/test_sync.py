@@ -51,8 +51,15 @@ from coordspec.reference.group.transitions import COMPLETING, EMPTY, PREPARING, 
 # -- testSyncGroupProtocolTypeAndNameWith -----------------------------------------------------
 
 
-def sync_group_protocol_type_and_name_with(protocol_type, protocol_name, expected_error, expected_type, expected_name,
-                                           *, sync_version: int | None = None) -> None:
+def sync_group_protocol_type_and_name_with(
+    protocol_type,
+    protocol_name,
+    expected_error,
+    expected_type,
+    expected_name,
+    *,
+    sync_version: int | None = None,
+) -> None:
     """Kafka's shared scenario testSyncGroupProtocolTypeAndNameWith."""
     d = new_driver()
     create_classic_group(d)
@@ -94,12 +101,16 @@ def test_sync_group_returns_an_error_when_protocol_type_is_inconsistent():
     """Kafka: GroupMetadataManagerTest.testSyncGroupReturnsAnErrorWhenProtocolTypeIsInconsistent"""
     # Sent at v5 as in Kafka. (On a broker KafkaApis already rejects the absent protocol name of a
     # v5 request with the same INCONSISTENT_GROUP_PROTOCOL.)
-    sync_group_protocol_type_and_name_with("protocolType", None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, None, None)
+    sync_group_protocol_type_and_name_with(
+        "protocolType", None, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, None, None
+    )
 
 
 def test_sync_group_returns_an_error_when_protocol_name_is_inconsistent():
     """Kafka: GroupMetadataManagerTest.testSyncGroupReturnsAnErrorWhenProtocolNameIsInconsistent"""
-    sync_group_protocol_type_and_name_with(None, "protocolName", ErrorCode.INCONSISTENT_GROUP_PROTOCOL, None, None)
+    sync_group_protocol_type_and_name_with(
+        None, "protocolName", ErrorCode.INCONSISTENT_GROUP_PROTOCOL, None, None
+    )
 
 
 def test_sync_group_succeed_when_protocol_type_and_name_are_not_provided():
@@ -133,7 +144,9 @@ def test_sync_group_from_unknown_member():
     """Kafka: GroupMetadataManagerTest.testSyncGroupFromUnknownMember"""
     d = new_driver()
     create_classic_group(d)
-    join = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id").response
+    join = join_and_complete_join(
+        d, version=LATEST_JOIN, group_instance_id="leader-instance-id"
+    ).response
     member_id, generation_id = join.member_id, join.generation_id
 
     sync = d.sync(member_id, generation_id, assignments={member_id: b""})
@@ -153,7 +166,9 @@ def test_sync_group_from_illegal_generation():
     """Kafka: GroupMetadataManagerTest.testSyncGroupFromIllegalGeneration"""
     d = new_driver()
     create_classic_group(d)
-    join = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id").response
+    join = join_and_complete_join(
+        d, version=LATEST_JOIN, group_instance_id="leader-instance-id"
+    ).response
 
     sync = d.sync(join.member_id, join.generation_id + 1)
     assert sync.records == []
@@ -165,7 +180,9 @@ def test_sync_group_as_leader_append_failure_transforms_error():
     """Kafka: GroupMetadataManagerTest.testSyncGroupAsLeaderAppendFailureTransformsError"""
     d = new_driver()
     create_classic_group(d)
-    join = join_and_complete_join(d, version=LATEST_JOIN, group_instance_id="leader-instance-id").response
+    join = join_and_complete_join(
+        d, version=LATEST_JOIN, group_instance_id="leader-instance-id"
+    ).response
 
     sync = d.sync(join.member_id, 1)
     assert not sync.done
@@ -178,7 +195,9 @@ def test_sync_group_as_leader_append_failure_transforms_error():
 # -- joins around a sync -----------------------------------------------------------------------
 
 
-def rejoin_with_new_follower(d: Driver, leader: JoinGroupResponse, **timeouts) -> tuple[Pending, Pending]:
+def rejoin_with_new_follower(
+    d: Driver, leader: JoinGroupResponse, **timeouts
+) -> tuple[Pending, Pending]:
     """The shared opening of several Kafka tests: a new follower joins (v3), the leader rejoins, and the
     join phase completes at once with the leader unchanged."""
     follower_join = d.join("", version=3, **timeouts)
@@ -215,7 +234,9 @@ def test_leader_failure_in_sync_group():
     d = new_driver()
     leader = join_dynamic_and_complete_rebalance(d).response
     group = d.group()
-    leader_join, follower_join = rejoin_with_new_follower(d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader_join, follower_join = rejoin_with_new_follower(
+        d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000
+    )
     assert group.state == COMPLETING
     next_generation = leader_join.response.generation_id
     follower_id = follower_join.response.member_id
@@ -247,7 +268,9 @@ def test_sync_group_follower_after_leader():
     d = new_driver()
     leader = join_dynamic_and_complete_rebalance(d).response
     group = d.group()
-    leader_join, follower_join = rejoin_with_new_follower(d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader_join, follower_join = rejoin_with_new_follower(
+        d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000
+    )
     assert group.state == COMPLETING
     next_generation = leader_join.response.generation_id
     follower_id = follower_join.response.member_id
@@ -273,7 +296,9 @@ def test_sync_group_leader_after_follower():
     d = new_driver()
     leader = join_dynamic_and_complete_rebalance(d).response
     group = d.group()
-    leader_join, follower_join = rejoin_with_new_follower(d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000)
+    leader_join, follower_join = rejoin_with_new_follower(
+        d, leader, rebalance_timeout_ms=10_000, session_timeout_ms=5_000
+    )
     assert group.state == COMPLETING
     next_generation = leader_join.response.generation_id
     follower_id = follower_join.response.member_id
@@ -350,7 +375,10 @@ def test_rebalance_times_out_when_sync_request_is_not_received():
     # Advance by the other half: the pending sync (and only it) expires; members are removed and
     # the group becomes empty, writing an empty group metadata record.
     assert sync_deadline(d) == d.now_ms + rebalance_timeout_ms // 2
-    assert all(session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2 for r in join_responses)
+    assert all(
+        session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2
+        for r in join_responses
+    )
     records = d.sleep(rebalance_timeout_ms // 2)
     assert sync_deadline(d) is None
     assert records == [new_group_metadata_record(d.group())]
@@ -383,7 +411,10 @@ def test_rebalance_times_out_when_sync_request_is_not_received_from_followers():
 
     # Advance by the other half to expire the pending sync (the only timeout). Followers are removed.
     assert sync_deadline(d) == d.now_ms + rebalance_timeout_ms // 2
-    assert all(session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2 for r in join_responses)
+    assert all(
+        session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2
+        for r in join_responses
+    )
     records = d.sleep(rebalance_timeout_ms // 2)
     assert sync_deadline(d) is None
     assert records == []
@@ -416,7 +447,10 @@ def test_rebalance_times_out_when_sync_request_is_not_received_from_leaders():
 
     # Advance by the other half to expire the pending sync (the only timeout). The leader is kicked out.
     assert sync_deadline(d) == d.now_ms + rebalance_timeout_ms // 2
-    assert all(session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2 for r in join_responses)
+    assert all(
+        session_deadline(d, r.member_id) > d.now_ms + rebalance_timeout_ms // 2
+        for r in join_responses
+    )
     records = d.sleep(rebalance_timeout_ms // 2)
     assert sync_deadline(d) is None
     assert records == []

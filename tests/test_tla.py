@@ -13,7 +13,13 @@ from coordspec.conformance import tla
 
 
 def coordspec(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", *args], capture_output=True, text=True, timeout=600, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +40,13 @@ def test_every_mutant_is_caught_by_its_own_invariant(group_membership):
     mutants = verdicts[1:]
     expected = {flag: invariant for _, flag, invariant in tla.mutants_of("GroupMembership")}
     assert {v.label.split(" with ")[1] for v in mutants} == set(expected)
-    assert set(expected.values()) >= {"NoStaleGenerationCommit", "AtMostOneOwnerPerPartition", "LeaderIsMember",
-                                       "StableImpliesAllSynced", "GenerationMonotonic"}
+    assert set(expected.values()) >= {
+        "NoStaleGenerationCommit",
+        "AtMostOneOwnerPerPartition",
+        "LeaderIsMember",
+        "StableImpliesAllSynced",
+        "GenerationMonotonic",
+    }
     for verdict in mutants:
         assert verdict.ok, f"{verdict.label}: {verdict.result.violated}"
         assert verdict.result.trace, "a caught mutant comes with a counterexample"
@@ -44,8 +55,10 @@ def test_every_mutant_is_caught_by_its_own_invariant(group_membership):
 
 
 def test_trace_states_parse_into_actions_and_values():
-    state = tla.parse_state('3: <CompleteJoin line 120, col 5 to line 140, col 60 of module GroupMembership>\n'
-                            '/\\ state = "CompletingRebalance"\n/\\ members = {c1, c2}\n/\\ owners = <<[p1 |-> {}],\n   [p1 |-> {c1}]>>\n')
+    state = tla.parse_state(
+        "3: <CompleteJoin line 120, col 5 to line 140, col 60 of module GroupMembership>\n"
+        '/\\ state = "CompletingRebalance"\n/\\ members = {c1, c2}\n/\\ owners = <<[p1 |-> {}],\n   [p1 |-> {c1}]>>\n'
+    )
     assert state.number == 3 and state.action == "CompleteJoin"
     assert state.values["members"] == "{c1, c2}"
     assert state.values["owners"] == "<<[p1 |-> {}], [p1 |-> {c1}]>>"
@@ -55,8 +68,14 @@ def test_trace_states_parse_into_actions_and_values():
 
 def test_cfg_lists_what_is_checked():
     names = tla.checked_names(tla.TLA_DIR / "MCGroupMembership.cfg")
-    assert names == ["TypeOK", "NoStaleGenerationCommit", "AtMostOneOwnerPerPartition", "LeaderIsMember",
-                     "StableImpliesAllSynced", "GenerationMonotonic"]
+    assert names == [
+        "TypeOK",
+        "NoStaleGenerationCommit",
+        "AtMostOneOwnerPerPartition",
+        "LeaderIsMember",
+        "StableImpliesAllSynced",
+        "GenerationMonotonic",
+    ]
 
 
 def test_unknown_spec_is_one_line():
@@ -72,11 +91,16 @@ def test_missing_jar_is_one_line(tmp_path):
     env = dict(os.environ, TLA2TOOLS_JAR=str(tmp_path / "nowhere.jar"))
     result = coordspec("tla", "check", "--no-mutants", env=env)
     assert result.returncode == 2
-    assert result.stderr.strip() == f"coordspec tla check: TLA2TOOLS_JAR={tmp_path / 'nowhere.jar'} is not a file"
+    assert (
+        result.stderr.strip()
+        == f"coordspec tla check: TLA2TOOLS_JAR={tmp_path / 'nowhere.jar'} is not a file"
+    )
 
 
 def test_a_broken_spec_is_reported_not_crashed(tmp_path, monkeypatch):
-    (tmp_path / "MCBroken.tla").write_text("---- MODULE MCBroken ----\nVARIABLE x\nInit == x = \nNext == x' = x\n====\n")
+    (tmp_path / "MCBroken.tla").write_text(
+        "---- MODULE MCBroken ----\nVARIABLE x\nInit == x = \nNext == x' = x\n====\n"
+    )
     (tmp_path / "MCBroken.cfg").write_text("INIT Init\nNEXT Next\n")
     with pytest.raises(tla.TlcError, match=r"TLC failed on MCBroken.cfg \(exit"):
         tla.run_tlc("Broken", tmp_path / "MCBroken.cfg", directory=tmp_path)

@@ -9,8 +9,13 @@ import pytest
 from coordspec.conformance import tla
 
 SPEC = "CoordinatorFailover"
-INVARIANTS = ["TypeOK", "LoadBeforeServe", "SingleActiveCoordinator", "NoCommittedOffsetLost",
-              "NoStaleGenerationAfterFailover"]
+INVARIANTS = [
+    "TypeOK",
+    "LoadBeforeServe",
+    "SingleActiveCoordinator",
+    "NoCommittedOffsetLost",
+    "NoStaleGenerationAfterFailover",
+]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +54,14 @@ def test_counterexamples_read_as_the_story_of_the_bug(coordinator_failover):
     # acks=1: a zombie coordinator answers an OffsetCommit its followers never fetch
     table = (out / f"{SPEC}-BugOffsetCommitAcksOne-counterexample.md").read_text()
     assert "| step | action | variable | value |" in table
-    for action in ("ElectLeader", "BecomeCoordinator", "LoadGroup", "SyncGroup", "AckCommit", "OffsetCommit"):
+    for action in (
+        "ElectLeader",
+        "BecomeCoordinator",
+        "LoadGroup",
+        "SyncGroup",
+        "AckCommit",
+        "OffsetCommit",
+    ):
         assert f"| {action} |" in table, action
     # serving before loading is caught at the first request a Loading coordinator answers
     table = (out / f"{SPEC}-BugServeBeforeLoad-counterexample.md").read_text()

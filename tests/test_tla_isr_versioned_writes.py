@@ -9,8 +9,14 @@ import pytest
 from coordspec.conformance import tla
 
 SPEC = "IsrVersionedWrites"
-INVARIANTS = ["TypeOK", "NoWriteWithStaleVersion", "LeaderInIsr", "AtMostOneLeaderCanCommit",
-              "NoCommittedRecordLost", "ControllerEpochMonotonic"]
+INVARIANTS = [
+    "TypeOK",
+    "NoWriteWithStaleVersion",
+    "LeaderInIsr",
+    "AtMostOneLeaderCanCommit",
+    "NoCommittedRecordLost",
+    "ControllerEpochMonotonic",
+]
 
 
 @pytest.fixture(scope="module")

@@ -35,8 +35,13 @@ def catalog_trace(tmp_path_factory) -> Path:
 
 def planted(tmp_path: Path, bug: str, scenario: str) -> Path:
     path = tmp_path / f"{bug}.jsonl"
-    outcome = run(PlantedTarget(bug), scenarios=[SCENARIO_DIR / f"{scenario}.yaml"], trace=path,
-                  version_selection="latest", out=io.StringIO())
+    outcome = run(
+        PlantedTarget(bug),
+        scenarios=[SCENARIO_DIR / f"{scenario}.yaml"],
+        trace=path,
+        version_selection="latest",
+        out=io.StringIO(),
+    )
     assert outcome.exit_code == 1  # the runner's own oracle catches it too
     return path
 
@@ -47,7 +52,12 @@ def test_a_trace_of_the_whole_catalog_passes_with_coverage(catalog_trace):
     assert findings.totals.keys > 80 and findings.totals.unchecked == 0
     rules = findings.covered("rule")
     assert {"GM-3", "GM-10", "GM-14", "GM-22", "GM-30", "GM-50", "GM-62"} <= set(rules)
-    assert set(findings.covered("state")) == {"Empty", "PreparingRebalance", "CompletingRebalance", "Stable"}
+    assert set(findings.covered("state")) == {
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+    }
     assert "Empty -> PreparingRebalance (JoinGroup) GM-10" in findings.covered("transition")
     assert "CompletingRebalance -> Stable (AppendCompleted) GM-22" in findings.covered("transition")
 
@@ -63,7 +73,12 @@ def test_a_broker_that_accepts_a_stale_commit_is_caught_with_its_rule(tmp_path):
     findings = check_files([trace], settings(), out=io.StringIO())
     assert findings.exit_code == 1 and len(findings.violations) == 1
     v = findings.violations[0]
-    assert (v["kind"], v["rule"], v["invariant"], v["api"]) == ("oracle", "GM-50", "NoStaleGenerationCommit", "OffsetCommit")
+    assert (v["kind"], v["rule"], v["invariant"], v["api"]) == (
+        "oracle",
+        "GM-50",
+        "NoStaleGenerationCommit",
+        "OffsetCommit",
+    )
     assert "expected ILLEGAL_GENERATION (22), got NONE (0)" in v["message"]
     assert any('"error_code": 22' in allowed for allowed in v["allowed"])
     lines = trace.read_text().splitlines()
@@ -71,19 +86,27 @@ def test_a_broker_that_accepts_a_stale_commit_is_caught_with_its_rule(tmp_path):
     request = next(c for c in v["context"] if "request c1 OffsetCommit" in c)
     assert '"generation_id":1' in request  # the stale commit itself is in the events shown
     text = summary.violation_text(v)
-    assert text.startswith("VIOLATION GM-50, invariant NoStaleGenerationCommit") and f"> {v['file']}:{v['line']}" in text
+    assert (
+        text.startswith("VIOLATION GM-50, invariant NoStaleGenerationCommit")
+        and f"> {v['file']}:{v['line']}" in text
+    )
 
 
-@pytest.mark.parametrize(("bug", "scenario", "rule"), [
-    ("heartbeat-ignores-rebalance", "heartbeat-during-rebalance", "GM-30"),
-    ("generation-not-bumped", "leader-leaves-mid-rebalance", "GM-17"),
-])
+@pytest.mark.parametrize(
+    ("bug", "scenario", "rule"),
+    [
+        ("heartbeat-ignores-rebalance", "heartbeat-during-rebalance", "GM-30"),
+        ("generation-not-bumped", "leader-leaves-mid-rebalance", "GM-17"),
+    ],
+)
 def test_other_planted_bugs_are_caught_with_their_rule(tmp_path, bug, scenario, rule):
     findings = check_files([planted(tmp_path, bug, scenario)], settings(), out=io.StringIO())
     assert [v["rule"] for v in findings.violations] == [rule]
 
 
-def test_command_line_exit_codes_reports_and_compressed_directories(tmp_path, catalog_trace, capsys):
+def test_command_line_exit_codes_reports_and_compressed_directories(
+    tmp_path, catalog_trace, capsys
+):
     stale = planted(tmp_path, "stale-commit", "stale-generation-commit")
     folder = tmp_path / "logs"
     folder.mkdir()
@@ -100,26 +123,47 @@ def test_command_line_exit_codes_reports_and_compressed_directories(tmp_path, ca
 BAD_LINES = [
     ('{"v":1,"kind":"request"}', "source: Field required"),
     ("not json", "Invalid JSON"),
-    ('{"v":2,"kind":"time","source":"x","run":"r","group_id":"g","ts_ms":0,"t_ms":0,"advance_ms":1}', "v: Input should be 1"),
-    ('{"v":1,"kind":"time","source":"x","run":"r","group_id":"g","ts_ms":0,"t_ms":-1,"advance_ms":1}', "t_ms: Input should be greater"),
+    (
+        '{"v":2,"kind":"time","source":"x","run":"r","group_id":"g","ts_ms":0,"t_ms":0,"advance_ms":1}',
+        "v: Input should be 1",
+    ),
+    (
+        '{"v":1,"kind":"time","source":"x","run":"r","group_id":"g","ts_ms":0,"t_ms":-1,"advance_ms":1}',
+        "t_ms: Input should be greater",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("text", "expected"), BAD_LINES)
-def test_a_bad_line_is_one_line_with_file_line_and_field(tmp_path, catalog_trace, capsys, text, expected):
+def test_a_bad_line_is_one_line_with_file_line_and_field(
+    tmp_path, catalog_trace, capsys, text, expected
+):
     path = tmp_path / "bad.jsonl"
     head = catalog_trace.read_text().splitlines()[:3]
     path.write_text("\n".join([*head, text]) + "\n")
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"coordspec trace check: {path}:4: ") and expected in err and "\n" not in err
+    assert (
+        err.startswith(f"coordspec trace check: {path}:4: ") and expected in err and "\n" not in err
+    )
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    ('"session_timeout_ms":30000', '"session_timeout_ms":"x"', "fields.session_timeout_ms: expected int, got 'x'"),
-    ('"session_timeout_ms":30000', '"sesion_timeout_ms":1', "fields.sesion_timeout_ms: not a field of JoinGroup"),
-    ('"api_version":', '"api_version":9', "is not a version the reference models"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            '"session_timeout_ms":30000',
+            '"session_timeout_ms":"x"',
+            "fields.session_timeout_ms: expected int, got 'x'",
+        ),
+        (
+            '"session_timeout_ms":30000',
+            '"sesion_timeout_ms":1',
+            "fields.sesion_timeout_ms: not a field of JoinGroup",
+        ),
+        ('"api_version":', '"api_version":9', "is not a version the reference models"),
+    ],
+)
 def test_a_bad_field_names_the_field(tmp_path, catalog_trace, capsys, old, new, expected):
     first = next(line for line in catalog_trace.read_text().splitlines() if old in line)
     path = tmp_path / "bad.jsonl"
@@ -133,8 +177,10 @@ def test_missing_files_and_empty_directories_are_one_line(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nope.jsonl")]) == 2
     assert main(["check", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"coordspec trace check: {tmp_path / 'nope.jsonl'}: no such file or directory",
-                   f"coordspec trace check: {tmp_path}: no trace files (*.jsonl, *.jsonl.gz) in this directory"]
+    assert err == [
+        f"coordspec trace check: {tmp_path / 'nope.jsonl'}: no such file or directory",
+        f"coordspec trace check: {tmp_path}: no trace files (*.jsonl, *.jsonl.gz) in this directory",
+    ]
 
 
 class _Terminal(io.StringIO):
@@ -156,4 +202,7 @@ def test_a_progress_bar_on_a_terminal_only(catalog_trace):
 def test_an_unknown_setting_is_one_line(catalog_trace, capsys):
     assert main(["check", str(catalog_trace), "--config", "initial_delay=0"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("coordspec trace check: --config initial_delay: no such setting (settings: ") and err.count("\n") == 1
+    assert (
+        err.startswith("coordspec trace check: --config initial_delay: no such setting (settings: ")
+        and err.count("\n") == 1
+    )

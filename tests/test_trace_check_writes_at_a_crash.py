@@ -48,21 +48,55 @@ class Broker:
         self.ids = 0
 
     def line(self, t_ms: int, **record) -> None:
-        self.lines.append({"v": 1, "source": "test", "run": "crash", "scenario": None, "group_id": GROUP,
-                           "ts_ms": 0, "t_ms": t_ms, **record})
+        self.lines.append(
+            {
+                "v": 1,
+                "source": "test",
+                "run": "crash",
+                "scenario": None,
+                "group_id": GROUP,
+                "ts_ms": 0,
+                "t_ms": t_ms,
+                **record,
+            }
+        )
 
-    def send(self, t_ms: int, request_type, *, answer_at_ms: int | None = None, answered: bool = True, **fields):
+    def send(
+        self,
+        t_ms: int,
+        request_type,
+        *,
+        answer_at_ms: int | None = None,
+        answered: bool = True,
+        **fields,
+    ):
         self.ids += 1
         request = request_type(self.ids, 5, t_ms, group_id=GROUP, **fields)
-        self.line(t_ms, kind="request", client="c1", api=request.api, api_key=API_KEYS[request.api], api_version=5,
-                  correlation_id=self.ids, fields=codec.request_fields(request))
+        self.line(
+            t_ms,
+            kind="request",
+            client="c1",
+            api=request.api,
+            api_key=API_KEYS[request.api],
+            api_version=5,
+            correlation_id=self.ids,
+            fields=codec.request_fields(request),
+        )
         replies = self._effects(self.coordinator.handle(request))
         if answer_at_ms is not None:
             replies += self._effects(self.coordinator.handle(Tick(answer_at_ms)))
         (response,) = [r.response for r in replies if r.request_id == request.request_id]
         if answered:
-            self.line(answer_at_ms or t_ms, kind="response", client="c1", api=request.api, api_key=API_KEYS[request.api],
-                      api_version=5, correlation_id=self.ids, fields=codec.encode(response))
+            self.line(
+                answer_at_ms or t_ms,
+                kind="response",
+                client="c1",
+                api=request.api,
+                api_key=API_KEYS[request.api],
+                api_version=5,
+                correlation_id=self.ids,
+                fields=codec.encode(response),
+            )
         return response
 
     def _effects(self, effects) -> list[Reply]:
@@ -73,7 +107,9 @@ class Broker:
         """The coordinator crashes and loads the first ``surviving_writes`` appends of its log."""
         self.line(t_ms, kind="fault", fault="restart")
         self.coordinator = GroupCoordinator(GroupConfig(), SeededChoices(seed=2), now_ms=t_ms)
-        self.coordinator.handle(LoadGroups(tuple(r for w in self.writes[:surviving_writes] for r in w), t_ms))
+        self.coordinator.handle(
+            LoadGroups(tuple(r for w in self.writes[:surviving_writes] for r in w), t_ms)
+        )
 
 
 def committed_offset(response) -> int:
@@ -83,15 +119,37 @@ def committed_offset(response) -> int:
 def trace(tmp_path: Path, surviving_writes_after_the_answered_commit: int) -> tuple[Path, int]:
     """The trace of the case, and the offset the reloaded coordinator fetched."""
     broker = Broker()
-    joined = broker.send(0, JoinGroup, rebalance_timeout_ms=10_000, protocols=(Protocol("range"),))  # MEMBER_ID_REQUIRED, with the id
-    joined = broker.send(0, JoinGroup, answer_at_ms=3000, rebalance_timeout_ms=10_000, member_id=joined.member_id, protocols=(Protocol("range"),))
+    joined = broker.send(
+        0, JoinGroup, rebalance_timeout_ms=10_000, protocols=(Protocol("range"),)
+    )  # MEMBER_ID_REQUIRED, with the id
+    joined = broker.send(
+        0,
+        JoinGroup,
+        answer_at_ms=3000,
+        rebalance_timeout_ms=10_000,
+        member_id=joined.member_id,
+        protocols=(Protocol("range"),),
+    )
     member, generation = joined.member_id, joined.generation_id
-    broker.send(3000, SyncGroup, generation_id=generation, member_id=member, protocol_type="consumer",
-                protocol_name="range", assignments=())
+    broker.send(
+        3000,
+        SyncGroup,
+        generation_id=generation,
+        member_id=member,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=(),
+    )
 
     def commit(t_ms: int, offset: int, answered: bool) -> None:
-        broker.send(t_ms, OffsetCommit, answered=answered, generation_id=generation, member_id=member,
-                    topics=(CommitTopic("t", (CommitPartition(0, offset),)),))
+        broker.send(
+            t_ms,
+            OffsetCommit,
+            answered=answered,
+            generation_id=generation,
+            member_id=member,
+            topics=(CommitTopic("t", (CommitPartition(0, offset),)),),
+        )
 
     commit(3001, 5, answered=True)
     answered_writes = len(broker.writes)
@@ -119,4 +177,6 @@ def test_an_answered_write_lost_at_the_crash_is_a_violation(tmp_path):
     path, fetched = trace(tmp_path, -1)  # the answered commit of 5 is gone too
     assert fetched == -1
     (violation,) = violations(path)
-    assert violation["api"] == "OffsetFetch" and violation["line"] == len(path.read_text().splitlines())
+    assert violation["api"] == "OffsetFetch" and violation["line"] == len(
+        path.read_text().splitlines()
+    )

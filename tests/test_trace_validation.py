@@ -17,12 +17,25 @@ def random_traces():
 def test_random_reference_traces_are_behaviours_of_the_spec(random_traces):
     summary = random_traces
     check = summary.check
-    assert check.accepted, f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    assert check.accepted, (
+        f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    )
     assert summary.traces == 100 and all(len(t) >= 41 for t in summary.trace_list)
     assert check.distinct == check.states == sum(len(t) for t in summary.trace_list)
     # the traces exercise every action of the spec, the refused commit and the timers
-    for action in ("JoinGroup", "JoinGroupAnswered", "CompleteJoin", "SyncGroup", "Heartbeat", "LeaveGroup",
-                   "ExpireSession", "ExpirePendingSync", "OffsetCommit", "OffsetCommitRejected", "Crash"):
+    for action in (
+        "JoinGroup",
+        "JoinGroupAnswered",
+        "CompleteJoin",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "ExpireSession",
+        "ExpirePendingSync",
+        "OffsetCommit",
+        "OffsetCommitRejected",
+        "Crash",
+    ):
         assert summary.actions.get(action, 0) > 0, f"no {action} in the random traces"
     generations = {s.state["generation"] for t in summary.trace_list for s in t}
     assert {0, 1, 2, 3} <= generations
@@ -37,7 +50,10 @@ def test_a_generation_that_jumps_by_two_is_rejected(random_traces):
 
 
 def test_a_commit_accepted_from_a_stale_generation_is_rejected(random_traces):
-    found = next((r for r in map(traces.corrupt_stale_commit, random_traces.trace_list) if r is not None), None)
+    found = next(
+        (r for r in map(traces.corrupt_stale_commit, random_traces.trace_list) if r is not None),
+        None,
+    )
     assert found is not None, "no stale commit refused in the random traces"
     bad, index = found
     assert bad[index - 1].action == "OffsetCommit" and bad[index - 1].with_generation
@@ -46,7 +62,10 @@ def test_a_commit_accepted_from_a_stale_generation_is_rejected(random_traces):
 
 
 def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
-    trace = [traces.Step(s.action, s.actor, s.with_generation, dict(s.state)) for s in random_traces.trace_list[0]]
+    trace = [
+        traces.Step(s.action, s.actor, s.with_generation, dict(s.state))
+        for s in random_traces.trace_list[0]
+    ]
     trace[0].state["generation"] = 1
     check = traces.check_traces([trace])
     assert not check.accepted
@@ -56,7 +75,15 @@ def test_simulated_spec_behaviours_replay_on_the_reference():
     summary = traces.replay_simulated_behaviours(count=100, depth=40, seed=7)
     assert summary.ok, "\n".join(summary.mismatches)
     assert summary.behaviours == 100 and summary.steps == 100 * 40
-    for action in ("JoinGroup", "CompleteJoin", "SyncGroup", "LeaveGroup", "ExpireSession", "OffsetCommit", "Crash"):
+    for action in (
+        "JoinGroup",
+        "CompleteJoin",
+        "SyncGroup",
+        "LeaveGroup",
+        "ExpireSession",
+        "OffsetCommit",
+        "Crash",
+    ):
         assert summary.actions.get(action, 0) > 0, f"no {action} in the simulated behaviours"
 
 
@@ -79,7 +106,9 @@ def test_join_into_a_preparing_group_whose_only_member_left():
     """Found by trace validation: with no members left, Kafka's supportsProtocols accepts any protocol."""
     h = traces.Harness(arbitrary=False)
     h.join("c1")
-    h.leave("c1")  # during the initial join phase: the group stays PreparingRebalance, with no members
+    h.leave(
+        "c1"
+    )  # during the initial join phase: the group stays PreparingRebalance, with no members
     h.join("c2")
     check = traces.check_traces([h.steps])
     assert check.accepted, f"TLC: {check.violated} at record {check.failed_index}"

@@ -17,18 +17,35 @@ def random_traces():
 def test_random_reference_traces_are_behaviours_of_the_spec(random_traces):
     summary = random_traces
     check = summary.check
-    assert check.accepted, f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    assert check.accepted, (
+        f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    )
     assert summary.traces == 50 and all(len(t) >= 31 for t in summary.trace_list)
     assert check.distinct == check.states == sum(len(t) for t in summary.trace_list)
-    for action in ("ElectLeader", "BecomeCoordinator", "LoadGroup", "ResignCoordinator", "SyncGroup", "OffsetCommit",
-                   "AckCommit", "Replicate", "AdvanceHighWatermark", "ExpandIsr"):
+    for action in (
+        "ElectLeader",
+        "BecomeCoordinator",
+        "LoadGroup",
+        "ResignCoordinator",
+        "SyncGroup",
+        "OffsetCommit",
+        "AckCommit",
+        "Replicate",
+        "AdvanceHighWatermark",
+        "ExpandIsr",
+    ):
         assert summary.actions.get(action, 0) > 0, f"no {action} in the random traces"
     states = [s.state for t in summary.trace_list for s in t]
     assert max(s["leaderEpoch"] for s in states) == tf.MAX_EPOCH
     assert any(s["acked"]["p1"] == tf.MAX_COMMITS for s in states)
     # zombies: a broker acting on an older epoch while a newer one is published
-    assert any(s["status"][b] == "Active" and s["view"][b]["leader"] == b and s["view"][b]["epoch"] < s["leaderEpoch"]
-               for s in states for b in tf.BROKERS)
+    assert any(
+        s["status"][b] == "Active"
+        and s["view"][b]["leader"] == b
+        and s["view"][b]["epoch"] < s["leaderEpoch"]
+        for s in states
+        for b in tf.BROKERS
+    )
 
 
 def test_an_offset_commit_acknowledged_at_its_append_is_rejected(random_traces):
@@ -75,8 +92,13 @@ def test_finding_a_reelected_leader_stepping_down_on_a_failed_isr_write_is_not_a
     h.expire("b2")  # b1 re-elected alone at epoch 3; its LeaderAndIsr stays in flight
     assert h.would_step_down("b3")
     h.replicate("b3")
-    index = next(k for k, s in enumerate(h.steps, 1) if s.action == "ResignCoordinator" and s.a1 == "b1")
-    assert h.steps[index - 1].state["leader"] == "b1" and h.steps[index - 1].state["status"]["b1"] == "NotCoordinator"
+    index = next(
+        k for k, s in enumerate(h.steps, 1) if s.action == "ResignCoordinator" and s.a1 == "b1"
+    )
+    assert (
+        h.steps[index - 1].state["leader"] == "b1"
+        and h.steps[index - 1].state["status"]["b1"] == "NotCoordinator"
+    )
     check = tf.check_traces([h.steps])
     assert not check.accepted and check.violated == "Deadlock" and check.failed_index == index
 
@@ -98,8 +120,19 @@ def test_simulated_spec_behaviours_replay_on_the_reference(simulated):
     assert summary.ok, "\n".join(summary.mismatches)
     assert len(simulated) == 60
     assert summary.steps == sum(len(b) - 1 for b in simulated) >= 60 * 20
-    for action in ("ElectLeader", "BecomeCoordinator", "ResignCoordinator", "LoadGroup", "SyncGroup", "OffsetCommit",
-                   "AckCommit", "Replicate", "AdvanceHighWatermark", "ExpandIsr", "Fetch"):
+    for action in (
+        "ElectLeader",
+        "BecomeCoordinator",
+        "ResignCoordinator",
+        "LoadGroup",
+        "SyncGroup",
+        "OffsetCommit",
+        "AckCommit",
+        "Replicate",
+        "AdvanceHighWatermark",
+        "ExpandIsr",
+        "Fetch",
+    ):
         assert summary.actions.get(action, 0) > 0, f"no {action} in the simulated behaviours"
 
 
@@ -126,6 +159,9 @@ def test_finding_a_reelected_leader_counts_a_follower_that_has_not_applied_its_e
     h.expire("b3")
     h.deliver_to("b1")
     index = next(k for k, s in enumerate(h.steps, 1) if s.action == "AdvanceHighWatermark")
-    assert h.steps[index - 1].state["view"]["b2"]["epoch"] < h.steps[index - 1].state["view"]["b1"]["epoch"]
+    assert (
+        h.steps[index - 1].state["view"]["b2"]["epoch"]
+        < h.steps[index - 1].state["view"]["b1"]["epoch"]
+    )
     check = tf.check_traces([h.steps])
     assert not check.accepted and check.violated == "Deadlock" and check.failed_index == index

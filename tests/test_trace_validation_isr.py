@@ -18,13 +18,28 @@ def random_traces():
 def test_random_model_traces_are_behaviours_of_the_spec(random_traces):
     summary = random_traces
     check = summary.check
-    assert check.accepted, f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    assert check.accepted, (
+        f"TLC: {check.violated} in trace {check.failed_trace} at record {check.failed_index}"
+    )
     assert summary.traces == 60 and all(len(t) >= 31 for t in summary.trace_list)
     assert check.distinct == check.states == sum(len(t) for t in summary.trace_list)
     # every action of the spec is exercised
-    for action in ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate", "AdvanceHighWatermark",
-                   "ShrinkIsr", "ExpandIsr", "StepDown", "CrashBroker", "PauseBroker", "ResumeBroker", "ExpireSession",
-                   "StartBroker"):
+    for action in (
+        "ElectController",
+        "ElectLeader",
+        "LeaderAndIsr",
+        "Produce",
+        "Replicate",
+        "AdvanceHighWatermark",
+        "ShrinkIsr",
+        "ExpandIsr",
+        "StepDown",
+        "CrashBroker",
+        "PauseBroker",
+        "ResumeBroker",
+        "ExpireSession",
+        "StartBroker",
+    ):
         assert summary.actions.get(action, 0) > 0, f"no {action} in the random traces"
     assert any(s.state["committed"] for t in summary.trace_list for s in t), "no record committed"
     assert {1, 2} <= {s.state["controllerEpoch"] for t in summary.trace_list for s in t}
@@ -42,7 +57,14 @@ def test_a_zk_version_that_jumps_by_two_is_rejected_at_its_record(random_traces)
 
 
 def test_an_isr_write_on_a_stale_version_is_rejected_at_its_record(random_traces):
-    found = next((r for r in map(traces_isr.corrupt_stale_isr_write, random_traces.trace_list) if r is not None), None)
+    found = next(
+        (
+            r
+            for r in map(traces_isr.corrupt_stale_isr_write, random_traces.trace_list)
+            if r is not None
+        ),
+        None,
+    )
     assert found is not None, "no ISR write in the random traces"
     bad, index = found
     check = traces_isr.check_traces([bad])
@@ -79,9 +101,22 @@ def test_simulated_spec_behaviours_replay_on_the_model(simulated):
     # the model took every step of every behaviour (Init excluded)
     assert steps == sum(len(b) - 1 for b in simulated) >= SIM_COUNT * 12
     actions = {a["action"] for b in simulated for a, _ in b[1:]}
-    for action in ("ElectController", "ElectLeader", "LeaderAndIsr", "Produce", "Replicate", "AdvanceHighWatermark",
-                   "ShrinkIsr", "ExpandIsr", "StepDown", "CrashBroker", "PauseBroker", "ResumeBroker", "ExpireSession",
-                   "StartBroker"):
+    for action in (
+        "ElectController",
+        "ElectLeader",
+        "LeaderAndIsr",
+        "Produce",
+        "Replicate",
+        "AdvanceHighWatermark",
+        "ShrinkIsr",
+        "ExpandIsr",
+        "StepDown",
+        "CrashBroker",
+        "PauseBroker",
+        "ResumeBroker",
+        "ExpireSession",
+        "StartBroker",
+    ):
         assert action in actions, f"no {action} in the simulated behaviours"
     assert any(s["committed"] for b in simulated for _, s in b), "no record committed"
     assert {1, 2} <= {s["controllerEpoch"] for b in simulated for _, s in b}

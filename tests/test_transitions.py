@@ -96,7 +96,10 @@ EXPECTED: dict[str, dict[GroupState, object]] = {
     },
     "JoinGroup": {
         EMPTY: ErrorCode.UNKNOWN_MEMBER_ID,  # F is no member of an Empty group
-        PREPARING: (ErrorCode.NONE, COMPLETING),  # parked, and the last to rejoin: the phase completes
+        PREPARING: (
+            ErrorCode.NONE,
+            COMPLETING,
+        ),  # parked, and the last to rejoin: the phase completes
         COMPLETING: (ErrorCode.NONE, COMPLETING),
         STABLE: (ErrorCode.NONE, STABLE),
         DEAD: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -133,6 +136,7 @@ EXPECTED: dict[str, dict[GroupState, object]] = {
     "DescribeGroups": {state: ErrorCode.NONE for state in GroupState},
 }
 
+
 def error_of(pending) -> ErrorCode:
     response = pending.response
     if hasattr(response, "topics") and not hasattr(response, "error_code"):
@@ -141,7 +145,11 @@ def error_of(pending) -> ErrorCode:
         return partition.error_code
     if hasattr(response, "groups") and not hasattr(response, "error_code"):
         return response.groups[0].error_code
-    if getattr(response, "members", None) and response.error_code == ErrorCode.NONE and hasattr(response.members[0], "error_code"):
+    if (
+        getattr(response, "members", None)
+        and response.error_code == ErrorCode.NONE
+        and hasattr(response.members[0], "error_code")
+    ):
         return response.members[0].error_code
     return response.error_code
 
@@ -204,7 +212,9 @@ def test_every_transition_is_taken(observed):
     d.sleep(3_000)
     d.sync(join.response.member_id, 1)
     other = d.join(session_timeout_ms=10_000, rebalance_timeout_ms=10_000)
-    d.join(join.response.member_id, session_timeout_ms=10, rebalance_timeout_ms=10_000)  # completes: Completing
+    d.join(
+        join.response.member_id, session_timeout_ms=10, rebalance_timeout_ms=10_000
+    )  # completes: Completing
     assert d.group().state == COMPLETING and other.done
     d.sync(other.response.member_id, 2)
     d.sleep(10)  # the leader's 10 ms session expires before it syncs

@@ -56,14 +56,30 @@ from coordspec.reference.zookeeper import (
 )
 
 TICK_MS = 500  # the fixture server's tickTime: sessions negotiate within [1000, 10000] ms
-TIMEOUTS_MS = (4000, 6000, 30000)  # the last is clamped to 10000; short enough ones would expire for real on a slow VM
+TIMEOUTS_MS = (
+    4000,
+    6000,
+    30000,
+)  # the last is clamped to 10000; short enough ones would expire for real on a slow VM
 MAX_SESSIONS = 8  # per example
 MAX_LIVE_SESSIONS = 4
 MAX_WATCHED = 8  # nodes per watch_everything step
 NAMES = ("a", "b", "c")
 DATA = (b"", b"x", b"yy", b"\x00\xff")
 # Faults below a first-level node, where a chroot does not change what the server sees.
-BAD_SUFFIXES = ("/", "//", "//x", "/.", "/..", "/./x", "/x/", "\x00", "/\x01", "/\u0085", "/\U0001f600")
+BAD_SUFFIXES = (
+    "/",
+    "//",
+    "//x",
+    "/.",
+    "/..",
+    "/./x",
+    "/x/",
+    "\x00",
+    "/\x01",
+    "/\u0085",
+    "/\U0001f600",
+)
 
 VERSIONS = st.sampled_from([-1, -1, 0, 1, 2])
 
@@ -85,8 +101,12 @@ def server():
         pytest.fail(str(e), pytrace=False)
 
 
-good_paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map(lambda names: "/" + "/".join(names))
-bad_paths = st.builds(lambda name, suffix: "/" + name + suffix, st.sampled_from(NAMES), st.sampled_from(BAD_SUFFIXES))
+good_paths = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map(
+    lambda names: "/" + "/".join(names)
+)
+bad_paths = st.builds(
+    lambda name, suffix: "/" + name + suffix, st.sampled_from(NAMES), st.sampled_from(BAD_SUFFIXES)
+)
 
 
 class ServerGone(Exception):
@@ -130,7 +150,9 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
                 watches = {s: sorted(w, key=repr) for s, w in watches.items()}
             return others, dict(watches)
 
-        assert split(actual) == split(expected), f"after {event}:\n  model:     {expected}\n  ZooKeeper: {actual}"
+        assert split(actual) == split(expected), (
+            f"after {event}:\n  model:     {expected}\n  ZooKeeper: {actual}"
+        )
 
     # -- drawing arguments from the model's state ------------------------------------------
 
@@ -138,13 +160,24 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
         """Mostly a live session; sometimes any, to ask a closed or expired one."""
         live = self.model.live_sessions()
         anyone = list(range(1, self.opened + 1))
-        return data.draw(st.sampled_from(live) if live and data.draw(st.integers(0, 9), label="0: any session, else a live one") else st.sampled_from(anyone), label="session")
+        return data.draw(
+            st.sampled_from(live)
+            if live and data.draw(st.integers(0, 9), label="0: any session, else a live one")
+            else st.sampled_from(anyone),
+            label="session",
+        )
 
-    def path(self, data, *, allow_root: bool = True, existing: int = 1, recent: tuple[str, ...] = ()) -> str:
+    def path(
+        self, data, *, allow_root: bool = True, existing: int = 1, recent: tuple[str, ...] = ()
+    ) -> str:
         """A path: made up, a child of a node, invalid, (``existing`` times as often) a
         node that exists, or one of ``recent`` (paths earlier operations of a Multi used)."""
         nodes = sorted(self.model.tree.nodes)
-        children = st.builds(lambda parent, name: parent.rstrip("/") + "/" + name, st.sampled_from(nodes), st.sampled_from(NAMES))
+        children = st.builds(
+            lambda parent, name: parent.rstrip("/") + "/" + name,
+            st.sampled_from(nodes),
+            st.sampled_from(NAMES),
+        )
         choices = [good_paths, children, children, bad_paths]
         if not allow_root:
             nodes.remove("/")
@@ -162,13 +195,22 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
         return data.draw(st.sampled_from([-1, current, current, *stale]), label="version")
 
     def create_op(self, data, recent: tuple[str, ...] = ()) -> Create:
-        return Create(self.path(data, recent=recent), data.draw(st.sampled_from(DATA)), data.draw(st.booleans(), label="ephemeral"), data.draw(st.booleans(), label="sequential"))
+        return Create(
+            self.path(data, recent=recent),
+            data.draw(st.sampled_from(DATA)),
+            data.draw(st.booleans(), label="ephemeral"),
+            data.draw(st.booleans(), label="sequential"),
+        )
 
     def write_op(self, data, recent: tuple[str, ...] = ()):
-        kind = data.draw(st.sampled_from(["create", "create", "delete", "set", "check"]), label="kind")
+        kind = data.draw(
+            st.sampled_from(["create", "create", "delete", "set", "check"]), label="kind"
+        )
         if kind == "create":
             return self.create_op(data, recent)
-        path = self.path(data, allow_root=kind != "delete", existing=2, recent=recent)  # below a chroot, "/" is the chroot's node
+        path = self.path(
+            data, allow_root=kind != "delete", existing=2, recent=recent
+        )  # below a chroot, "/" is the chroot's node
         if kind == "delete":
             return Delete(path, self.version(data, path))
         if kind == "set":
@@ -184,7 +226,11 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
     def open_first_session(self, timeout_ms):
         self.open_session(timeout_ms)
 
-    @precondition(lambda self: self.opened < MAX_SESSIONS and len(self.model.live_sessions()) < MAX_LIVE_SESSIONS)
+    @precondition(
+        lambda self: (
+            self.opened < MAX_SESSIONS and len(self.model.live_sessions()) < MAX_LIVE_SESSIONS
+        )
+    )
     @rule(timeout_ms=st.sampled_from(TIMEOUTS_MS))
     def open_session(self, timeout_ms):
         self.opened += 1
@@ -206,7 +252,9 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
     @rule(data=st.data())
     def set_data(self, data):
         path = self.path(data, existing=3)
-        self.request(data, SetData(path, data.draw(st.sampled_from(DATA)), self.version(data, path)))
+        self.request(
+            data, SetData(path, data.draw(st.sampled_from(DATA)), self.version(data, path))
+        )
 
     @rule(data=st.data(), watch=st.booleans())
     def get_data(self, data, watch):
@@ -240,22 +288,48 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
         """A live session, most often one that owns ephemeral nodes."""
         live = self.model.live_sessions()
         owners = [s for s in live if self.model.tree.ephemerals.get(s)]
-        pool = owners if owners and data.draw(st.integers(0, 3), label="pick an owner of ephemerals?") else live
+        pool = (
+            owners
+            if owners and data.draw(st.integers(0, 3), label="pick an owner of ephemerals?")
+            else live
+        )
         return data.draw(st.sampled_from(pool), label="victim")
 
-    @rule(data=st.data(), create_first=st.booleans(), kinds=st.lists(st.sampled_from([Create, Delete, SetData, Check]), min_size=1, max_size=3))
+    @rule(
+        data=st.data(),
+        create_first=st.booleans(),
+        kinds=st.lists(st.sampled_from([Create, Delete, SetData, Check]), min_size=1, max_size=3),
+    )
     def multi_on_one_node(self, data, create_first, kinds):
         """Operations that build on each other: create, change and delete one node in one Multi."""
         parents = sorted(p for p, node in self.model.tree.nodes.items() if not node.ephemeral_owner)
-        new = st.builds(lambda parent, name: parent.rstrip("/") + "/" + name, st.sampled_from(parents), st.sampled_from(NAMES))
-        existing = st.sampled_from(sorted(self.model.tree.nodes)[1:])  # not "/": below a chroot it is the chroot's node
-        path = data.draw(new if create_first or len(self.model.tree.nodes) == 1 else existing, label="path")
+        new = st.builds(
+            lambda parent, name: parent.rstrip("/") + "/" + name,
+            st.sampled_from(parents),
+            st.sampled_from(NAMES),
+        )
+        existing = st.sampled_from(
+            sorted(self.model.tree.nodes)[1:]
+        )  # not "/": below a chroot it is the chroot's node
+        path = data.draw(
+            new if create_first or len(self.model.tree.nodes) == 1 else existing, label="path"
+        )
         ops = []
         for kind in [Create] * create_first + kinds:
             if kind is Create:
-                ops.append(Create(path, data.draw(st.sampled_from(DATA)), data.draw(st.booleans(), label="ephemeral")))
+                ops.append(
+                    Create(
+                        path,
+                        data.draw(st.sampled_from(DATA)),
+                        data.draw(st.booleans(), label="ephemeral"),
+                    )
+                )
             elif kind is SetData:
-                ops.append(SetData(path, data.draw(st.sampled_from(DATA)), data.draw(VERSIONS, label="version")))
+                ops.append(
+                    SetData(
+                        path, data.draw(st.sampled_from(DATA)), data.draw(VERSIONS, label="version")
+                    )
+                )
             else:
                 ops.append(kind(path, data.draw(VERSIONS, label="version")))
         self.request(data, Multi(tuple(ops)))
@@ -263,7 +337,11 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
     @precondition(lambda self: len(self.model.live_sessions()) > 1)
     @rule(data=st.data())
     def close_session(self, data):
-        session = self.victim(data) if data.draw(st.integers(0, 9), label="close a live session?") else self.session(data)
+        session = (
+            self.victim(data)
+            if data.draw(st.integers(0, 9), label="close a live session?")
+            else self.session(data)
+        )
         self.both(CloseSession(self.now_ms, session), watches_as_sets=True)
 
     @precondition(lambda self: len(self.model.live_sessions()) > 1)
@@ -274,7 +352,9 @@ class ZooKeeperAgreement(RuleBasedStateMachine):
         expected = self.model.handle(Tick(deadline))
         self.now_ms = deadline
         assert self.model.session_state(victim) == SessionState.EXPIRED
-        self.agree(f"expiring session {victim}", expected, self.real.expire(victim), watches_as_sets=True)
+        self.agree(
+            f"expiring session {victim}", expected, self.real.expire(victim), watches_as_sets=True
+        )
 
     def push_others_past(self, victim: int) -> int:
         """Ping the other live sessions just before the earliest deadline until the
@@ -323,16 +403,25 @@ FRESH_SERVER_SCRIPT = [
     Request(0, 1, Create("/zookeeper/x", b"y")),
     Request(0, 1, Delete("/zookeeper/x")),
     Request(0, 1, SetData("/zookeeper", b"z", 0)),
-    *(Request(0, 1, Delete(path)) for path in ("/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config")),
+    *(
+        Request(0, 1, Delete(path))
+        for path in ("/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config")
+    ),
     Request(0, 2, GetChildren("/", True)),
     Request(0, 1, Create("/")),
     Request(0, 1, Create("/", sequential=True, ephemeral=True)),
     Request(0, 1, Exists("/")),
     *(Request(0, 1, Create(path)) for path in ("a", "//", "/.", "/..", "//x", "/a/")),
-    *(Request(0, 1, op(path)) for path in ("a", "//", "/.") for op in (GetData, Exists, GetChildren)),
+    *(
+        Request(0, 1, op(path))
+        for path in ("a", "//", "/.")
+        for op in (GetData, Exists, GetChildren)
+    ),
     Request(0, 1, Delete("a")),
     Request(0, 1, SetData("//", b"")),
-    Request(0, 1, Multi((Create("/p"), Create("/p/", sequential=True), Create("/", sequential=True)))),
+    Request(
+        0, 1, Multi((Create("/p"), Create("/p/", sequential=True), Create("/", sequential=True)))
+    ),
     CloseSession(0, 1),
     Request(0, 2, GetChildren("/")),
     Request(0, 2, Exists("/")),
@@ -346,6 +435,8 @@ def test_a_fresh_server_agrees_at_its_root():
         with zookeeper(1, tick_time_ms=TICK_MS) as zk, KazooExecutor(zk.connect_string) as real:
             for event in FRESH_SERVER_SCRIPT:
                 expected, actual = model.handle(event), real.handle(event)
-                assert actual == expected, f"after {event}:\n  model:     {expected}\n  ZooKeeper: {actual}"
+                assert actual == expected, (
+                    f"after {event}:\n  model:     {expected}\n  ZooKeeper: {actual}"
+                )
     except ZooKeeperUnavailable as e:
         pytest.fail(str(e), pytrace=False)

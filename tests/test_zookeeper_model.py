@@ -81,14 +81,40 @@ def zk() -> Client:
 # -- paths ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/", "/a", "/a/b", "/a/.b", "/a/..b", "/a/b.", "/a/\u00a0", "/a/\u00ff", "/a b", "/zookeeper"])
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/a", "/a/b", "/a/.b", "/a/..b", "/a/b.", "/a/\u00a0", "/a/\u00ff", "/a b", "/zookeeper"],
+)
 def test_valid_paths(path):
     assert is_valid_path(path)
 
 
 @pytest.mark.parametrize(
     "path",
-    ["", "a", "a/b", "/a/", "//", "/a//b", "/.", "/..", "/a/.", "/a/..", "/a/./b", "/a/../b", "/a\x00", "/a\x01", "/a\x1f", "/a\x7f", "/a\x80", "/a\x9f", "/a\ud800", "/a\uf8ff", "/a\ufff0", "/a\U0001f600"],
+    [
+        "",
+        "a",
+        "a/b",
+        "/a/",
+        "//",
+        "/a//b",
+        "/.",
+        "/..",
+        "/a/.",
+        "/a/..",
+        "/a/./b",
+        "/a/../b",
+        "/a\x00",
+        "/a\x01",
+        "/a\x1f",
+        "/a\x7f",
+        "/a\x80",
+        "/a\x9f",
+        "/a\ud800",
+        "/a\uf8ff",
+        "/a\ufff0",
+        "/a\U0001f600",
+    ],
 )
 def test_invalid_paths(path):
     assert not is_valid_path(path)
@@ -132,7 +158,9 @@ def test_a_fresh_server_has_its_system_nodes():
     assert zk.op(GetChildren("/")).children == ("zookeeper",)
     assert zk.op(GetChildren("/zookeeper")).children == ("config", "quota")
     # ZooKeeper reports 2 * creations - children, and these were never "created".
-    assert zk.stat("/") == Stat(version=0, cversion=-1, ephemeral_owner=0, data_length=0, num_children=1)
+    assert zk.stat("/") == Stat(
+        version=0, cversion=-1, ephemeral_owner=0, data_length=0, num_children=1
+    )
     assert zk.stat("/zookeeper").cversion == -2
 
 
@@ -158,7 +186,9 @@ def test_create_outcomes(zk):
     assert zk.code(Create("/e/c")) == Code.NOCHILDRENFOREPHEMERALS
     assert zk.code(Create("/e/c", sequential=True)) == Code.NOCHILDRENFOREPHEMERALS
     assert zk.stat("/e").ephemeral_owner == 1
-    assert zk.stat("/a") == Stat(version=0, cversion=0, ephemeral_owner=0, data_length=1, num_children=0)
+    assert zk.stat("/a") == Stat(
+        version=0, cversion=0, ephemeral_owner=0, data_length=1, num_children=0
+    )
 
 
 def test_sequential_names_count_creations_and_cversion_counts_creations_and_deletions(zk):
@@ -169,7 +199,9 @@ def test_sequential_names_count_creations_and_cversion_counts_creations_and_dele
     assert zk.op(Create("/p/n-", sequential=True)).path == "/p/n-0000000001"
     zk.op(Create("/p/x"))
     assert zk.op(Create("/p/n-", sequential=True, ephemeral=True)).path == "/p/n-0000000003"
-    assert zk.stat("/p") == Stat(version=0, cversion=5, ephemeral_owner=0, data_length=0, num_children=3)
+    assert zk.stat("/p") == Stat(
+        version=0, cversion=5, ephemeral_owner=0, data_length=0, num_children=3
+    )
 
 
 def test_failed_creates_do_not_count(zk):
@@ -183,7 +215,9 @@ def test_versions_are_conditions(zk):
     zk.op(Create("/a"))
     assert zk.code(SetData("/a", b"1", version=1)) == Code.BADVERSION
     assert zk.op(SetData("/a", b"1", version=0)).stat.version == 1
-    assert zk.op(SetData("/a", b"22")).stat == Stat(version=2, cversion=0, ephemeral_owner=0, data_length=2, num_children=0)
+    assert zk.op(SetData("/a", b"22")).stat == Stat(
+        version=2, cversion=0, ephemeral_owner=0, data_length=2, num_children=0
+    )
     assert zk.code(SetData("/a", b"", version=-2)) == Code.BADVERSION
     assert zk.op(GetData("/a")).data == b"22"
     assert zk.code(SetData("/missing", b"")) == Code.NONODE
@@ -210,10 +244,32 @@ def test_children_are_sorted(zk):
 
 
 def test_multi_applies_all_and_later_ops_see_earlier_ones(zk):
-    result = zk.op(Multi([Create("/a"), SetData("/a", b"x", 0), Create("/a/s", sequential=True), Create("/a/s", sequential=True), Check("/a", 1), Delete("/a/s0000000000")]))
+    result = zk.op(
+        Multi(
+            [
+                Create("/a"),
+                SetData("/a", b"x", 0),
+                Create("/a/s", sequential=True),
+                Create("/a/s", sequential=True),
+                Check("/a", 1),
+                Delete("/a/s0000000000"),
+            ]
+        )
+    )
     assert result.code == Code.OK
-    assert [type(r).__name__ for r in result.results] == ["CreateResult", "SetDataResult", "CreateResult", "CreateResult", "CheckResult", "DeleteResult"]
-    assert [r.path for r in result.results if isinstance(r, CreateResult)] == ["/a", "/a/s0000000000", "/a/s0000000001"]
+    assert [type(r).__name__ for r in result.results] == [
+        "CreateResult",
+        "SetDataResult",
+        "CreateResult",
+        "CreateResult",
+        "CheckResult",
+        "DeleteResult",
+    ]
+    assert [r.path for r in result.results if isinstance(r, CreateResult)] == [
+        "/a",
+        "/a/s0000000000",
+        "/a/s0000000001",
+    ]
     assert result.results[1].stat.version == 1
     assert zk.op(GetChildren("/a")).children == ("s0000000001",)
 
@@ -221,10 +277,18 @@ def test_multi_applies_all_and_later_ops_see_earlier_ones(zk):
 def test_a_failed_multi_changes_nothing_and_reports_per_op(zk):
     zk.op(Create("/a"))
     before = zk.server.tree.snapshot()
-    result = zk.op(Multi([Create("/b"), SetData("/a", b"x", 0), Check("/a", 5), Create("/c"), Delete("/a")]))
+    result = zk.op(
+        Multi([Create("/b"), SetData("/a", b"x", 0), Check("/a", 5), Create("/c"), Delete("/a")])
+    )
     assert result == MultiResult(
         Code.BADVERSION,
-        (ErrorResult(Code.OK), ErrorResult(Code.OK), ErrorResult(Code.BADVERSION), ErrorResult(Code.RUNTIMEINCONSISTENCY), ErrorResult(Code.RUNTIMEINCONSISTENCY)),
+        (
+            ErrorResult(Code.OK),
+            ErrorResult(Code.OK),
+            ErrorResult(Code.BADVERSION),
+            ErrorResult(Code.RUNTIMEINCONSISTENCY),
+            ErrorResult(Code.RUNTIMEINCONSISTENCY),
+        ),
     )
     assert zk.server.tree.snapshot() == before
     # the rolled-back creation did not use up a sequence number either
@@ -310,7 +374,9 @@ def test_session_timeouts_are_negotiated_within_2_and_20_ticks(zk):
     assert zk.open(2, 10) == 2 * TICK
     assert zk.open(3, 4000) == 4000
     assert zk.open(4, 60000) == 20 * TICK
-    custom = ZooKeeperServer(ZooKeeperConfig(tick_time_ms=TICK, min_session_timeout_ms=3000, max_session_timeout_ms=5000))
+    custom = ZooKeeperServer(
+        ZooKeeperConfig(tick_time_ms=TICK, min_session_timeout_ms=3000, max_session_timeout_ms=5000)
+    )
     assert custom.handle(OpenSession(0, 1, 100)) == [SessionOpened(1, 3000)]
 
 
@@ -355,7 +421,10 @@ def test_close_removes_ephemerals_and_replies_last(zk):
     zk.open(2)
     zk.op(Create("/e", ephemeral=True))
     zk.op(Exists("/e", watch=True), session_id=2)
-    assert zk.server.handle(CloseSession(0, 1)) == [WatchFired(2, "/e", EventType.NodeDeleted), SessionClosed(1)]
+    assert zk.server.handle(CloseSession(0, 1)) == [
+        WatchFired(2, "/e", EventType.NodeDeleted),
+        SessionClosed(1),
+    ]
     assert zk.code(Exists("/e"), session_id=2) == Code.NONODE
     assert zk.op(Exists("/"), session_id=2).stat.num_children == 0
 
@@ -405,6 +474,14 @@ def test_the_model_is_pure():
     allowed = {"__future__", "dataclasses", "enum", "heapq", "typing", "collections.abc"}
     for module in Path(__file__).parent.parent.joinpath("reference", "zookeeper").glob("*.py"):
         for node in ast.walk(ast.parse(module.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
-                assert name in allowed or name.startswith("reference."), f"{module.name} imports {name}"
+                assert name in allowed or name.startswith("reference."), (
+                    f"{module.name} imports {name}"
+                )

@@ -45,7 +45,10 @@ OPS = [
 def test_pipelined_results_equal_the_models():
     model = ZooKeeperServer(ZooKeeperConfig(tick_time_ms=500), system_nodes=False)
     model.handle(OpenSession(0, 1, 4000))
-    expected = [next(e.result for e in model.handle(Request(0, 1, op)) if isinstance(e, Reply)) for op in OPS]
+    expected = [
+        next(e.result for e in model.handle(Request(0, 1, op)) if isinstance(e, Reply))
+        for op in OPS
+    ]
     assert [r.code for r in expected][3:5] == [Code.OK, Code.BADVERSION]
     try:
         with zookeeper(1) as zk:

@@ -30,14 +30,20 @@ def started(nodes: int, **kwargs):
 
 
 def client(connect_string: str) -> KazooClient:
-    zk = KazooClient(connect_string, timeout=10, connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=0.5))
+    zk = KazooClient(
+        connect_string,
+        timeout=10,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.05, max_delay=0.5),
+    )
     zk.start(timeout=10)
     return zk
 
 
 def assert_gone(ensemble) -> None:
     for node in ensemble.nodes.values():
-        assert node.process is not None and node.process.poll() is not None, f"node {node.node_id} still running"
+        assert node.process is not None and node.process.poll() is not None, (
+            f"node {node.node_id} still running"
+        )
     assert not ensemble.directory.exists()
 
 
@@ -90,7 +96,10 @@ def test_ensemble_of_three_survives_losing_its_leader():
             zk.kill(leader)
             assert zk.node(leader).process.poll() is not None
             survivors = [i for i in zk.nodes if i != leader]
-            wait_for(lambda: sorted(zk.modes()[i] or "" for i in survivors) == ["follower", "leader"], what="new leader")
+            wait_for(
+                lambda: sorted(zk.modes()[i] or "" for i in survivors) == ["follower", "leader"],
+                what="new leader",
+            )
             write_until_ok(c, "/after")
             assert c.get("/before")[0] == b"1"
             assert c.exists("/after") is not None
@@ -108,7 +117,10 @@ def test_a_node_that_dies_on_its_own_is_reported_and_its_log_kept():
         os.kill(node.process.pid, signal.SIGKILL)  # behind the ensemble's back
         node.process.wait(timeout=10)
         (crash,) = zk.crashes()
-        assert crash == f"ZooKeeper node 1 (pid {node.process.pid}) exited with code -9 without being stopped; see its log {node.log_path}"
+        assert (
+            crash
+            == f"ZooKeeper node 1 (pid {node.process.pid}) exited with code -9 without being stopped; see its log {node.log_path}"
+        )
     assert node.log_path.is_file()
     shutil.rmtree(zk.directory)
 
@@ -126,24 +138,25 @@ def test_stopping_and_killing_through_the_ensemble_are_not_crashes():
 def test_missing_java_is_one_line(monkeypatch):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setattr(process.shutil, "which", lambda name: None)
-    with pytest.raises(ZooKeeperUnavailable) as e:
-        with zookeeper(1):
-            pass
+    with pytest.raises(ZooKeeperUnavailable) as e, zookeeper(1):
+        pass
     assert str(e.value) == "ZooKeeper needs Java: no java on PATH (install default-jdk-headless)"
 
 
 def test_missing_zookeeper_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(process, "ZOOKEEPER_JAR", tmp_path / "zookeeper.jar")
-    with pytest.raises(ZooKeeperUnavailable, match=r"^ZooKeeper is not installed: no .*zookeeper.jar \(install Debian's zookeeper package\)$"):
+    with pytest.raises(
+        ZooKeeperUnavailable,
+        match=r"^ZooKeeper is not installed: no .*zookeeper.jar \(install Debian's zookeeper package\)$",
+    ):
         with zookeeper(1):
             pass
 
 
 def test_a_server_that_does_not_come_up_names_its_log(monkeypatch):
     monkeypatch.setattr(process, "JVM_OPTIONS", ("-Xmx1k",))  # the JVM refuses to start
-    with pytest.raises(ZooKeeperUnavailable) as e:
-        with zookeeper(1, timeout_s=30):
-            pass
+    with pytest.raises(ZooKeeperUnavailable) as e, zookeeper(1, timeout_s=30):
+        pass
     message = str(e.value)
     assert "\n" not in message
     assert message.startswith("ZooKeeper node 1 exited with code")
@@ -155,8 +168,14 @@ def test_a_server_that_does_not_come_up_names_its_log(monkeypatch):
 
 
 def coordspec_zookeeper_up(*args: str, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def read_until_ready(up: subprocess.Popen, timeout_s: float = 60.0) -> list[str]:
@@ -166,7 +185,10 @@ def read_until_ready(up: subprocess.Popen, timeout_s: float = 60.0) -> list[str]
     while time.monotonic() < deadline:
         line = up.stdout.readline()
         if not line:
-            pytest.fail(f"coordspec zookeeper up ended early: {''.join(lines)}{up.stderr.read()}", pytrace=False)
+            pytest.fail(
+                f"coordspec zookeeper up ended early: {''.join(lines)}{up.stderr.read()}",
+                pytrace=False,
+            )
         lines.append(line.rstrip("\n"))
         if line.startswith("Ctrl-C"):
             return lines
@@ -206,12 +228,17 @@ def test_command_line_reports_a_node_killed_from_outside():
     try:
         lines = read_until_ready(up)
         directory = lines[0].split(" data in ")[1].split(" ")[0]
-        pids = subprocess.run(["pgrep", "-f", directory], check=False, capture_output=True, text=True).stdout.split()
+        pids = subprocess.run(
+            ["pgrep", "-f", directory], check=False, capture_output=True, text=True
+        ).stdout.split()
         assert len(pids) == 1, pids
         os.kill(int(pids[0]), signal.SIGKILL)
         assert up.wait(timeout=60) == 1
         error = up.stderr.read()
-        assert error.count("\n") == 1 and "exited with code -9 without being stopped; see its log" in error
+        assert (
+            error.count("\n") == 1
+            and "exited with code -9 without being stopped; see its log" in error
+        )
         shutil.rmtree(directory)  # kept for the reader; not needed here
     finally:
         up.kill()
@@ -220,13 +247,29 @@ def test_command_line_reports_a_node_killed_from_outside():
 
 def test_command_line_reports_missing_java_in_one_line():
     env = {"PATH": "/nonexistent", "PYTHONPATH": str(REPO), "HOME": os.environ.get("HOME", "/tmp")}
-    run = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up"], check=False, env=env, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2
-    assert run.stderr == "zookeeper: ZooKeeper needs Java: no java on PATH (install default-jdk-headless)\n"
+    assert (
+        run.stderr
+        == "zookeeper: ZooKeeper needs Java: no java on PATH (install default-jdk-headless)\n"
+    )
 
 
 def test_command_line_refuses_an_empty_ensemble():
-    run = subprocess.run([sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", "--nodes", "0"],
-                         check=False, capture_output=True, text=True, timeout=60, cwd=REPO)
+    run = subprocess.run(
+        [sys.executable, "-m", "coordspec.conformance.cli", "zookeeper", "up", "--nodes", "0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert run.returncode == 2
     assert run.stderr == "zookeeper up: --nodes must be at least 1, got 0\n"

@@ -18,17 +18,32 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def version_table(apis: dict[int, Any]) -> list[dict[str, int]]:
-    return [{"api_key": key, "min_version": api.versions.start, "max_version": api.versions.stop - 1} for key, api in sorted(apis.items())]
+    return [
+        {"api_key": key, "min_version": api.versions.start, "max_version": api.versions.stop - 1}
+        for key, api in sorted(apis.items())
+    ]
 
 
 def unsupported(apis: dict[int, Any]) -> dict[str, Any]:
-    return {"error_code": UNSUPPORTED_VERSION, "api_keys": version_table({API_VERSIONS_KEY: apis[API_VERSIONS_KEY]})}
+    return {
+        "error_code": UNSUPPORTED_VERSION,
+        "api_keys": version_table({API_VERSIONS_KEY: apis[API_VERSIONS_KEY]}),
+    }
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
     from coordspec.broker.apis.registry import APIS  # the table lists this handler too
 
-    if version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name) and _SOFTWARE.fullmatch(body.client_software_version)):
+    if version >= 3 and not (
+        _SOFTWARE.fullmatch(body.client_software_name)
+        and _SOFTWARE.fullmatch(body.client_software_version)
+    ):
         return {"error_code": INVALID_REQUEST, "api_keys": []}
-    return {"error_code": 0, "api_keys": version_table(APIS), "supported_features": [], "finalized_features": [],
-            "finalized_features_epoch": -1, "zk_migration_ready": False}
+    return {
+        "error_code": 0,
+        "api_keys": version_table(APIS),
+        "supported_features": [],
+        "finalized_features": [],
+        "finalized_features_epoch": -1,
+        "zk_migration_ready": False,
+    }

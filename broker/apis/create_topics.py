@@ -19,31 +19,72 @@ from coordspec.broker.context import BrokerContext, Client
 from coordspec.broker.log.topics import topic_name_error
 
 NONE, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 0, 17, 36
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST, POLICY_VIOLATION = 37, 38, 40, 42, 44
+(
+    INVALID_PARTITIONS,
+    INVALID_REPLICATION_FACTOR,
+    INVALID_CONFIG,
+    INVALID_REQUEST,
+    POLICY_VIOLATION,
+) = 37, 38, 40, 42, 44
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController
 
 
 def _check(ctx: BrokerContext, topic: Any, duplicated: bool) -> dict[str, Any]:
     """The topic's answer: an error, or NONE with the partition count it would get."""
-    answer = {"name": topic.name, "error_message": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
+    answer = {
+        "name": topic.name,
+        "error_message": None,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
     partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     if duplicated:
-        return {**answer, "error_code": INVALID_REQUEST, "error_message": f"topic {topic.name!r} appears more than once"}
+        return {
+            **answer,
+            "error_code": INVALID_REQUEST,
+            "error_message": f"topic {topic.name!r} appears more than once",
+        }
     if (why := topic_name_error(topic.name)) is not None:
         return {**answer, "error_code": INVALID_TOPIC_EXCEPTION, "error_message": why}
     if topic.name in ctx.topics:
-        return {**answer, "error_code": TOPIC_ALREADY_EXISTS, "error_message": f"Topic '{topic.name}' already exists."}
+        return {
+            **answer,
+            "error_code": TOPIC_ALREADY_EXISTS,
+            "error_message": f"Topic '{topic.name}' already exists.",
+        }
     if topic.assignments:
-        return {**answer, "error_code": INVALID_REQUEST, "error_message": "manual replica assignments are not supported"}
+        return {
+            **answer,
+            "error_code": INVALID_REQUEST,
+            "error_message": "manual replica assignments are not supported",
+        }
     if topic.configs:
         names = ", ".join(c.name for c in topic.configs)
-        return {**answer, "error_code": INVALID_CONFIG, "error_message": f"topic configs are not supported here ({names})"}
+        return {
+            **answer,
+            "error_code": INVALID_CONFIG,
+            "error_message": f"topic configs are not supported here ({names})",
+        }
     if partitions < 1:
-        return {**answer, "error_code": INVALID_PARTITIONS, "error_message": "Number of partitions must be larger than 0."}
+        return {
+            **answer,
+            "error_code": INVALID_PARTITIONS,
+            "error_message": "Number of partitions must be larger than 0.",
+        }
     if topic.replication_factor not in (-1, 1):
-        return {**answer, "error_code": INVALID_REPLICATION_FACTOR,
-                "error_message": f"Replication factor: {topic.replication_factor} larger than available brokers: 1."}
-    return {**answer, "error_code": NONE, "num_partitions": partitions, "replication_factor": 1, "configs": []}
+        return {
+            **answer,
+            "error_code": INVALID_REPLICATION_FACTOR,
+            "error_message": f"Replication factor: {topic.replication_factor} larger than available brokers: 1.",
+        }
+    return {
+        **answer,
+        "error_code": NONE,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "configs": [],
+    }
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
@@ -53,9 +94,22 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
     # KRaft's controller writes a TopicRecord and a PartitionRecord per partition, at most
     # MAX_RECORDS_PER_USER_OP in one operation; beyond, the whole request is refused.
     if sum(1 + a["num_partitions"] for a in creating) > MAX_RECORDS_PER_USER_OP:
-        return {"topics": [{**a, "error_code": POLICY_VIOLATION, "error_message": "Unable to perform excessively large batch operation.",
-                            "num_partitions": -1, "replication_factor": -1, "configs": None} for a in answers]}
+        return {
+            "topics": [
+                {
+                    **a,
+                    "error_code": POLICY_VIOLATION,
+                    "error_message": "Unable to perform excessively large batch operation.",
+                    "num_partitions": -1,
+                    "replication_factor": -1,
+                    "configs": None,
+                }
+                for a in answers
+            ]
+        }
     if not body.validate_only:
         for answer in creating:
-            answer["topic_id"] = ctx.topics.create(answer["name"], answer["num_partitions"]).topic_id
+            answer["topic_id"] = ctx.topics.create(
+                answer["name"], answer["num_partitions"]
+            ).topic_id
     return {"topics": answers}

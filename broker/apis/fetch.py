@@ -28,12 +28,23 @@ def _read(ctx: BrokerContext, body: Any) -> tuple[list[dict[str, Any]], int, boo
         partitions = []
         for p in topic.partitions:
             log = ctx.topics.log(topic.topic, p.partition)
-            answer = {"partition_index": p.partition, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
+            answer = {
+                "partition_index": p.partition,
+                "aborted_transactions": aborted,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
             if log is None:
-                partitions.append({**answer, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1})
+                partitions.append(
+                    {**answer, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "high_watermark": -1}
+                )
                 failed = True
                 continue
-            answer.update(high_watermark=log.high_watermark, last_stable_offset=log.high_watermark, log_start_offset=log.log_start_offset)
+            answer.update(
+                high_watermark=log.high_watermark,
+                last_stable_offset=log.high_watermark,
+                log_start_offset=log.log_start_offset,
+            )
             if not log.log_start_offset <= p.fetch_offset <= log.high_watermark:
                 partitions.append({**answer, "error_code": OFFSET_OUT_OF_RANGE})
                 failed = True

@@ -15,9 +15,23 @@ GROUP_KEY_TYPE = 0
 
 def _answer(ctx: BrokerContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type == GROUP_KEY_TYPE:
-        return {"key": key, "error_code": NONE, "error_message": None, "node_id": ctx.node_id, "host": ctx.host, "port": ctx.port}
+        return {
+            "key": key,
+            "error_code": NONE,
+            "error_message": None,
+            "node_id": ctx.node_id,
+            "host": ctx.host,
+            "port": ctx.port,
+        }
     error = COORDINATOR_NOT_AVAILABLE if key_type in (1, 2) else INVALID_REQUEST
-    return {"key": key, "error_code": error, "error_message": None, "node_id": -1, "host": "", "port": -1}
+    return {
+        "key": key,
+        "error_code": error,
+        "error_message": None,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:

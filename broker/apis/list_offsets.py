@@ -19,8 +19,18 @@ LATEST, EARLIEST = -1, -2
 def _partition(ctx: BrokerContext, topic: str, p: Any) -> dict[str, Any]:
     log = ctx.topics.log(topic, p.partition_index)
     if log is None:
-        return {"partition_index": p.partition_index, "error_code": UNKNOWN_TOPIC_OR_PARTITION, "timestamp": -1, "offset": -1}
-    answer = {"partition_index": p.partition_index, "error_code": NONE, "timestamp": -1, "leader_epoch": 0}
+        return {
+            "partition_index": p.partition_index,
+            "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+            "timestamp": -1,
+            "offset": -1,
+        }
+    answer = {
+        "partition_index": p.partition_index,
+        "error_code": NONE,
+        "timestamp": -1,
+        "leader_epoch": 0,
+    }
     if p.timestamp == LATEST:
         return {**answer, "offset": log.high_watermark}
     if p.timestamp == EARLIEST:
@@ -32,4 +42,9 @@ def _partition(ctx: BrokerContext, topic: str, p: Any) -> dict[str, Any]:
 
 
 async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partitions]} for t in body.topics]}
+    return {
+        "topics": [
+            {"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partitions]}
+            for t in body.topics
+        ]
+    }

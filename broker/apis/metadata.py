@@ -23,8 +23,15 @@ def topic_metadata(ctx: BrokerContext, name: str) -> dict[str, Any]:
         "topic_id": entry.topic_id,
         "is_internal": entry.internal,
         "partitions": [
-            {"error_code": NONE, "partition_index": p, "leader_id": ctx.node_id, "leader_epoch": 0,
-             "replica_nodes": [ctx.node_id], "isr_nodes": [ctx.node_id], "offline_replicas": []}
+            {
+                "error_code": NONE,
+                "partition_index": p,
+                "leader_id": ctx.node_id,
+                "leader_epoch": 0,
+                "replica_nodes": [ctx.node_id],
+                "isr_nodes": [ctx.node_id],
+                "offline_replicas": [],
+            }
             for p in range(entry.partitions)
         ],
         "topic_authorized_operations": -2147483648,
@@ -41,12 +48,26 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
     topics = []
     for name in names:
         if name is None or topic_name_error(name):
-            topics.append({"error_code": INVALID_TOPIC_EXCEPTION, "name": name, "is_internal": False, "partitions": []})
+            topics.append(
+                {
+                    "error_code": INVALID_TOPIC_EXCEPTION,
+                    "name": name,
+                    "is_internal": False,
+                    "partitions": [],
+                }
+            )
             continue
         if name not in ctx.topics:
             if allow_create:
                 ctx.topics.create(name, ctx.default_partitions)
-            topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "is_internal": False, "partitions": []})
+            topics.append(
+                {
+                    "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                    "name": name,
+                    "is_internal": False,
+                    "partitions": [],
+                }
+            )
             continue
         topics.append(topic_metadata(ctx, name))
     return {

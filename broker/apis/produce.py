@@ -18,7 +18,14 @@ INVALID_REQUIRED_ACKS, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD = 2
 
 
 def _partition(ctx: BrokerContext, topic: str, data: Any, acks: int) -> dict[str, Any]:
-    answer = {"index": data.index, "base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": [], "error_message": None}
+    answer = {
+        "index": data.index,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+    }
     if acks not in (-1, 0, 1):
         return {**answer, "error_code": INVALID_REQUIRED_ACKS}
     if topic == OFFSETS_TOPIC:  # internal topics take no client writes
@@ -30,22 +37,51 @@ def _partition(ctx: BrokerContext, topic: str, data: Any, acks: int) -> dict[str
     try:
         header = check_single_batch(records)
     except InvalidBatch as e:
-        return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
+        return {
+            **answer,
+            "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD,
+            "error_message": str(e),
+        }
     try:
         base = log.append(records, header)
     except SequenceError as e:
         return {**answer, "error_code": e.error_code, "error_message": str(e)}
-    return {**answer, "error_code": NONE, "base_offset": base, "log_start_offset": log.log_start_offset}
+    return {
+        **answer,
+        "error_code": NONE,
+        "base_offset": base,
+        "log_start_offset": log.log_start_offset,
+    }
 
 
-async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any] | None:
+async def handle(
+    ctx: BrokerContext, client: Client, version: int, body: Any
+) -> dict[str, Any] | None:
     if body.transactional_id is not None:
         # No transaction coordinator: Kafka refuses transactional writes it cannot authorise.
-        responses = [{"name": t.name, "partition_responses": [
-            {"index": p.index, "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "base_offset": -1} for p in t.partition_data]}
-            for t in body.topic_data]
+        responses = [
+            {
+                "name": t.name,
+                "partition_responses": [
+                    {
+                        "index": p.index,
+                        "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "base_offset": -1,
+                    }
+                    for p in t.partition_data
+                ],
+            }
+            for t in body.topic_data
+        ]
     else:
-        responses = [{"name": t.name, "partition_responses": [_partition(ctx, t.name, p, body.acks) for p in t.partition_data]}
-                     for t in body.topic_data]
+        responses = [
+            {
+                "name": t.name,
+                "partition_responses": [
+                    _partition(ctx, t.name, p, body.acks) for p in t.partition_data
+                ],
+            }
+            for t in body.topic_data
+        ]
         ctx.topics.notify_appended()
     return None if body.acks == 0 else {"responses": responses}

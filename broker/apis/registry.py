@@ -40,22 +40,24 @@ def _group_api(name: str, handler: Handler) -> tuple[int, Api]:
     return API_KEYS[name], Api(name, VERSIONS[name], handler)
 
 
-APIS: dict[int, Api] = dict([
-    (0, Api("Produce", range(3, 10), produce.handle)),
-    (1, Api("Fetch", range(4, 13), fetch.handle)),
-    (2, Api("ListOffsets", range(1, 7), list_offsets.handle)),
-    (3, Api("Metadata", range(13), metadata.handle)),
-    _group_api("OffsetCommit", groups.offset_commit),
-    _group_api("OffsetFetch", groups.offset_fetch),
-    (10, Api("FindCoordinator", range(7), find_coordinator.handle)),
-    _group_api("JoinGroup", groups.join_group),
-    _group_api("Heartbeat", groups.heartbeat),
-    _group_api("LeaveGroup", groups.leave_group),
-    _group_api("SyncGroup", groups.sync_group),
-    _group_api("DescribeGroups", groups.describe_groups),
-    _group_api("ListGroups", groups.list_groups),
-    (18, Api("ApiVersions", range(5), api_versions.handle)),
-    (19, Api("CreateTopics", range(2, 8), create_topics.handle)),
-    (22, Api("InitProducerId", range(5), init_producer_id.handle)),
-    _group_api("DeleteGroups", groups.delete_groups),
-])
+APIS: dict[int, Api] = dict(
+    [
+        (0, Api("Produce", range(3, 10), produce.handle)),
+        (1, Api("Fetch", range(4, 13), fetch.handle)),
+        (2, Api("ListOffsets", range(1, 7), list_offsets.handle)),
+        (3, Api("Metadata", range(13), metadata.handle)),
+        _group_api("OffsetCommit", groups.offset_commit),
+        _group_api("OffsetFetch", groups.offset_fetch),
+        (10, Api("FindCoordinator", range(7), find_coordinator.handle)),
+        _group_api("JoinGroup", groups.join_group),
+        _group_api("Heartbeat", groups.heartbeat),
+        _group_api("LeaveGroup", groups.leave_group),
+        _group_api("SyncGroup", groups.sync_group),
+        _group_api("DescribeGroups", groups.describe_groups),
+        _group_api("ListGroups", groups.list_groups),
+        (18, Api("ApiVersions", range(5), api_versions.handle)),
+        (19, Api("CreateTopics", range(2, 8), create_topics.handle)),
+        (22, Api("InitProducerId", range(5), init_producer_id.handle)),
+        _group_api("DeleteGroups", groups.delete_groups),
+    ]
+)

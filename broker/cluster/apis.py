@@ -36,13 +36,32 @@ from coordspec.reference.group.requests import API_KEYS, VERSIONS
 from coordspec.reference.replication.effects import ProduceFailed
 from coordspec.reference.replication.znodes import TopicPartition
 
-NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = 0, 1, 2, 3, 5
-NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE, INVALID_TOPIC_EXCEPTION, INVALID_REQUIRED_ACKS = 6, 15, 17, 21
-TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_REQUEST = 36, 37, 38, 40, 42
+NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = (
+    0,
+    1,
+    2,
+    3,
+    5,
+)
+(
+    NOT_LEADER_OR_FOLLOWER,
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_TOPIC_EXCEPTION,
+    INVALID_REQUIRED_ACKS,
+) = 6, 15, 17, 21
+(
+    TOPIC_ALREADY_EXISTS,
+    INVALID_PARTITIONS,
+    INVALID_REPLICATION_FACTOR,
+    INVALID_CONFIG,
+    INVALID_REQUEST,
+) = 36, 37, 38, 40, 42
 UNKNOWN_SERVER_ERROR = -1
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
 MAX_REPLICATION_FACTOR = 3
-_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # KIP-511's client software name and version
+_SOFTWARE = re.compile(
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?"
+)  # KIP-511's client software name and version
 
 
 @dataclass
@@ -82,11 +101,22 @@ def _live(ctx: ClusterContext) -> list[int]:
 # -- ApiVersions, Metadata, FindCoordinator, CreateTopics ----------------------------------
 
 
-async def api_versions_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    if version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name) and _SOFTWARE.fullmatch(body.client_software_version)):
+async def api_versions_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    if version >= 3 and not (
+        _SOFTWARE.fullmatch(body.client_software_name)
+        and _SOFTWARE.fullmatch(body.client_software_version)
+    ):
         return {"error_code": INVALID_REQUEST, "api_keys": []}
-    return {"error_code": 0, "api_keys": api_versions.version_table(APIS), "supported_features": [], "finalized_features": [],
-            "finalized_features_epoch": -1, "zk_migration_ready": False}
+    return {
+        "error_code": 0,
+        "api_keys": api_versions.version_table(APIS),
+        "supported_features": [],
+        "finalized_features": [],
+        "finalized_features_epoch": -1,
+        "zk_migration_ready": False,
+    }
 
 
 def _topic_metadata(ctx: ClusterContext, name: str) -> dict[str, Any]:
@@ -94,17 +124,42 @@ def _topic_metadata(ctx: ClusterContext, name: str) -> dict[str, Any]:
     for number, replicas in sorted(ctx.view.assignments[name].items()):
         state = ctx.view.states.get(TopicPartition(name, number))
         if state is None or state.leader < 0:
-            partitions.append({"error_code": LEADER_NOT_AVAILABLE, "partition_index": number, "leader_id": -1, "leader_epoch": -1,
-                               "replica_nodes": list(replicas), "isr_nodes": [], "offline_replicas": []})
+            partitions.append(
+                {
+                    "error_code": LEADER_NOT_AVAILABLE,
+                    "partition_index": number,
+                    "leader_id": -1,
+                    "leader_epoch": -1,
+                    "replica_nodes": list(replicas),
+                    "isr_nodes": [],
+                    "offline_replicas": [],
+                }
+            )
             continue
         offline = [r for r in replicas if r not in ctx.view.live_brokers]
-        partitions.append({"error_code": NONE, "partition_index": number, "leader_id": state.leader, "leader_epoch": state.leader_epoch,
-                           "replica_nodes": list(replicas), "isr_nodes": list(state.isr), "offline_replicas": offline})
-    return {"error_code": NONE, "name": name, "is_internal": name == OFFSETS_TOPIC, "partitions": partitions,
-            "topic_authorized_operations": -2147483648}
+        partitions.append(
+            {
+                "error_code": NONE,
+                "partition_index": number,
+                "leader_id": state.leader,
+                "leader_epoch": state.leader_epoch,
+                "replica_nodes": list(replicas),
+                "isr_nodes": list(state.isr),
+                "offline_replicas": offline,
+            }
+        )
+    return {
+        "error_code": NONE,
+        "name": name,
+        "is_internal": name == OFFSETS_TOPIC,
+        "partitions": partitions,
+        "topic_authorized_operations": -2147483648,
+    }
 
 
-def _assignment(ctx: ClusterContext, partitions: int, factor: int) -> dict[int, tuple[int, ...]] | None:
+def _assignment(
+    ctx: ClusterContext, partitions: int, factor: int
+) -> dict[int, tuple[int, ...]] | None:
     """Kafka's spread: replicas round-robin over the live brokers, from each partition on."""
     live = _live(ctx)
     if factor > len(live):
@@ -112,7 +167,9 @@ def _assignment(ctx: ClusterContext, partitions: int, factor: int) -> dict[int, 
     return {p: tuple(live[(p + i) % len(live)] for i in range(factor)) for p in range(partitions)}
 
 
-async def metadata_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+async def metadata_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
     requested = body.topics
     if requested is None or (version == 0 and not requested):  # v0: an empty list means all
         names = sorted(ctx.view.assignments)
@@ -122,58 +179,133 @@ async def metadata_handle(ctx: ClusterContext, client: Client, version: int, bod
     topics = []
     for name in names:
         if name is None or topic_name_error(name):
-            topics.append({"error_code": INVALID_TOPIC_EXCEPTION, "name": name, "is_internal": False, "partitions": []})
+            topics.append(
+                {
+                    "error_code": INVALID_TOPIC_EXCEPTION,
+                    "name": name,
+                    "is_internal": False,
+                    "partitions": [],
+                }
+            )
         elif name in ctx.view.assignments:
             topics.append(_topic_metadata(ctx, name))
         else:
-            assignment = _assignment(ctx, ctx.default_partitions, min(MAX_REPLICATION_FACTOR, len(_live(ctx))))
+            assignment = _assignment(
+                ctx, ctx.default_partitions, min(MAX_REPLICATION_FACTOR, len(_live(ctx)))
+            )
             if allow_create and assignment:
                 await asyncio.to_thread(ctx.node.create_topic, name, assignment)
-            topics.append({"error_code": UNKNOWN_TOPIC_OR_PARTITION if not allow_create else LEADER_NOT_AVAILABLE,
-                           "name": name, "is_internal": False, "partitions": []})
-    brokers = [{"node_id": b, "host": _address(ctx, b)[0], "port": _address(ctx, b)[1], "rack": None} for b in _live(ctx)]
-    return {"brokers": brokers, "cluster_id": ctx.cluster_id, "controller_id": ctx.view.controller, "topics": topics,
-            "cluster_authorized_operations": -2147483648}
+            topics.append(
+                {
+                    "error_code": UNKNOWN_TOPIC_OR_PARTITION
+                    if not allow_create
+                    else LEADER_NOT_AVAILABLE,
+                    "name": name,
+                    "is_internal": False,
+                    "partitions": [],
+                }
+            )
+    brokers = [
+        {"node_id": b, "host": _address(ctx, b)[0], "port": _address(ctx, b)[1], "rack": None}
+        for b in _live(ctx)
+    ]
+    return {
+        "brokers": brokers,
+        "cluster_id": ctx.cluster_id,
+        "controller_id": ctx.view.controller,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }
 
 
 def _coordinator(ctx: ClusterContext, key: str, key_type: int) -> dict[str, Any]:
-    unavailable = {"key": key, "error_code": COORDINATOR_NOT_AVAILABLE, "error_message": None, "node_id": -1, "host": "", "port": -1}
+    unavailable = {
+        "key": key,
+        "error_code": COORDINATOR_NOT_AVAILABLE,
+        "error_message": None,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
     if key_type != 0:
         return unavailable if key_type in (1, 2) else {**unavailable, "error_code": INVALID_REQUEST}
-    leader = ctx.view.leader(TopicPartition(OFFSETS_TOPIC, partition_for(key, ctx.node.config.offsets_partitions)))
+    leader = ctx.view.leader(
+        TopicPartition(OFFSETS_TOPIC, partition_for(key, ctx.node.config.offsets_partitions))
+    )
     if leader < 0 or leader not in ctx.node.config.peers:
         return unavailable
     host, port = _address(ctx, leader)
-    return {"key": key, "error_code": NONE, "error_message": None, "node_id": leader, "host": host, "port": port}
+    return {
+        "key": key,
+        "error_code": NONE,
+        "error_message": None,
+        "node_id": leader,
+        "host": host,
+        "port": port,
+    }
 
 
-async def find_coordinator_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+async def find_coordinator_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
     key_type = getattr(body, "key_type", 0)
     if version >= 4:
         return {"coordinators": [_coordinator(ctx, key, key_type) for key in body.coordinator_keys]}
     return _coordinator(ctx, body.key, key_type)
 
 
-async def create_topics_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+async def create_topics_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
     counts = Counter(t.name for t in body.topics)
     results = []
+
     def partitions_of(topic: Any) -> int:
         return ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
 
     # As the single broker (KRaft's limit): a request for more than that many topics and
     # partitions is refused whole, before any assignment is built or written to ZooKeeper.
     if sum(1 + max(partitions_of(t), 0) for t in body.topics) > MAX_RECORDS_PER_USER_OP:
-        return {"topics": [{"name": t.name, "error_code": POLICY_VIOLATION, "error_message": "Unable to perform excessively large batch operation.",
-                            "num_partitions": -1, "replication_factor": -1, "configs": None} for t in body.topics]}
+        return {
+            "topics": [
+                {
+                    "name": t.name,
+                    "error_code": POLICY_VIOLATION,
+                    "error_message": "Unable to perform excessively large batch operation.",
+                    "num_partitions": -1,
+                    "replication_factor": -1,
+                    "configs": None,
+                }
+                for t in body.topics
+            ]
+        }
     for topic in body.topics:
-        answer = {"name": topic.name, "error_message": None, "num_partitions": -1, "replication_factor": -1, "configs": None}
+        answer = {
+            "name": topic.name,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": None,
+        }
         partitions = partitions_of(topic)
-        factor = min(MAX_REPLICATION_FACTOR, len(_live(ctx))) if topic.replication_factor == -1 else topic.replication_factor
-        assignment = _assignment(ctx, partitions, factor) if partitions >= 1 and factor >= 1 else None
+        factor = (
+            min(MAX_REPLICATION_FACTOR, len(_live(ctx)))
+            if topic.replication_factor == -1
+            else topic.replication_factor
+        )
+        assignment = (
+            _assignment(ctx, partitions, factor) if partitions >= 1 and factor >= 1 else None
+        )
         if counts[topic.name] > 1 or topic.assignments:
-            error, message = INVALID_REQUEST, "duplicate names and manual assignments are not supported"
+            error, message = (
+                INVALID_REQUEST,
+                "duplicate names and manual assignments are not supported",
+            )
         elif topic.configs:  # Kafka's answer to a config it refuses, as the single broker's
-            error, message = INVALID_CONFIG, f"topic configs are not supported here ({', '.join(c.name for c in topic.configs)})"
+            error, message = (
+                INVALID_CONFIG,
+                f"topic configs are not supported here ({', '.join(c.name for c in topic.configs)})",
+            )
         elif (why := topic_name_error(topic.name)) is not None:
             error, message = INVALID_TOPIC_EXCEPTION, why
         elif topic.name in ctx.view.assignments:
@@ -181,8 +313,15 @@ async def create_topics_handle(ctx: ClusterContext, client: Client, version: int
         elif partitions < 1:
             error, message = INVALID_PARTITIONS, "Number of partitions must be larger than 0."
         elif assignment is None:
-            error, message = INVALID_REPLICATION_FACTOR, f"Replication factor: {factor} larger than available brokers: {len(_live(ctx))}."
-        elif body.validate_only or (created := await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment)) is True:
+            error, message = (
+                INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {factor} larger than available brokers: {len(_live(ctx))}.",
+            )
+        elif (
+            body.validate_only
+            or (created := await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment))
+            is True
+        ):
             error, message = NONE, None
         elif created is False:
             error, message = TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists."
@@ -197,8 +336,17 @@ async def create_topics_handle(ctx: ClusterContext, client: Client, version: int
 # -- Produce, Fetch, ListOffsets ----------------------------------------------------------------
 
 
-async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: int, timeout_ms: int) -> dict[str, Any]:
-    answer = {"index": data.index, "base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": [], "error_message": None}
+async def _produce_partition(
+    ctx: ClusterContext, topic: str, data: Any, acks: int, timeout_ms: int
+) -> dict[str, Any]:
+    answer = {
+        "index": data.index,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+    }
     if acks not in (-1, 0, 1):
         return {**answer, "error_code": INVALID_REQUIRED_ACKS}
     if topic == OFFSETS_TOPIC:  # internal topics take no client writes
@@ -207,7 +355,11 @@ async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: i
     try:
         header = check_single_batch(records)
     except InvalidBatch as e:
-        return {**answer, "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD, "error_message": str(e)}
+        return {
+            **answer,
+            "error_code": CORRUPT_MESSAGE if e.corrupt else INVALID_RECORD,
+            "error_message": str(e),
+        }
     tp = TopicPartition(topic, data.index)
     replica_log = ctx.node.leader_log(tp)
     if replica_log is not None:  # no await from this check to node.produce's append
@@ -217,28 +369,57 @@ async def _produce_partition(ctx: ClusterContext, topic: str, data: Any, acks: i
             return {**answer, "error_code": e.error_code, "error_message": str(e)}
         if earlier is not None:  # a retry: the first append's offset, once committed for acks=all
             base = replica_log.records[earlier].payload_id
-            error = await committed(ctx.node, tp, replica_log, earlier, timeout_ms) if acks == -1 else NONE
-            return {**answer, "error_code": error, "base_offset": base if error == NONE else -1, "log_start_offset": 0 if error == NONE else -1}
+            error = (
+                await committed(ctx.node, tp, replica_log, earlier, timeout_ms)
+                if acks == -1
+                else NONE
+            )
+            return {
+                **answer,
+                "error_code": error,
+                "base_offset": base if error == NONE else -1,
+                "log_start_offset": 0 if error == NONE else -1,
+            }
     outcome = await ctx.node.produce(tp, records, acks)
     if isinstance(outcome, ProduceFailed):
         return {**answer, "error_code": ERROR_CODES.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
     return {**answer, "error_code": NONE, "base_offset": outcome.payload_id, "log_start_offset": 0}
 
 
-async def produce_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any] | None:
+async def produce_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any] | None:
     if body.transactional_id is not None:  # no transaction coordinator here
-        responses = [{"name": t.name, "partition_responses": [
-            {"index": p.index, "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "base_offset": -1} for p in t.partition_data]}
-            for t in body.topic_data]
+        responses = [
+            {
+                "name": t.name,
+                "partition_responses": [
+                    {
+                        "index": p.index,
+                        "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "base_offset": -1,
+                    }
+                    for p in t.partition_data
+                ],
+            }
+            for t in body.topic_data
+        ]
     else:
         responses = []
         for t in body.topic_data:
-            answers = await asyncio.gather(*(_produce_partition(ctx, t.name, p, body.acks, ms(body.timeout)) for p in t.partition_data))
+            answers = await asyncio.gather(
+                *(
+                    _produce_partition(ctx, t.name, p, body.acks, ms(body.timeout))
+                    for p in t.partition_data
+                )
+            )
             responses.append({"name": t.name, "partition_responses": list(answers)})
     return None if body.acks == 0 else {"responses": responses}
 
 
-async def init_producer_id_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+async def init_producer_id_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
     """A fresh id at epoch 0 for an idempotent producer, as the single broker's
     (coordspec.broker.apis.init_producer_id); no transaction coordinator, so none for a transactional id."""
     unavailable = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
@@ -251,9 +432,17 @@ async def init_producer_id_handle(ctx: ClusterContext, client: Client, version: 
     return {"error_code": NONE, "producer_id": producer_id, "producer_epoch": 0}
 
 
-def _consumer_read(ctx: ClusterContext, topic: str, p: Any, budget: int) -> tuple[dict[str, Any], int]:
+def _consumer_read(
+    ctx: ClusterContext, topic: str, p: Any, budget: int
+) -> tuple[dict[str, Any], int]:
     """One partition of a consumer's fetch: whole batches below the high watermark."""
-    answer = {"partition_index": p.partition, "aborted_transactions": None, "preferred_read_replica": -1, "records": b"", "high_watermark": -1}
+    answer = {
+        "partition_index": p.partition,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+        "high_watermark": -1,
+    }
     replica_log = ctx.node.leader_log(TopicPartition(topic, p.partition))
     if replica_log is None:
         return {**answer, "error_code": NOT_LEADER_OR_FOLLOWER}, -1
@@ -262,7 +451,9 @@ def _consumer_read(ctx: ClusterContext, topic: str, p: Any, budget: int) -> tupl
     if not 0 <= p.fetch_offset <= kafka_offset(replica_log, replica_log.log_end_offset):
         return {**answer, "error_code": OFFSET_OUT_OF_RANGE}, -1
     out, size = [], 0
-    for record in replica_log.records[index_holding(replica_log, p.fetch_offset):replica_log.high_watermark]:
+    for record in replica_log.records[
+        index_holding(replica_log, p.fetch_offset) : replica_log.high_watermark
+    ]:
         if out and size + len(record.value) > min(budget, p.partition_max_bytes):
             break
         out.append(record.value)
@@ -270,7 +461,9 @@ def _consumer_read(ctx: ClusterContext, topic: str, p: Any, budget: int) -> tupl
     return {**answer, "error_code": NONE, "records": b"".join(out)}, size
 
 
-async def fetch_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
+async def fetch_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
     if getattr(body, "session_id", 0) != 0:
         return {"error_code": FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
     if body.replica_id >= 0:
@@ -278,7 +471,9 @@ async def fetch_handle(ctx: ClusterContext, client: Client, version: int, body: 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(body.max_wait), 0) / 1000
     if getattr(body, "isolation_level", 0) == 1:
-        aborted: list | None = []  # no transactions, so none aborted (Kafka's shape for read_committed)
+        aborted: (
+            list | None
+        ) = []  # no transactions, so none aborted (Kafka's shape for read_committed)
     else:
         aborted = None
     while True:
@@ -293,7 +488,12 @@ async def fetch_handle(ctx: ClusterContext, client: Client, version: int, body: 
                 total += max(size, 0)
             responses.append({"topic": topic.topic, "partitions": partitions})
         remaining = deadline - loop.time()
-        if total >= body.min_bytes or remaining <= 0 or failed or not any(t.partitions for t in body.topics):
+        if (
+            total >= body.min_bytes
+            or remaining <= 0
+            or failed
+            or not any(t.partitions for t in body.topics)
+        ):
             return {"error_code": NONE, "session_id": 0, "responses": responses}
         try:
             await asyncio.wait_for(progress.wait(), remaining)
@@ -302,24 +502,43 @@ async def fetch_handle(ctx: ClusterContext, client: Client, version: int, body: 
 
 
 async def _replica_fetch(ctx: ClusterContext, version: int, body: Any) -> dict[str, Any]:
-    partition_class = type_hints(type_hints(response_class(1, version))["responses"].__args__[0])["partitions"].__args__[0]
+    partition_class = type_hints(type_hints(response_class(1, version))["responses"].__args__[0])[
+        "partitions"
+    ].__args__[0]
     diverging_class = type_hints(partition_class).get("diverging_epoch")
     responses = []
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            answer = await ctx.node.serve_replica_fetch(body.replica_id, topic.topic, p.partition, p.current_leader_epoch,
-                                                        p.fetch_offset, getattr(p, "last_fetched_epoch", -1),
-                                                        ms(body.max_wait), min(body.max_bytes, p.partition_max_bytes))
-            if "diverging_epoch" in answer:  # a tagged field (v12+): the builder does not make it from a mapping
-                answer["diverging_epoch"] = build(diverging_class, answer["diverging_epoch"]) if diverging_class else None
+            answer = await ctx.node.serve_replica_fetch(
+                body.replica_id,
+                topic.topic,
+                p.partition,
+                p.current_leader_epoch,
+                p.fetch_offset,
+                getattr(p, "last_fetched_epoch", -1),
+                ms(body.max_wait),
+                min(body.max_bytes, p.partition_max_bytes),
+            )
+            if (
+                "diverging_epoch" in answer
+            ):  # a tagged field (v12+): the builder does not make it from a mapping
+                answer["diverging_epoch"] = (
+                    build(diverging_class, answer["diverging_epoch"]) if diverging_class else None
+                )
             partitions.append(answer)
         responses.append({"topic": topic.topic, "partitions": partitions})
     return {"error_code": NONE, "session_id": 0, "responses": responses}
 
 
 def _list_offset(ctx: ClusterContext, topic: str, p: Any) -> dict[str, Any]:
-    answer = {"partition_index": p.partition_index, "error_code": NONE, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    answer = {
+        "partition_index": p.partition_index,
+        "error_code": NONE,
+        "timestamp": -1,
+        "offset": -1,
+        "leader_epoch": -1,
+    }
     replica_log = ctx.node.leader_log(TopicPartition(topic, p.partition_index))
     if replica_log is None:
         return {**answer, "error_code": NOT_LEADER_OR_FOLLOWER}
@@ -327,37 +546,53 @@ def _list_offset(ctx: ClusterContext, topic: str, p: Any) -> dict[str, Any]:
         return {**answer, "offset": kafka_offset(replica_log, replica_log.high_watermark)}
     if p.timestamp == -2:  # earliest
         return {**answer, "offset": 0}
-    for record in replica_log.records[:replica_log.high_watermark]:  # the first batch reaching the timestamp
+    for record in replica_log.records[
+        : replica_log.high_watermark
+    ]:  # the first batch reaching the timestamp
         header = read_header(record.value)
         if header is not None and header.max_timestamp >= p.timestamp:
-            return {**answer, "offset": record.payload_id, "timestamp": header.max_timestamp, "leader_epoch": record.leader_epoch}
+            return {
+                **answer,
+                "offset": record.payload_id,
+                "timestamp": header.max_timestamp,
+                "leader_epoch": record.leader_epoch,
+            }
     return answer
 
 
-async def list_offsets_handle(ctx: ClusterContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    return {"topics": [{"name": t.name, "partitions": [_list_offset(ctx, t.name, p) for p in t.partitions]} for t in body.topics]}
+async def list_offsets_handle(
+    ctx: ClusterContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    return {
+        "topics": [
+            {"name": t.name, "partitions": [_list_offset(ctx, t.name, p) for p in t.partitions]}
+            for t in body.topics
+        ]
+    }
 
 
 def _group_api(name: str, handler) -> tuple[int, Api]:
     return API_KEYS[name], Api(name, VERSIONS[name], handler)
 
 
-APIS: dict[int, Api] = dict([
-    (0, Api("Produce", range(3, 10), produce_handle)),
-    (1, Api("Fetch", range(4, 13), fetch_handle)),
-    (2, Api("ListOffsets", range(1, 7), list_offsets_handle)),
-    (3, Api("Metadata", range(13), metadata_handle)),
-    _group_api("OffsetCommit", groups.offset_commit),
-    _group_api("OffsetFetch", groups.offset_fetch),
-    (10, Api("FindCoordinator", range(7), find_coordinator_handle)),
-    _group_api("JoinGroup", groups.join_group),
-    _group_api("Heartbeat", groups.heartbeat),
-    _group_api("LeaveGroup", groups.leave_group),
-    _group_api("SyncGroup", groups.sync_group),
-    _group_api("DescribeGroups", groups.describe_groups),
-    _group_api("ListGroups", groups.list_groups),
-    (18, Api("ApiVersions", range(5), api_versions_handle)),
-    (19, Api("CreateTopics", range(2, 8), create_topics_handle)),
-    (22, Api("InitProducerId", range(5), init_producer_id_handle)),
-    _group_api("DeleteGroups", groups.delete_groups),
-])
+APIS: dict[int, Api] = dict(
+    [
+        (0, Api("Produce", range(3, 10), produce_handle)),
+        (1, Api("Fetch", range(4, 13), fetch_handle)),
+        (2, Api("ListOffsets", range(1, 7), list_offsets_handle)),
+        (3, Api("Metadata", range(13), metadata_handle)),
+        _group_api("OffsetCommit", groups.offset_commit),
+        _group_api("OffsetFetch", groups.offset_fetch),
+        (10, Api("FindCoordinator", range(7), find_coordinator_handle)),
+        _group_api("JoinGroup", groups.join_group),
+        _group_api("Heartbeat", groups.heartbeat),
+        _group_api("LeaveGroup", groups.leave_group),
+        _group_api("SyncGroup", groups.sync_group),
+        _group_api("DescribeGroups", groups.describe_groups),
+        _group_api("ListGroups", groups.list_groups),
+        (18, Api("ApiVersions", range(5), api_versions_handle)),
+        (19, Api("CreateTopics", range(2, 8), create_topics_handle)),
+        (22, Api("InitProducerId", range(5), init_producer_id_handle)),
+        _group_api("DeleteGroups", groups.delete_groups),
+    ]
+)

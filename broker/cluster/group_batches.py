@@ -26,17 +26,33 @@ def _empty_batch(now_ms: int) -> bytes:
     """A batch of no records that still takes one offset (last offset delta 0), as
     Kafka's control batches do: the host counts every append as one batch."""
     after_crc = HEADER.pack(0, 0, 0, 2, 0, 0, 0, now_ms, now_ms, -1, -1, -1, 0)[21:]
-    return HEADER.pack(0, HEADER.size - 12, 0, 2, crc32c(after_crc), 0, 0, now_ms, now_ms, -1, -1, -1, 0)
+    return HEADER.pack(
+        0, HEADER.size - 12, 0, 2, crc32c(after_crc), 0, 0, now_ms, now_ms, -1, -1, -1, 0
+    )
 
 
 def encode_group_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
     if not records:  # a write of nothing (kio builds no empty batch)
         return _empty_batch(now_ms)
     timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
-    kio_records = tuple(KioRecord(attributes=0, timestamp=timestamp, offset=i, key=encode_key(r.key), value=encode_value(r.value), headers=())
-                        for i, r in enumerate(records))
+    kio_records = tuple(
+        KioRecord(
+            attributes=0,
+            timestamp=timestamp,
+            offset=i,
+            key=encode_key(r.key),
+            value=encode_value(r.value),
+            headers=(),
+        )
+        for i, r in enumerate(records)
+    )
     buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0))
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0
+        ),
+    )
     return buffer.getvalue()
 
 

@@ -52,18 +52,28 @@ def says_not_coordinator(response: Any) -> bool:
 
 
 class GroupTrace:
-    def __init__(self, trace: Trace, host: CoordinatorHost, zookeeper_session_timeout_ms: int, started_ms: int) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        host: CoordinatorHost,
+        zookeeper_session_timeout_ms: int,
+        started_ms: int,
+    ) -> None:
         self.trace = trace
         self.host = host
         self.stop_margin_ms = zookeeper_session_timeout_ms * 3 // 2
         self.started_ms = started_ms
         self._tenures: dict[int, _Tenure] = {}
-        self._traced: dict[int | str, int] = {}  # request id -> its group's offsets partition, until answered
+        self._traced: dict[
+            int | str, int
+        ] = {}  # request id -> its group's offsets partition, until answered
 
     def became(self, partition: int, now_ms: int) -> None:
         if partition not in self._tenures:
             seen_long_enough = now_ms - self.started_ms >= self.stop_margin_ms
-            self._tenures[partition] = _Tenure(now_ms - self.stop_margin_ms if seen_long_enough else 0)
+            self._tenures[partition] = _Tenure(
+                now_ms - self.stop_margin_ms if seen_long_enough else 0
+            )
 
     def loaded(self, partition: int, now_ms: int, last_write_ms: int) -> None:
         """``last_write_ms``: when the last batch in the partition's log was written (0: none)."""
@@ -95,7 +105,9 @@ class GroupTrace:
         group_id = group_key(request)
         partition = self.host.partition_for(group_id)
         tenure = self._tenures.get(partition)
-        if group_id and (tenure is None or tenure.loaded_ms < 0 or self.host.serving(partition) is None):
+        if group_id and (
+            tenure is None or tenure.loaded_ms < 0 or self.host.serving(partition) is None
+        ):
             return  # no coordinator here: the host refuses it
         if group_id:
             self._announce(partition, tenure, group_id)
@@ -108,7 +120,9 @@ class GroupTrace:
         if resigning or says_not_coordinator(reply.response):
             self.trace.forget(reply.request_id)
         else:
-            self.trace.response(now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
+            self.trace.response(
+                now_ms, reply.api, reply.api_version, reply.request_id, reply.response
+            )
 
     def close(self) -> None:
         self.trace.close()

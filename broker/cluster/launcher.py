@@ -36,7 +36,13 @@ from pydantic import ValidationError
 
 from coordspec.broker.cluster.published import PublishedView
 from coordspec.broker.trace import TraceRun
-from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, die_with_parent, free_ports, stopped_by_signals, zookeeper
+from coordspec.broker.zookeeper.process import (
+    ZooKeeperUnavailable,
+    die_with_parent,
+    free_ports,
+    stopped_by_signals,
+    zookeeper,
+)
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
 from coordspec.reference.replication.znodes import TopicPartition
 
@@ -49,8 +55,16 @@ class ClusterError(Exception):
 
 
 class Cluster:
-    def __init__(self, data_dir: Path, brokers: int = 3, *, zookeeper_connect: str | None = None, offsets_partitions: int = 3,
-                 broker_args: tuple[str, ...] = (), start_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        brokers: int = 3,
+        *,
+        zookeeper_connect: str | None = None,
+        offsets_partitions: int = 3,
+        broker_args: tuple[str, ...] = (),
+        start_timeout_s: float = 30.0,
+    ) -> None:
         if brokers < 1:
             raise ClusterError(f"--brokers must be at least 1, got {brokers}")
         if offsets_partitions < 1:
@@ -64,7 +78,10 @@ class Cluster:
         self.peers: dict[int, tuple[str, int]] = {}
         self.processes: dict[int, subprocess.Popen] = {}
         self.view: PublishedView | None = None
-        self.trace_run, self.trace_epoch_ms = "", 0  # the cluster's trace run, kept in <data_dir>/traces.run
+        self.trace_run, self.trace_epoch_ms = (
+            "",
+            0,
+        )  # the cluster's trace run, kept in <data_dir>/traces.run
         self._stack = ExitStack()
 
     @property
@@ -94,13 +111,27 @@ class Cluster:
         try:
             self.view = PublishedView.open(self.zookeeper_connect, timeout_s=5.0)
         except Exception as e:  # noqa: BLE001 - kazoo's timeouts
-            raise ClusterError(f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}") from None
-        self.peers = {b: (HOST, port) for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)}
+            raise ClusterError(
+                f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}"
+            ) from None
+        self.peers = {
+            b: (HOST, port)
+            for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)
+        }
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
-        self.wait(lambda view: view.live_brokers == set(self.broker_ids) and view.controller in self.broker_ids
-                  and all(self.coordinator_of(p) in self.broker_ids for p in range(self.offsets_partitions)),
-                  "registration of every broker and a leader for every offsets partition", self.start_timeout_s)
+        self.wait(
+            lambda view: (
+                view.live_brokers == set(self.broker_ids)
+                and view.controller in self.broker_ids
+                and all(
+                    self.coordinator_of(p) in self.broker_ids
+                    for p in range(self.offsets_partitions)
+                )
+            ),
+            "registration of every broker and a leader for every offsets partition",
+            self.start_timeout_s,
+        )
 
     def _trace_run(self) -> None:
         """One run for the brokers' traces across restarts of the cluster over the same data,
@@ -120,17 +151,39 @@ class Cluster:
         peers = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.peers.items())
         # Like ZooKeeper's JVM, a broker dies with the thread that started it: a launcher killed
         # from outside (a test's timeout, kill -9) leaves no broker behind in its own session.
-        command = [*die_with_parent(), sys.executable, "-m", "coordspec.broker.cluster.server", "--id", str(broker_id), "--peers", peers,
-                   "--zookeeper", self.zookeeper_connect, "--data", str(self.data_dir / f"broker-{broker_id}"),
-                   "--offsets-partitions", str(self.offsets_partitions), "--trace-run", self.trace_run,
-                   "--trace-epoch-ms", str(self.trace_epoch_ms), *self.broker_args]
+        command = [
+            *die_with_parent(),
+            sys.executable,
+            "-m",
+            "coordspec.broker.cluster.server",
+            "--id",
+            str(broker_id),
+            "--peers",
+            peers,
+            "--zookeeper",
+            self.zookeeper_connect,
+            "--data",
+            str(self.data_dir / f"broker-{broker_id}"),
+            "--offsets-partitions",
+            str(self.offsets_partitions),
+            "--trace-run",
+            self.trace_run,
+            "--trace-epoch-ms",
+            str(self.trace_epoch_ms),
+            *self.broker_args,
+        ]
         with open(self.data_dir / f"broker-{broker_id}.stderr", "ab") as stderr:
-            self.processes[broker_id] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO,
-                                                         start_new_session=True)
+            self.processes[broker_id] = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO, start_new_session=True
+            )
 
     def trace_files(self) -> list[Path]:
         """Every broker's trace file that exists: together, the cluster's trace of the group protocol."""
-        return [path for b in self.broker_ids if (path := self.data_dir / f"broker-{b}" / "trace.jsonl").exists()]
+        return [
+            path
+            for b in self.broker_ids
+            if (path := self.data_dir / f"broker-{b}" / "trace.jsonl").exists()
+        ]
 
     def running(self) -> set[int]:
         return {b for b, p in self.processes.items() if p.poll() is None}
@@ -152,12 +205,16 @@ class Cluster:
         assert self.view is not None
         return self.view.controller
 
-    def wait(self, condition: Callable[[PublishedView], bool], what: str, timeout_s: float = 30.0) -> None:
+    def wait(
+        self, condition: Callable[[PublishedView], bool], what: str, timeout_s: float = 30.0
+    ) -> None:
         deadline = time.monotonic() + timeout_s
         while not condition(self.view):
             for broker_id, process in self.processes.items():
                 if process.poll() is not None and process.returncode not in (-signal.SIGKILL, 0):
-                    raise ClusterError(f"broker {broker_id} exited with {process.returncode}: {self.stderr(broker_id).strip()[-500:]}")
+                    raise ClusterError(
+                        f"broker {broker_id} exited with {process.returncode}: {self.stderr(broker_id).strip()[-500:]}"
+                    )
             if time.monotonic() > deadline:
                 raise ClusterError(f"no {what} within {timeout_s} s")
             time.sleep(0.05)
@@ -209,7 +266,9 @@ class Cluster:
                 continue
             led = [p for p in range(self.offsets_partitions) if self.coordinator_of(p) == broker_id]
             role = "controller, " if self.controller() == broker_id else ""
-            lines.append(f"  broker {broker_id}  {host}:{port}  pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}")
+            lines.append(
+                f"  broker {broker_id}  {host}:{port}  pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
+            )
         return lines
 
 
@@ -229,32 +288,57 @@ def _ensure_chroot(connect: str) -> None:
         client.close()
 
 
-def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | None = None, offsets_partitions: int = 3,
-       poll_s: float = 1.0, say=print) -> int:
+def up(
+    brokers: int = 3,
+    zookeeper_connect: str | None = None,
+    data_dir: Path | None = None,
+    offsets_partitions: int = 3,
+    poll_s: float = 1.0,
+    say=print,
+) -> int:
     """``coordspec cluster up``: serve until Ctrl-C or SIGTERM, printing the bootstrap
     address and each broker's state (with its pid: ``kill -9`` one to see a failover), and
     the state again whenever it changes; a broker that exits is reported once and the rest
     keep serving. Exit status: 0 when stopped by the user, 2 when it did not start."""
     chosen, data_dir = data_dir, data_dir or Path(f"coordspec-cluster-{os.getpid()}")
-    logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # its reconnection attempts; failures are reported here, once
+    logging.getLogger("kazoo").setLevel(
+        logging.CRITICAL
+    )  # its reconnection attempts; failures are reported here, once
     try:
-        with stopped_by_signals(), Cluster(data_dir.resolve(), brokers, zookeeper_connect=zookeeper_connect, offsets_partitions=offsets_partitions) as cluster:
-            say(f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}")
+        with (
+            stopped_by_signals(),
+            Cluster(
+                data_dir.resolve(),
+                brokers,
+                zookeeper_connect=zookeeper_connect,
+                offsets_partitions=offsets_partitions,
+            ) as cluster,
+        ):
+            say(
+                f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}"
+            )
             say(f"bootstrap: {cluster.bootstrap}")
             traces = cluster.data_dir / "broker-*" / "trace.jsonl"
-            say(f"traces of the group protocol: {traces} (one run); to check them against the reference: "
-                f"coordspec trace check {traces}")
+            say(
+                f"traces of the group protocol: {traces} (one run); to check them against the reference: "
+                f"coordspec trace check {traces}"
+            )
             shown = cluster.describe()
             for line in shown:
                 say(line)
-            say("Ctrl-C stops every broker" + (" and ZooKeeper." if zookeeper_connect is None else "."))
+            say(
+                "Ctrl-C stops every broker"
+                + (" and ZooKeeper." if zookeeper_connect is None else ".")
+            )
             exited: set[int] = set()
             while True:
                 time.sleep(poll_s)
                 for broker_id, process in cluster.processes.items():
                     if process.poll() is not None and broker_id not in exited:
                         exited.add(broker_id)
-                        say(f"cluster: broker {broker_id} exited with {process.returncode}; its stderr: {cluster.data_dir / f'broker-{broker_id}.stderr'}")
+                        say(
+                            f"cluster: broker {broker_id} exited with {process.returncode}; its stderr: {cluster.data_dir / f'broker-{broker_id}.stderr'}"
+                        )
                 if (now := cluster.describe()) != shown:
                     say("state:")
                     for line in now:
@@ -263,10 +347,13 @@ def up(brokers: int = 3, zookeeper_connect: str | None = None, data_dir: Path | 
     except ClusterError as e:
         print(f"cluster up: {e}", file=sys.stderr)
         # A directory of our naming goes if no broker wrote to it (ZooKeeper was not there).
-        if chosen is None and data_dir.is_dir() and {p.name for p in data_dir.iterdir()} <= {"traces.run"}:
+        if (
+            chosen is None
+            and data_dir.is_dir()
+            and {p.name for p in data_dir.iterdir()} <= {"traces.run"}
+        ):
             shutil.rmtree(data_dir, ignore_errors=True)
         return 2
     except (KeyboardInterrupt, SystemExit):
         say("cluster: stopped every broker")
         return 0
-

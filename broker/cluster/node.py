@@ -39,7 +39,14 @@ from coordspec.broker.cluster.group_batches import decode_group_batch, encode_gr
 from coordspec.broker.cluster.group_trace import GroupTrace
 from coordspec.broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
 from coordspec.broker.cluster.published import PublishedView
-from coordspec.broker.cluster.replica_logs import ReplicaFiles, fetch_index, index_of, kafka_offset, split_batches, stamped
+from coordspec.broker.cluster.replica_logs import (
+    ReplicaFiles,
+    fetch_index,
+    index_of,
+    kafka_offset,
+    split_batches,
+    stamped,
+)
 from coordspec.broker.cluster.zk_session import ZkSession, now_ms
 from coordspec.broker.group_turns import GroupTurns
 from coordspec.broker.log.batches import read_header
@@ -47,7 +54,13 @@ from coordspec.broker.trace import Trace, group_key
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.effects import AppendToPartition, LoadPartition
-from coordspec.reference.failover.events import AppendFailed, BecomeCoordinator, HighWatermarkUpdated, LoadGroup, ResignCoordinator
+from coordspec.reference.failover.events import (
+    AppendFailed,
+    BecomeCoordinator,
+    HighWatermarkUpdated,
+    LoadGroup,
+    ResignCoordinator,
+)
 from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
 from coordspec.reference.group import GroupConfig, Tick
@@ -67,10 +80,21 @@ from coordspec.reference.replication.effects import (
     SendRequest,
     ZkCall,
 )
-from coordspec.reference.replication.events import BrokerTick, DeliverRequest, Fetch, FetchResponse, Produce
+from coordspec.reference.replication.events import (
+    BrokerTick,
+    DeliverRequest,
+    Fetch,
+    FetchResponse,
+    Produce,
+)
 from coordspec.reference.replication.messages import ControllerRequest
 from coordspec.reference.replication.partition import Role
-from coordspec.reference.replication.znodes import TopicAssignment, TopicPartition, broker_path, topic_path
+from coordspec.reference.replication.znodes import (
+    TopicAssignment,
+    TopicPartition,
+    broker_path,
+    topic_path,
+)
 
 log = logging.getLogger("coordspec.broker.cluster")
 
@@ -114,19 +138,39 @@ class ClusterNode:
         self.broker_id = config.broker_id
         self.files = ReplicaFiles(config.data_dir)
         self.replica = Broker(config.broker_id, config.replication, logs=self.files.logs)
-        self.host = CoordinatorHost(config.broker_id, config.offsets_partitions, config.group, SeededChoices(secrets.randbits(64)), now_ms=now_ms())
-        trace = Trace(config.trace, config.broker_id, now_ms(), run=config.trace_run, epoch_ms=config.trace_epoch_ms)
-        self.trace = GroupTrace(trace, self.host, config.replication.zookeeper_session_timeout_ms, now_ms())
+        self.host = CoordinatorHost(
+            config.broker_id,
+            config.offsets_partitions,
+            config.group,
+            SeededChoices(secrets.randbits(64)),
+            now_ms=now_ms(),
+        )
+        trace = Trace(
+            config.trace,
+            config.broker_id,
+            now_ms(),
+            run=config.trace_run,
+            epoch_ms=config.trace_epoch_ms,
+        )
+        self.trace = GroupTrace(
+            trace, self.host, config.replication.zookeeper_session_timeout_ms, now_ms()
+        )
         self.zk: ZkSession | None = None
         self.view: PublishedView | None = None
-        self.progress = asyncio.Event()  # set (and replaced) when a log grows or a high watermark moves
+        self.progress = (
+            asyncio.Event()
+        )  # set (and replaced) when a log grows or a high watermark moves
         self._now = now_ms()
         self._notices: deque = deque()
         self._draining = False
-        self._produces: dict[tuple[str, int, int], tuple[asyncio.Future, bool]] = {}  # (topic, p, payload id) -> future, acks=all
+        self._produces: dict[
+            tuple[str, int, int], tuple[asyncio.Future, bool]
+        ] = {}  # (topic, p, payload id) -> future, acks=all
         self._replies: dict[int, asyncio.Future] = {}
         self._turns = GroupTurns()
-        self._unwritten: dict[int, list[_Unwritten]] = {}  # offsets partition -> its group writes in flight
+        self._unwritten: dict[
+            int, list[_Unwritten]
+        ] = {}  # offsets partition -> its group writes in flight
         self._request_ids = 0
         self._fetchers: dict[TopicPartition, asyncio.Task] = {}
         self._channels: dict[int, asyncio.Queue] = {}
@@ -140,7 +184,12 @@ class ClusterNode:
         loop = asyncio.get_running_loop()
         self.view = await asyncio.to_thread(PublishedView.open, self.config.zookeeper)
         await self._wait_for_old_registration()
-        self.zk = ZkSession(self.config.zookeeper, self.config.replication.zookeeper_session_timeout_ms, self.replicate, loop)
+        self.zk = ZkSession(
+            self.config.zookeeper,
+            self.config.replication.zookeeper_session_timeout_ms,
+            self.replicate,
+            loop,
+        )
         await asyncio.to_thread(self.zk.start)
         self._spawn(self._create_offsets_topic())
 
@@ -168,7 +217,9 @@ class ClusterNode:
         deadline = asyncio.get_running_loop().time() + patience_s
         while await asyncio.to_thread(self.view.client.exists, path) is not None:
             if asyncio.get_running_loop().time() > deadline:
-                raise NodeStartError(f"{path} is still registered by another session after {patience_s:.0f} s")
+                raise NodeStartError(
+                    f"{path} is still registered by another session after {patience_s:.0f} s"
+                )
             await asyncio.sleep(0.2)
 
     async def _create_offsets_topic(self) -> None:
@@ -179,10 +230,15 @@ class ClusterNode:
         assert self.view is not None
         ids = sorted(self.config.peers)
         deadline = asyncio.get_running_loop().time() + OFFSETS_TOPIC_WAIT_S
-        while not self.view.live_brokers >= set(ids) and asyncio.get_running_loop().time() < deadline:
+        while (
+            not self.view.live_brokers >= set(ids) and asyncio.get_running_loop().time() < deadline
+        ):
             await asyncio.sleep(0.05)
         factor = min(3, len(ids))
-        assignment = {p: tuple(ids[(p + i) % len(ids)] for i in range(factor)) for p in range(self.config.offsets_partitions)}
+        assignment = {
+            p: tuple(ids[(p + i) % len(ids)] for i in range(factor))
+            for p in range(self.config.offsets_partitions)
+        }
         await asyncio.to_thread(self.create_topic, OFFSETS_TOPIC, assignment)
 
     def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool | str:
@@ -190,7 +246,9 @@ class ClusterNode:
         False if it exists, or what ZooKeeper said instead."""
         assert self.view is not None
         try:
-            self.view.client.create(topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True)
+            self.view.client.create(
+                topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True
+            )
         except NodeExistsError:
             return False
         except KazooException as e:
@@ -206,7 +264,12 @@ class ClusterNode:
     def _finished(self, task: asyncio.Task) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:  # a bug: say so now, not at exit
-            log.error("broker %d: %s failed", self.broker_id, task.get_coro().__name__, exc_info=task.exception())
+            log.error(
+                "broker %d: %s failed",
+                self.broker_id,
+                task.get_coro().__name__,
+                exc_info=task.exception(),
+            )
 
     def now(self) -> int:
         self._now = max(self._now, now_ms())
@@ -230,7 +293,9 @@ class ClusterNode:
                 self.zk.run(effect)
             elif isinstance(effect, SendRequest):
                 self._send_controller_request(effect.broker_id, effect.request)
-        self._notices.extend(e for e in effects if not isinstance(e, (ZkCall, SendRequest, FetchResponse)))
+        self._notices.extend(
+            e for e in effects if not isinstance(e, (ZkCall, SendRequest, FetchResponse))
+        )
         if not self._draining:
             self._draining = True
             try:
@@ -248,7 +313,9 @@ class ClusterNode:
             self._follow(TopicPartition(effect.topic, effect.partition))
         if isinstance(effect, (ProduceAccepted, ProduceAcked, ProduceFailed)):
             waiting = self._produces.get((effect.topic, effect.partition, effect.payload_id))
-            if waiting is not None and (isinstance(effect, ProduceFailed) or isinstance(effect, ProduceAcked) == waiting[1]):
+            if waiting is not None and (
+                isinstance(effect, ProduceFailed) or isinstance(effect, ProduceAcked) == waiting[1]
+            ):
                 del self._produces[(effect.topic, effect.partition, effect.payload_id)]
                 if not waiting[0].done():
                     waiting[0].set_result(effect)
@@ -274,8 +341,11 @@ class ClusterNode:
     def _reelected(self, partition: int) -> bool:
         """A leader re-elected at a newer epoch sees LeadershipLost, then BecameLeader, at once."""
         for effect in self._notices:
-            if getattr(effect, "topic", None) == OFFSETS_TOPIC and effect.partition == partition \
-                    and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower)):
+            if (
+                getattr(effect, "topic", None) == OFFSETS_TOPIC
+                and effect.partition == partition
+                and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower))
+            ):
                 return isinstance(effect, BecameLeader)
         return False
 
@@ -285,7 +355,11 @@ class ClusterNode:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [d for d in (self.replica.next_deadline_ms(), self.host.next_deadline_ms()) if d is not None]
+        deadlines = [
+            d
+            for d in (self.replica.next_deadline_ms(), self.host.next_deadline_ms())
+            if d is not None
+        ]
         if deadlines:
             delay = max(_MIN_TIMER_S, (min(deadlines) - self.now()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
@@ -304,7 +378,9 @@ class ClusterNode:
 
     def _send_controller_request(self, target: int, request: ControllerRequest) -> None:
         if target == self.broker_id:
-            asyncio.get_running_loop().call_soon(lambda: self.replicate(DeliverRequest(self.now(), request)))
+            asyncio.get_running_loop().call_soon(
+                lambda: self.replicate(DeliverRequest(self.now(), request))
+            )
             return
         queue = self._channels.get(target)
         if queue is None:
@@ -315,7 +391,11 @@ class ClusterNode:
     def _still_sending(self, target: int, request: ControllerRequest) -> bool:
         """Kafka's controller keeps a request for a broker until it answers or is removed."""
         controller = self.replica.controller
-        return controller.active and controller.controller_epoch == request.controller_epoch and target in controller.live_brokers
+        return (
+            controller.active
+            and controller.controller_epoch == request.controller_epoch
+            and target in controller.live_brokers
+        )
 
     async def _channel(self, target: int, queue: asyncio.Queue) -> None:
         """Requests to one broker, in order, each retried while it still matters."""
@@ -359,7 +439,9 @@ class ClusterNode:
                 connection = connections.get(leader)
                 if connection is None:
                     host, port = self.config.peers[leader]
-                    connection = connections[leader] = PeerConnection(host, port, f"replica-{self.broker_id}")
+                    connection = connections[leader] = PeerConnection(
+                        host, port, f"replica-{self.broker_id}"
+                    )
                 try:
                     response = await self._fetch_from(connection, leader, fetch)
                 except PeerError:
@@ -367,39 +449,84 @@ class ClusterNode:
                     continue
                 self.replicate(response)
                 if response.error:
-                    await asyncio.sleep(RETRY_S)  # the leader has not applied its LeaderAndIsr yet, or moved on
+                    await asyncio.sleep(
+                        RETRY_S
+                    )  # the leader has not applied its LeaderAndIsr yet, or moved on
         finally:
             for connection in connections.values():
                 connection.close()
             if self._fetchers.get(tp) is asyncio.current_task():
                 del self._fetchers[tp]
 
-    async def _fetch_from(self, connection: PeerConnection, leader: int, fetch: Fetch) -> FetchResponse:
+    async def _fetch_from(
+        self, connection: PeerConnection, leader: int, fetch: Fetch
+    ) -> FetchResponse:
         replica_log = self.files.logs[TopicPartition(fetch.topic, fetch.partition)]
-        partition = {"partition": fetch.partition, "current_leader_epoch": fetch.leader_epoch,
-                     "fetch_offset": kafka_offset(replica_log, fetch.fetch_offset), "last_fetched_epoch": fetch.last_fetched_epoch,
-                     "log_start_offset": 0, "partition_max_bytes": FETCH_MAX_BYTES}
-        body = await connection.request(1, 12, {
-            "replica_id": self.broker_id, "max_wait": FETCH_MAX_WAIT_MS, "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": fetch.topic, "partitions": [partition]}],
-        }, timeout_s=FETCH_MAX_WAIT_MS / 1000 + 5)
+        partition = {
+            "partition": fetch.partition,
+            "current_leader_epoch": fetch.leader_epoch,
+            "fetch_offset": kafka_offset(replica_log, fetch.fetch_offset),
+            "last_fetched_epoch": fetch.last_fetched_epoch,
+            "log_start_offset": 0,
+            "partition_max_bytes": FETCH_MAX_BYTES,
+        }
+        body = await connection.request(
+            1,
+            12,
+            {
+                "replica_id": self.broker_id,
+                "max_wait": FETCH_MAX_WAIT_MS,
+                "min_bytes": 1,
+                "max_bytes": FETCH_MAX_BYTES,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [{"topic": fetch.topic, "partitions": [partition]}],
+            },
+            timeout_s=FETCH_MAX_WAIT_MS / 1000 + 5,
+        )
         answer = body.responses[0].partitions[0]
-        error = ERROR_NAMES.get(int(answer.error_code), f"ERROR_{int(answer.error_code)}") if int(answer.error_code) else None
+        error = (
+            ERROR_NAMES.get(int(answer.error_code), f"ERROR_{int(answer.error_code)}")
+            if int(answer.error_code)
+            else None
+        )
         diverging = None
         if not (answer.diverging_epoch.epoch == -1 and answer.diverging_epoch.end_offset == -1):
-            diverging = (answer.diverging_epoch.epoch, index_of(replica_log, answer.diverging_epoch.end_offset))
+            diverging = (
+                answer.diverging_epoch.epoch,
+                index_of(replica_log, answer.diverging_epoch.end_offset),
+            )
         records = tuple(split_batches(answer.records or b""))
         # The HW in model indices: batches before it, counting the ones this answer brings.
         hw = answer.high_watermark
         hw_index = index_of(replica_log, hw) + sum(1 for r in records if r.payload_id < hw)
-        return FetchResponse(self.now(), leader, fetch.topic, fetch.partition, fetch.leader_epoch, error, diverging,
-                             fetch.fetch_offset, records, hw_index)
+        return FetchResponse(
+            self.now(),
+            leader,
+            fetch.topic,
+            fetch.partition,
+            fetch.leader_epoch,
+            error,
+            diverging,
+            fetch.fetch_offset,
+            records,
+            hw_index,
+        )
 
     # -- leaders: serving replica fetches --------------------------------------------------
 
-    async def serve_replica_fetch(self, replica_id: int, topic: str, number: int, leader_epoch: int, fetch_offset: int,
-                                  last_fetched_epoch: int, max_wait_ms: int, max_bytes: int) -> dict[str, Any]:
+    async def serve_replica_fetch(
+        self,
+        replica_id: int,
+        topic: str,
+        number: int,
+        leader_epoch: int,
+        fetch_offset: int,
+        last_fetched_epoch: int,
+        max_wait_ms: int,
+        max_bytes: int,
+    ) -> dict[str, Any]:
         """A follower's Fetch: served by the model at once (it learns the follower's LEO),
         and once more after waiting for the log to grow when there was nothing new."""
         tp = TopicPartition(topic, number)
@@ -408,7 +535,11 @@ class ClusterNode:
             replica_log = self.files.logs.get(tp)
             index = fetch_index(replica_log, fetch_offset) if replica_log is not None else 0
             progress = self.progress
-            effects = self.replicate(Fetch(self.now(), replica_id, topic, number, leader_epoch, index, last_fetched_epoch))
+            effects = self.replicate(
+                Fetch(
+                    self.now(), replica_id, topic, number, leader_epoch, index, last_fetched_epoch
+                )
+            )
             response = next(e for e in effects if isinstance(e, FetchResponse))
             remaining = deadline - asyncio.get_running_loop().time()
             if response.error or response.diverging or response.records or remaining <= 0:
@@ -417,15 +548,22 @@ class ClusterNode:
                 await asyncio.wait_for(progress.wait(), remaining)
             except TimeoutError:
                 pass
-        answer: dict[str, Any] = {"partition_index": number, "error_code": ERROR_CODES.get(response.error, 0) if response.error else 0,
-                                  "high_watermark": -1, "records": b""}
+        answer: dict[str, Any] = {
+            "partition_index": number,
+            "error_code": ERROR_CODES.get(response.error, 0) if response.error else 0,
+            "high_watermark": -1,
+            "records": b"",
+        }
         if replica_log is None or response.error:
             return answer
         answer["high_watermark"] = kafka_offset(replica_log, response.high_watermark)
         answer["log_start_offset"] = 0
         if response.diverging is not None:
             epoch, end = response.diverging
-            answer["diverging_epoch"] = {"epoch": epoch, "end_offset": kafka_offset(replica_log, end)}
+            answer["diverging_epoch"] = {
+                "epoch": epoch,
+                "end_offset": kafka_offset(replica_log, end),
+            }
             return answer
         answer["records"] = _take(response.records, max_bytes)
         return answer
@@ -436,18 +574,24 @@ class ClusterNode:
         """The log of a partition this broker leads, else None."""
         return self.files.logs.get(tp) if self.replica.leads(tp) else None
 
-    async def produce(self, tp: TopicPartition, batch: bytes, acks: int) -> ProduceAccepted | ProduceAcked | ProduceFailed:
+    async def produce(
+        self, tp: TopicPartition, batch: bytes, acks: int
+    ) -> ProduceAccepted | ProduceAcked | ProduceFailed:
         """Append a producer's batch on this leader; with acks=-1 wait until it is committed."""
         replica_log = self.files.logs.get(tp)
         partition = self.replica.partitions.get(tp)
         if replica_log is None or partition is None or partition.role != Role.LEADER:
             return ProduceFailed(tp.topic, tp.partition, -1, "NOT_LEADER_OR_FOLLOWER")
-        record = stamped(batch, kafka_offset(replica_log, replica_log.log_end_offset), partition.leader_epoch)
+        record = stamped(
+            batch, kafka_offset(replica_log, replica_log.log_end_offset), partition.leader_epoch
+        )
         future = asyncio.get_running_loop().create_future()
         self._produces[(tp.topic, tp.partition, record.payload_id)] = (future, acks == -1)
         try:
             if acks == -1:
-                self.replicate(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+                self.replicate(
+                    Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value)
+                )
             else:
                 self._append_without_min_insync(partition, record)
             return await future
@@ -513,7 +657,9 @@ class ClusterNode:
         """The groups of ``append`` take turns with it (coordspec.broker.group_turns) until it ends."""
         commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in append.records)
         for group_id in {r.key.group for r in append.records}:
-            self._unwritten.setdefault(append.partition, []).append(_Unwritten(append.offset, group_id, commits_only))
+            self._unwritten.setdefault(append.partition, []).append(
+                _Unwritten(append.offset, group_id, commits_only)
+            )
             self._turns.writing(group_id, commits_only)
 
     def _written(self, partition: int, ended: Callable[[_Unwritten], bool]) -> None:
@@ -527,13 +673,19 @@ class ClusterNode:
         """The host's batch as a produce to the leader replica; False if the log refused it."""
         tp = TopicPartition(OFFSETS_TOPIC, append.partition)
         replica_log = self.files.logs.get(tp)
-        base = kafka_offset(replica_log, replica_log.log_end_offset) if replica_log is not None else 0
+        base = (
+            kafka_offset(replica_log, replica_log.log_end_offset) if replica_log is not None else 0
+        )
         record = stamped(encode_group_batch(append.records, self.now()), base, append.leader_epoch)
-        effects = self.replica.handle(Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value))
+        effects = self.replica.handle(
+            Produce(self.now(), tp.topic, tp.partition, record.payload_id, record.value)
+        )
         self.files.sync()
         outcome = next(e for e in effects if isinstance(e, (ProduceAccepted, ProduceFailed)))
         if isinstance(outcome, ProduceAccepted) and outcome.offset != append.offset:
-            raise AssertionError(f"broker {self.broker_id}: the host expected offset {append.offset} of {tp}, the log appended at {outcome.offset}")
+            raise AssertionError(
+                f"broker {self.broker_id}: the host expected offset {append.offset} of {tp}, the log appended at {outcome.offset}"
+            )
         if isinstance(outcome, ProduceFailed):
             error = ErrorCode.__members__.get(outcome.error, ErrorCode.NOT_COORDINATOR)
             self._host(AppendFailed(append.partition, append.offset, error, self.now()))
@@ -551,7 +703,9 @@ class ClusterNode:
         replica_log = self.files.logs[tp]
         batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
         now = self.now()
-        self._host(LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, now))
+        self._host(
+            LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, now)
+        )
         last = read_header(replica_log.records[-1].value) if replica_log.records else None
         self.trace.loaded(number, now, last.max_timestamp if last is not None else 0)
 

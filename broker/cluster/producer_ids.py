@@ -39,15 +39,26 @@ class ProducerIdBlock:
     last: int  # inclusive
 
     def encode(self) -> bytes:
-        return json.dumps({"version": 1, "broker": self.broker, "block_start": str(self.first), "block_end": str(self.last)}).encode()
+        return json.dumps(
+            {
+                "version": 1,
+                "broker": self.broker,
+                "block_start": str(self.first),
+                "block_end": str(self.last),
+            }
+        ).encode()
 
     @staticmethod
     def decode(data: bytes) -> ProducerIdBlock:
         node = json.loads(data)
-        return ProducerIdBlock(int(node["broker"]), int(node["block_start"]), int(node["block_end"]))
+        return ProducerIdBlock(
+            int(node["broker"]), int(node["block_start"]), int(node["block_end"])
+        )
 
 
-def reserve_block(client: KazooClient, broker_id: int, timeout_s: float = ZOOKEEPER_TIMEOUT_S) -> ProducerIdBlock:
+def reserve_block(
+    client: KazooClient, broker_id: int, timeout_s: float = ZOOKEEPER_TIMEOUT_S
+) -> ProducerIdBlock:
     """The next block of ids, written to ZooKeeper as this broker's (blocking: run it off the loop)."""
     while True:
         try:
@@ -80,7 +91,9 @@ class ProducerIds:
                 try:
                     self._block = await asyncio.to_thread(reserve_block, client, broker_id)
                 except Exception as e:  # noqa: BLE001 - kazoo's timeouts and lost connections
-                    raise ProducerIdsUnavailable(f"cannot reserve producer ids in ZooKeeper: {e or type(e).__name__}") from None
+                    raise ProducerIdsUnavailable(
+                        f"cannot reserve producer ids in ZooKeeper: {e or type(e).__name__}"
+                    ) from None
                 self._next = self._block.first
             self._next += 1
             return self._next - 1

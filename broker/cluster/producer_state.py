@@ -35,7 +35,11 @@ class _Read:
     last: Record | None = None  # the last of them, to see a truncation that replaced it
 
     def current(self, log: ReplicaLog) -> bool:
-        return log is self.log and len(log.records) >= self.count and (self.count == 0 or log.records[self.count - 1] is self.last)
+        return (
+            log is self.log
+            and len(log.records) >= self.count
+            and (self.count == 0 or log.records[self.count - 1] is self.last)
+        )
 
 
 class LeaderProducers:
@@ -52,7 +56,7 @@ class LeaderProducers:
         read = self._read.get(tp)
         if read is None or not read.current(log):
             read = self._read[tp] = _Read(log)
-        for record in log.records[read.count:]:
+        for record in log.records[read.count :]:
             stored = read_header(record.value)
             if stored is not None:
                 read.state.record(stored, record.payload_id)
@@ -69,11 +73,18 @@ async def committed(node, tp: TopicPartition, log: ReplicaLog, index: int, timeo
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(timeout_ms, 0) / 1000
     while True:
-        if node.leader_log(tp) is not log or index >= len(log.records) or log.records[index] is not record:
+        if (
+            node.leader_log(tp) is not log
+            or index >= len(log.records)
+            or log.records[index] is not record
+        ):
             return NOT_LEADER_OR_FOLLOWER
         if log.high_watermark > index:
             partition = node.replica.partitions.get(tp)
-            enough = partition is not None and len(partition.isr) >= node.config.replication.min_insync_replicas
+            enough = (
+                partition is not None
+                and len(partition.isr) >= node.config.replication.min_insync_replicas
+            )
             return NONE if enough else NOT_ENOUGH_REPLICAS_AFTER_APPEND
         progress, remaining = node.progress, deadline - loop.time()
         if remaining <= 0:

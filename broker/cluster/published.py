@@ -116,7 +116,11 @@ class PublishedView:
             return None
         with self._lock:
             self.assignments = {**self.assignments, topic: partitions}
-            new = [TopicPartition(topic, n) for n in partitions if TopicPartition(topic, n) not in self._watched_states]
+            new = [
+                TopicPartition(topic, n)
+                for n in partitions
+                if TopicPartition(topic, n) not in self._watched_states
+            ]
             self._watched_states |= set(new)
         for tp in new:
             self._watch(state_path(tp), self._on_state(tp))

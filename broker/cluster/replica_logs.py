@@ -50,7 +50,7 @@ def split_batches(data: bytes) -> list[Record]:
             break
         if header is None:
             break
-        records.append(record_of(bytes(data[position:position + header.size])))
+        records.append(record_of(bytes(data[position : position + header.size])))
         position += header.size
     return records
 
@@ -122,7 +122,10 @@ class ReplicaFiles:
             records = log.records
             same = len(written)
             if len(records) < same or (same and records[same - 1] is not written[same - 1]):
-                same = next((i for i, (a, b) in enumerate(zip(records, written)) if a is not b), min(len(records), len(written)))
+                same = next(
+                    (i for i, (a, b) in enumerate(zip(records, written)) if a is not b),
+                    min(len(records), len(written)),
+                )
             if same == len(written) == len(records):
                 continue
             path = self._path(tp)

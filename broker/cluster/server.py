@@ -41,11 +41,22 @@ from pathlib import Path
 from coordspec.broker.apis import api_versions
 from coordspec.broker.cluster.apis import APIS, ClusterContext
 from coordspec.broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
-from coordspec.broker.cluster.peer_wire import INTERNAL_KEYS, decode_controller_request, internal_response, split_internal
+from coordspec.broker.cluster.peer_wire import (
+    INTERNAL_KEYS,
+    decode_controller_request,
+    internal_response,
+    split_internal,
+)
 from coordspec.broker.context import Client
 from coordspec.broker.server import BrokerError, Limits
 from coordspec.broker.wire.connection import FrameConnection, serve_frames
-from coordspec.broker.wire.protocol import API_VERSIONS_KEY, BadRequest, decode_request, peek_header, response_frame
+from coordspec.broker.wire.protocol import (
+    API_VERSIONS_KEY,
+    BadRequest,
+    decode_request,
+    peek_header,
+    response_frame,
+)
 from coordspec.reference.errors import UsageError
 from coordspec.reference.group import GroupConfig
 from coordspec.reference.replication.config import ReplicationConfig
@@ -74,11 +85,17 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
     if api is None:
         raise BadRequest(f"unknown API key {header.api_key}")
     if header.api_key == API_VERSIONS_KEY and header.api_version >= api.versions.stop:
-        return response_frame(API_VERSIONS_KEY, 0, header.correlation_id, api_versions.unsupported(APIS))
+        return response_frame(
+            API_VERSIONS_KEY, 0, header.correlation_id, api_versions.unsupported(APIS)
+        )
     if header.api_version not in api.versions:
-        raise BadRequest(f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
+        raise BadRequest(
+            f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})"
+        )
     full, body = decode_request(payload, header.api_key, header.api_version)
-    values = await api.handler(ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body)
+    values = await api.handler(
+        ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body
+    )
     if values is None:
         return None
     return response_frame(header.api_key, header.api_version, header.correlation_id, values)
@@ -126,7 +143,13 @@ class Connections:
             return None if kind is self.peers else self.limits.idle_s
 
         try:
-            await serve_frames(connection, lambda frame: respond(self.ctx, connection.peer, frame), idle_s, log, admit)
+            await serve_frames(
+                connection,
+                lambda frame: respond(self.ctx, connection.peer, frame),
+                idle_s,
+                log,
+                admit,
+            )
         finally:
             kind.discard(task)
 
@@ -163,7 +186,9 @@ def _lock(data_dir: Path):
     return lock
 
 
-async def serve(config: NodeConfig, limits: Limits | None = None, stop: asyncio.Event | None = None) -> None:
+async def serve(
+    config: NodeConfig, limits: Limits | None = None, stop: asyncio.Event | None = None
+) -> None:
     lock = _lock(config.data_dir)
     host, port = config.peers[config.broker_id]
     try:
@@ -177,7 +202,9 @@ async def serve(config: NodeConfig, limits: Limits | None = None, stop: asyncio.
         server = await asyncio.get_running_loop().create_server(connections.protocol, host, port)
     except OSError as e:
         lock.close()
-        raise ClusterBrokerError(f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}") from None
+        raise ClusterBrokerError(
+            f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}"
+        ) from None
     try:
         await node.start()
     except NodeStartError as e:
@@ -187,14 +214,18 @@ async def serve(config: NodeConfig, limits: Limits | None = None, stop: asyncio.
     except Exception as e:  # noqa: BLE001 - kazoo's timeouts and connection errors
         server.close()
         lock.close()
-        raise ClusterBrokerError(f"broker {config.broker_id}: cannot reach ZooKeeper at {config.zookeeper}: {e or type(e).__name__}") from None
+        raise ClusterBrokerError(
+            f"broker {config.broker_id}: cannot reach ZooKeeper at {config.zookeeper}: {e or type(e).__name__}"
+        ) from None
     ctx.view = node.view
     ctx.serving.set()
     if stop is None:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-    print(f"broker {config.broker_id} serving on {host}:{port}, data in {config.data_dir}", flush=True)
+    print(
+        f"broker {config.broker_id} serving on {host}:{port}, data in {config.data_dir}", flush=True
+    )
     try:
         await stop.wait()
     finally:
@@ -216,26 +247,85 @@ def parse_peers(text: str) -> dict[int, tuple[str, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m coordspec.broker.cluster.server", description="Serve one broker of a coordspec cluster.")
+    parser = argparse.ArgumentParser(
+        prog="python -m coordspec.broker.cluster.server",
+        description="Serve one broker of a coordspec cluster.",
+    )
     parser.add_argument("--id", type=int, required=True, help="broker.id")
-    parser.add_argument("--peers", required=True, help="every broker of the cluster: ID=HOST:PORT,... (this one included)")
-    parser.add_argument("--zookeeper", required=True, help="zookeeper.connect, HOST:PORT[,HOST:PORT...][/chroot]")
-    parser.add_argument("--data", type=Path, required=True, help="data directory (one segment file per replica)")
-    parser.add_argument("--offsets-partitions", type=int, default=3, help="offsets.topic.num.partitions")
+    parser.add_argument(
+        "--peers",
+        required=True,
+        help="every broker of the cluster: ID=HOST:PORT,... (this one included)",
+    )
+    parser.add_argument(
+        "--zookeeper", required=True, help="zookeeper.connect, HOST:PORT[,HOST:PORT...][/chroot]"
+    )
+    parser.add_argument(
+        "--data", type=Path, required=True, help="data directory (one segment file per replica)"
+    )
+    parser.add_argument(
+        "--offsets-partitions", type=int, default=3, help="offsets.topic.num.partitions"
+    )
     parser.add_argument("--min-insync-replicas", type=int, default=2, help="min.insync.replicas")
-    parser.add_argument("--replica-lag-time-max-ms", type=int, default=ReplicationConfig().replica_lag_time_max_ms)
-    parser.add_argument("--zookeeper-session-timeout-ms", type=int, default=6000, help="zookeeper.session.timeout.ms")
-    parser.add_argument("--initial-rebalance-delay-ms", type=int, default=3000, help="group.initial.rebalance.delay.ms")
-    parser.add_argument("--min-session-timeout-ms", type=int, default=GroupConfig().min_session_timeout_ms, help="group.min.session.timeout.ms")
-    parser.add_argument("--trace", type=Path, default=None, help="the JSONL trace of the group protocol (default <data>/trace.jsonl)")
-    parser.add_argument("--no-trace", action="store_true", help="write no trace of the group protocol")
-    parser.add_argument("--trace-run", default=None, help="the trace's run, the same for every broker (default cluster@<zookeeper>)")
-    parser.add_argument("--trace-epoch-ms", type=int, default=0,
-                        help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)")
-    parser.add_argument("--max-frame-bytes", type=int, default=Limits.max_frame_bytes, help="socket.request.max.bytes")
-    parser.add_argument("--max-connections", type=int, default=Limits.max_connections, help="max.connections (clients' only)")
-    parser.add_argument("--connections-max-idle-ms", type=int, default=int(Limits.idle_s * 1000),
-                        help="connections.max.idle.ms (clients' only)")
+    parser.add_argument(
+        "--replica-lag-time-max-ms", type=int, default=ReplicationConfig().replica_lag_time_max_ms
+    )
+    parser.add_argument(
+        "--zookeeper-session-timeout-ms",
+        type=int,
+        default=6000,
+        help="zookeeper.session.timeout.ms",
+    )
+    parser.add_argument(
+        "--initial-rebalance-delay-ms",
+        type=int,
+        default=3000,
+        help="group.initial.rebalance.delay.ms",
+    )
+    parser.add_argument(
+        "--min-session-timeout-ms",
+        type=int,
+        default=GroupConfig().min_session_timeout_ms,
+        help="group.min.session.timeout.ms",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        default=None,
+        help="the JSONL trace of the group protocol (default <data>/trace.jsonl)",
+    )
+    parser.add_argument(
+        "--no-trace", action="store_true", help="write no trace of the group protocol"
+    )
+    parser.add_argument(
+        "--trace-run",
+        default=None,
+        help="the trace's run, the same for every broker (default cluster@<zookeeper>)",
+    )
+    parser.add_argument(
+        "--trace-epoch-ms",
+        type=int,
+        default=0,
+        help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)",
+    )
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=Limits.max_frame_bytes,
+        help="socket.request.max.bytes",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=Limits.max_connections,
+        help="max.connections (clients' only)",
+    )
+    parser.add_argument(
+        "--connections-max-idle-ms",
+        type=int,
+        default=int(Limits.idle_s * 1000),
+        help="connections.max.idle.ms (clients' only)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -243,14 +333,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.id not in peers:
             raise ClusterBrokerError(f"--peers does not name broker {args.id}")
         config = NodeConfig(
-            args.id, peers, args.zookeeper, args.data, args.offsets_partitions,
-            ReplicationConfig(min_insync_replicas=args.min_insync_replicas, replica_lag_time_max_ms=args.replica_lag_time_max_ms,
-                              zookeeper_session_timeout_ms=args.zookeeper_session_timeout_ms),
-            GroupConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms, min_session_timeout_ms=args.min_session_timeout_ms),
-            trace=None if args.no_trace else args.trace or args.data / "trace.jsonl", trace_run=args.trace_run or f"cluster@{args.zookeeper}",
+            args.id,
+            peers,
+            args.zookeeper,
+            args.data,
+            args.offsets_partitions,
+            ReplicationConfig(
+                min_insync_replicas=args.min_insync_replicas,
+                replica_lag_time_max_ms=args.replica_lag_time_max_ms,
+                zookeeper_session_timeout_ms=args.zookeeper_session_timeout_ms,
+            ),
+            GroupConfig(
+                initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                min_session_timeout_ms=args.min_session_timeout_ms,
+            ),
+            trace=None if args.no_trace else args.trace or args.data / "trace.jsonl",
+            trace_run=args.trace_run or f"cluster@{args.zookeeper}",
             trace_epoch_ms=args.trace_epoch_ms,
         )
-        limits = Limits(args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000)
+        limits = Limits(
+            args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000
+        )
         asyncio.run(serve(config, limits))
     except (ClusterBrokerError, BrokerError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)

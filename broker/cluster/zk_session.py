@@ -26,7 +26,12 @@ from kazoo.protocol.states import KazooState
 
 from coordspec.broker.zookeeper import kazoo_calls
 from coordspec.reference.replication.effects import ZkCall
-from coordspec.reference.replication.events import ZkResult, ZkSessionExpired, ZkSessionStarted, ZkWatch
+from coordspec.reference.replication.events import (
+    ZkResult,
+    ZkSessionExpired,
+    ZkSessionStarted,
+    ZkWatch,
+)
 from coordspec.reference.zookeeper import Code, Create, Delete, EventType, Multi, SetData
 from coordspec.reference.zookeeper.results import failure
 
@@ -43,7 +48,13 @@ def now_ms() -> int:
 
 
 class ZkSession:
-    def __init__(self, hosts: str, timeout_ms: int, deliver: Callable[[object], object], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        hosts: str,
+        timeout_ms: int,
+        deliver: Callable[[object], object],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         retry = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.0, "max_delay": 0.5}
         self.client = KazooClient(hosts, timeout=timeout_ms / 1000, connection_retry=retry)
         self._deliver = deliver
@@ -66,9 +77,11 @@ class ZkSession:
 
     def _post(self, generation: int, event: object) -> None:
         """Hand ``event`` to the loop, unless its session ended before it gets there."""
+
         def deliver() -> None:
             if generation == self.generation and not self._lost:
                 self._deliver(event)
+
         self._loop.call_soon_threadsafe(deliver)
 
     def _on_state(self, state: KazooState) -> None:
@@ -87,7 +100,9 @@ class ZkSession:
     def _connected(self, session_id: int | None) -> None:
         if not self._lost and session_id == self._session_id:
             return  # the same session reconnected
-        if not self._lost:  # a new session before LOST was reported: the old one is gone all the same
+        if (
+            not self._lost
+        ):  # a new session before LOST was reported: the old one is gone all the same
             self._deliver(ZkSessionExpired(now_ms()))
         self._session_id, self._lost = session_id, False
         self.generation += 1
@@ -119,6 +134,7 @@ class ZkSession:
         def watch(event) -> None:
             if event.type in _EVENT_TYPES:  # NONE: the session's state, not a node event
                 self._post(generation, ZkWatch(now_ms(), event.path, _EVENT_TYPES[event.type]))
+
         return watch
 
     def _send(self, op, generation: int):

@@ -45,8 +45,21 @@ def read_header(data: bytes | memoryview, position: int = 0) -> BatchHeader | No
     """The header of the batch at ``position``, or None if the data ends inside it."""
     if len(data) - position < HEADER_SIZE:
         return None
-    (base_offset, length, _epoch, magic, _crc, _attributes, last_delta, _first_ts, max_ts,
-     producer_id, producer_epoch, base_sequence, count) = HEADER.unpack_from(data, position)
+    (
+        base_offset,
+        length,
+        _epoch,
+        magic,
+        _crc,
+        _attributes,
+        last_delta,
+        _first_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    ) = HEADER.unpack_from(data, position)
     if magic != 2:
         raise InvalidBatch(f"record batch magic {magic} (only v2 batches are accepted)")
     if length < HEADER_SIZE - 12:
@@ -54,7 +67,9 @@ def read_header(data: bytes | memoryview, position: int = 0) -> BatchHeader | No
     size = 12 + length
     if len(data) - position < size:
         return None
-    return BatchHeader(base_offset, size, last_delta, max_ts, count, producer_id, producer_epoch, base_sequence)
+    return BatchHeader(
+        base_offset, size, last_delta, max_ts, count, producer_id, producer_epoch, base_sequence
+    )
 
 
 def check_single_batch(records: bytes) -> BatchHeader:
@@ -65,7 +80,9 @@ def check_single_batch(records: bytes) -> BatchHeader:
     if header.size != len(records):
         raise InvalidBatch("produce requests v3+ carry exactly one record batch per partition")
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
-        raise InvalidBatch(f"{header.record_count} records with last offset delta {header.last_offset_delta}")
+        raise InvalidBatch(
+            f"{header.record_count} records with last offset delta {header.last_offset_delta}"
+        )
     (crc,) = struct.unpack_from(">I", records, 17)
     if crc32c(memoryview(records)[_CRC_START:]) != crc:
         raise InvalidBatch("record batch CRC mismatch", corrupt=True)
@@ -73,4 +90,6 @@ def check_single_batch(records: bytes) -> BatchHeader:
 
 
 def with_base_offset(batch: bytes, base_offset: int, leader_epoch: int = 0) -> bytes:
-    return struct.pack(">q", base_offset) + batch[8:12] + struct.pack(">i", leader_epoch) + batch[16:]
+    return (
+        struct.pack(">q", base_offset) + batch[8:12] + struct.pack(">i", leader_epoch) + batch[16:]
+    )

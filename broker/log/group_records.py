@@ -38,7 +38,12 @@ def _bytes(value: bytes) -> bytes:
 def encode_key(key: GroupMetadataKey | OffsetCommitKey) -> bytes:
     if isinstance(key, GroupMetadataKey):
         return struct.pack(">h", 2) + _string(key.group)
-    return struct.pack(">h", 1) + _string(key.group) + _string(key.topic) + struct.pack(">i", key.partition)
+    return (
+        struct.pack(">h", 1)
+        + _string(key.group)
+        + _string(key.topic)
+        + struct.pack(">i", key.partition)
+    )
 
 
 def encode_value(value: GroupMetadataValue | OffsetCommitValue | None) -> bytes | None:
@@ -46,15 +51,34 @@ def encode_value(value: GroupMetadataValue | OffsetCommitValue | None) -> bytes 
         return None
     if isinstance(value, OffsetCommitValue):
         if value.version == 1:
-            return (struct.pack(">hq", 1, value.offset) + _string(value.metadata)
-                    + struct.pack(">qq", value.commit_timestamp, value.expire_timestamp))
-        return (struct.pack(">hqi", 3, value.offset, value.leader_epoch) + _string(value.metadata)
-                + struct.pack(">q", value.commit_timestamp))
-    out = [struct.pack(">h", 3), _string(value.protocol_type), struct.pack(">i", value.generation),
-           _string(value.protocol), _string(value.leader), struct.pack(">qi", value.current_state_timestamp, len(value.members))]
+            return (
+                struct.pack(">hq", 1, value.offset)
+                + _string(value.metadata)
+                + struct.pack(">qq", value.commit_timestamp, value.expire_timestamp)
+            )
+        return (
+            struct.pack(">hqi", 3, value.offset, value.leader_epoch)
+            + _string(value.metadata)
+            + struct.pack(">q", value.commit_timestamp)
+        )
+    out = [
+        struct.pack(">h", 3),
+        _string(value.protocol_type),
+        struct.pack(">i", value.generation),
+        _string(value.protocol),
+        _string(value.leader),
+        struct.pack(">qi", value.current_state_timestamp, len(value.members)),
+    ]
     for m in value.members:
-        out += [_string(m.member_id), _string(m.group_instance_id), _string(m.client_id), _string(m.client_host),
-                struct.pack(">ii", m.rebalance_timeout, m.session_timeout), _bytes(m.subscription), _bytes(m.assignment)]
+        out += [
+            _string(m.member_id),
+            _string(m.group_instance_id),
+            _string(m.client_id),
+            _string(m.client_host),
+            struct.pack(">ii", m.rebalance_timeout, m.session_timeout),
+            _bytes(m.subscription),
+            _bytes(m.assignment),
+        ]
     return b"".join(out)
 
 
@@ -77,7 +101,7 @@ class _Reader:
         if length < 0 or self.pos + length > len(self.data):
             raise CorruptRecord("record ends early")
         self.pos += length
-        return self.data[self.pos - length:self.pos]
+        return self.data[self.pos - length : self.pos]
 
     def string(self) -> str | None:
         length = self.int(">h")
@@ -119,8 +143,25 @@ def _group_value(r: _Reader) -> GroupMetadataValue:
     current_state_timestamp, count = r.take(">qi")
     members = []
     for _ in range(count):
-        member_id, instance_id, client_id, client_host = r.string(), r.string(), r.string(), r.string()
+        member_id, instance_id, client_id, client_host = (
+            r.string(),
+            r.string(),
+            r.string(),
+            r.string(),
+        )
         rebalance_timeout, session_timeout = r.take(">ii")
-        members.append(MemberMetadata(member_id or "", instance_id, client_id or "", client_host or "",
-                                      rebalance_timeout, session_timeout, r.bytes(), r.bytes()))
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members))
+        members.append(
+            MemberMetadata(
+                member_id or "",
+                instance_id,
+                client_id or "",
+                client_host or "",
+                rebalance_timeout,
+                session_timeout,
+                r.bytes(),
+                r.bytes(),
+            )
+        )
+    return GroupMetadataValue(
+        protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members)
+    )

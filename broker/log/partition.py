@@ -123,7 +123,7 @@ class PartitionLog:
     def batches(self) -> list[bytes]:
         """Every batch, in order (to load ``__consumer_offsets``)."""
         data = self.path.read_bytes()[: self._end]
-        return [data[p:self._next_position(i)] for i, p in enumerate(self._positions)]
+        return [data[p : self._next_position(i)] for i, p in enumerate(self._positions)]
 
     def close(self) -> None:
         self._file.close()

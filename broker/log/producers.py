@@ -33,7 +33,11 @@ class ProducerIds:
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._next = _ProducerIdsFile.model_validate_json(path.read_bytes()).next_block if path.exists() else 0
+        self._next = (
+            _ProducerIdsFile.model_validate_json(path.read_bytes()).next_block
+            if path.exists()
+            else 0
+        )
         self._end = self._next
 
     def allocate(self) -> int:
@@ -59,7 +63,9 @@ def _last_sequence(header: BatchHeader) -> int:
 @dataclass
 class _Producer:
     epoch: int
-    batches: deque = field(default_factory=lambda: deque(maxlen=_REMEMBERED_BATCHES))  # (first seq, last seq, base offset)
+    batches: deque = field(
+        default_factory=lambda: deque(maxlen=_REMEMBERED_BATCHES)
+    )  # (first seq, last seq, base offset)
 
 
 class ProducerState:
@@ -74,18 +80,25 @@ class ProducerState:
         producer = self._producers.get(header.producer_id)
         if producer is None or header.producer_epoch > producer.epoch:
             if header.base_sequence != 0:
-                raise SequenceError(OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                    f"producer {header.producer_id} epoch {header.producer_epoch} starts at sequence {header.base_sequence}, not 0")
+                raise SequenceError(
+                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {header.producer_id} epoch {header.producer_epoch} starts at sequence {header.base_sequence}, not 0",
+                )
             return None
         if header.producer_epoch < producer.epoch:
-            raise SequenceError(INVALID_PRODUCER_EPOCH, f"producer {header.producer_id} epoch {header.producer_epoch} is older than {producer.epoch}")
+            raise SequenceError(
+                INVALID_PRODUCER_EPOCH,
+                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {producer.epoch}",
+            )
         for first, last, base_offset in producer.batches:
             if (first, last) == (header.base_sequence, _last_sequence(header)):
                 return base_offset
         expected = (producer.batches[-1][1] + 1) % (_MAX_SEQUENCE + 1)
         if header.base_sequence != expected:
-            raise SequenceError(OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                f"producer {header.producer_id} sent sequence {header.base_sequence}, expected {expected}")
+            raise SequenceError(
+                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"producer {header.producer_id} sent sequence {header.base_sequence}, expected {expected}",
+            )
         return None
 
     def record(self, header: BatchHeader, base_offset: int) -> None:

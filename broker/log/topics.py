@@ -40,7 +40,9 @@ def topic_name_error(name: str) -> str | None:
     if len(name) > 249:
         return "topic names are at most 249 characters"
     if not _LEGAL_NAME.fullmatch(name):
-        return f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'"
+        return (
+            f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_' and '-'"
+        )
     return None
 
 
@@ -49,9 +51,15 @@ class TopicStore:
         self.data_dir = data_dir
         self._file = data_dir / "topics.json"
         try:
-            self._topics = TopicsFile.model_validate_json(self._file.read_bytes()).topics if self._file.exists() else {}
+            self._topics = (
+                TopicsFile.model_validate_json(self._file.read_bytes()).topics
+                if self._file.exists()
+                else {}
+            )
         except (ValidationError, OSError) as e:
-            raise DataDirError(f"{self._file}: cannot read the topic list ({type(e).__name__})") from None
+            raise DataDirError(
+                f"{self._file}: cannot read the topic list ({type(e).__name__})"
+            ) from None
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._appended = asyncio.Event()
 
@@ -87,7 +95,9 @@ class TopicStore:
         if key not in self._logs:
             # __consumer_offsets is synced to disk on every append: a commit is
             # acknowledged only once it would survive a crash.
-            self._logs[key] = PartitionLog(self.data_dir / f"{topic}-{partition}", fsync=entry.internal)
+            self._logs[key] = PartitionLog(
+                self.data_dir / f"{topic}-{partition}", fsync=entry.internal
+            )
         return self._logs[key]
 
     def notify_appended(self) -> None:

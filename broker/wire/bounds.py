@@ -20,8 +20,20 @@ from typing import Any
 from coordspec.broker.wire.entities import entity_of, is_array, nullable, type_hints
 
 _FIXED = {
-    "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint16": 2, "uint32": 4, "uint64": 8, "float64": 8,
-    "bool": 1, "uuid": 16, "error_code": 2, "timedelta_i32": 4, "timedelta_i64": 8, "datetime_i64": 8,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "float64": 8,
+    "bool": 1,
+    "uuid": 16,
+    "error_code": 2,
+    "timedelta_i32": 4,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
 }
 
 
@@ -44,7 +56,9 @@ class _Cursor:
 
     def skip(self, size: int) -> None:
         if size < 0 or size > self.end - self.position:
-            raise LengthError(f"{size} bytes claimed at byte {self.position}, {self.remaining} left")
+            raise LengthError(
+                f"{size} bytes claimed at byte {self.position}, {self.remaining} left"
+            )
         self.position += size
 
     def int(self, fmt: struct.Struct) -> int:
@@ -98,7 +112,11 @@ def _value(field: dataclasses.Field, annotation: Any, flexible: bool) -> Step:
     entity = entity_of(annotation) if not dataclasses.is_dataclass(annotation) else annotation
     if is_array(annotation):
         array_may_be_null = nullable(annotation)
-        item = (lambda cursor: walk(entity, cursor)) if entity is not None else _scalar(field.metadata["kafka_type"], flexible, False)
+        item = (
+            (lambda cursor: walk(entity, cursor))
+            if entity is not None
+            else _scalar(field.metadata["kafka_type"], flexible, False)
+        )
 
         def array(cursor: _Cursor) -> None:
             count = _sized(cursor, flexible, _INT32, array_may_be_null)
@@ -106,12 +124,15 @@ def _value(field: dataclasses.Field, annotation: Any, flexible: bool) -> Step:
                 raise LengthError(f"an array of {count} items in {cursor.remaining} bytes")
             for _ in range(max(count, 0)):
                 item(cursor)
+
         return array
     if entity is not None:
         if nullable(annotation):
+
             def optional_struct(cursor: _Cursor) -> None:
                 if cursor.int(_INT8) >= 0:  # a null struct is one byte, -1
                     walk(entity, cursor)
+
             return optional_struct
         return lambda cursor: walk(entity, cursor)
     return _scalar(field.metadata["kafka_type"], flexible, nullable(annotation))
@@ -129,7 +150,11 @@ def _steps(cls: type) -> tuple[Step, ...]:
     """The length checks of ``cls``'s fields, worked out once per schema."""
     flexible = cls.__flexible__
     annotations = type_hints(cls)
-    steps = [_value(field, annotations[field.name], flexible) for field in dataclasses.fields(cls) if "tag" not in field.metadata]
+    steps = [
+        _value(field, annotations[field.name], flexible)
+        for field in dataclasses.fields(cls)
+        if "tag" not in field.metadata
+    ]
     if flexible:
         steps.append(_tagged_fields)
     return tuple(steps)

@@ -29,7 +29,9 @@ _LENGTH = struct.Struct(">i")
 
 
 class FrameConnection(asyncio.Protocol):
-    def __init__(self, max_frame_bytes: int, serve: Callable[[FrameConnection], Coroutine[Any, Any, None]]) -> None:
+    def __init__(
+        self, max_frame_bytes: int, serve: Callable[[FrameConnection], Coroutine[Any, Any, None]]
+    ) -> None:
         self.max_frame_bytes = max_frame_bytes
         self._serve = serve
         self.last_read = 0.0  # loop time of the last bytes received
@@ -40,7 +42,9 @@ class FrameConnection(asyncio.Protocol):
         self._queued_bytes = 0
         self._reading_paused = False
         self._frame_ready: asyncio.Future | None = None
-        self._writable: asyncio.Future | None = None  # set while the transport asked us to stop writing
+        self._writable: asyncio.Future | None = (
+            None  # set while the transport asked us to stop writing
+        )
         self._unsent: list[bytes] = []
         self._flush_scheduled = False
         self._ended = False
@@ -65,11 +69,13 @@ class FrameConnection(asyncio.Protocol):
         while len(buffer) - position >= 4:
             (length,) = _LENGTH.unpack_from(buffer, position)
             if length < 0 or length > self.max_frame_bytes:
-                self._end(FrameError(f"frame of {length} bytes (the maximum is {self.max_frame_bytes})"))
+                self._end(
+                    FrameError(f"frame of {length} bytes (the maximum is {self.max_frame_bytes})")
+                )
                 return
             if len(buffer) - position - 4 < length:
                 break
-            self._frames.append(bytes(buffer[position + 4:position + 4 + length]))
+            self._frames.append(bytes(buffer[position + 4 : position + 4 + length]))
             self._queued_bytes += length
             position += 4 + length
         if position:
@@ -81,7 +87,13 @@ class FrameConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         if self._buffer:
-            self._end(FrameError("connection closed inside a frame" if len(self._buffer) >= 4 else "connection closed inside a frame's length"))
+            self._end(
+                FrameError(
+                    "connection closed inside a frame"
+                    if len(self._buffer) >= 4
+                    else "connection closed inside a frame's length"
+                )
+            )
         else:
             self._end(None)
         return True  # a half-closed connection still gets the answers to what it sent
@@ -102,13 +114,17 @@ class FrameConnection(asyncio.Protocol):
 
     # -- for the serving task ---------------------------------------------------------
 
-    def next_frame(self) -> bytes | FrameError | None | asyncio.Future:
+    def next_frame(self) -> bytes | FrameError | asyncio.Future | None:
         """The next frame, an error, None at the end, or a future to await before asking again."""
         if self._frames:
             frame = self._frames.popleft()
             if isinstance(frame, bytes):
                 self._queued_bytes -= len(frame)
-                if self._reading_paused and self._queued_bytes <= _READ_AHEAD // 2 and not self.lost:
+                if (
+                    self._reading_paused
+                    and self._queued_bytes <= _READ_AHEAD // 2
+                    and not self.lost
+                ):
                     self._reading_paused = False
                     self.transport.resume_reading()
             return frame
@@ -159,9 +175,13 @@ _FAIR_SHARE = 64  # requests one connection is served in a row before the others
 _IDLE = object()
 
 
-async def serve_frames(connection: FrameConnection, respond: Callable[[bytes], Coroutine[Any, Any, bytes | None]],
-                idle_s: Callable[[], float | None], log: logging.Logger,
-                admit: Callable[[bytes], bool] = lambda first: True) -> None:
+async def serve_frames(
+    connection: FrameConnection,
+    respond: Callable[[bytes], Coroutine[Any, Any, bytes | None]],
+    idle_s: Callable[[], float | None],
+    log: logging.Logger,
+    admit: Callable[[bytes], bool] = lambda first: True,
+) -> None:
     """Answer the connection's frames in order until it ends, goes quiet for ``idle_s()``
     seconds (None: never; connections.max.idle.ms), or ``admit`` refuses its first request.
     A bad frame or request closes it, logged in one line; a bug closes it, logged whole."""
@@ -198,7 +218,9 @@ async def serve_frames(connection: FrameConnection, respond: Callable[[bytes], C
         connection.close()
 
 
-async def _bytes_within(connection: FrameConnection, ready: asyncio.Future, idle_s: float | None) -> bool:
+async def _bytes_within(
+    connection: FrameConnection, ready: asyncio.Future, idle_s: float | None
+) -> bool:
     """Wait for more bytes; False once nothing came for ``idle_s`` seconds."""
     if idle_s is None:
         await ready

@@ -32,9 +32,13 @@ async def respond(ctx: BrokerContext, peer: tuple[str, int], payload: bytes) -> 
         values = api_versions.unsupported(APIS)
         return response_frame(API_VERSIONS_KEY, 0, header.correlation_id, values)
     if api_version not in api.versions:
-        raise BadRequest(f"{api.name} v{api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})")
+        raise BadRequest(
+            f"{api.name} v{api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})"
+        )
     full, body = decode_request(payload, api_key, api_version)
-    values = await api.handler(ctx, _client(full.client_id or "", peer[0], peer[1]), api_version, body)
+    values = await api.handler(
+        ctx, _client(full.client_id or "", peer[0], peer[1]), api_version, body
+    )
     if values is None:
         return None
     return response_frame(api_key, api_version, header.correlation_id, values)

@@ -60,15 +60,27 @@ def _converter(field: dataclasses.Field, annotation: Any) -> Callable[[Any], Any
     """The function that turns a plain value of ``field`` into what kio wants (None stays None)."""
     kafka_type = field.metadata.get("kafka_type")
     if kafka_type == "timedelta_i32":
-        return lambda value: None if value is None else i32Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+        return lambda value: (
+            None
+            if value is None
+            else i32Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+        )
     if kafka_type == "timedelta_i64":
-        return lambda value: None if value is None else i64Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+        return lambda value: (
+            None
+            if value is None
+            else i64Timedelta.parse(datetime.timedelta(milliseconds=int(value)))
+        )
     if kafka_type == "error_code":
         return lambda value: None if value is None else ErrorCode(int(value))
     entity = entity_of(annotation)
     if entity is not None:
         if is_array(annotation):
-            return lambda value: None if value is None else tuple(build(entity, v) if isinstance(v, Mapping) else v for v in value)
+            return lambda value: (
+                None
+                if value is None
+                else tuple(build(entity, v) if isinstance(v, Mapping) else v for v in value)
+            )
         return lambda value: build(entity, value) if isinstance(value, Mapping) else value
     if is_array(annotation):
         return lambda value: None if value is None else tuple(value)
@@ -96,8 +108,12 @@ def _fields(cls: type) -> tuple[tuple[str, Callable[[Any], Any], bool, Any], ...
     for field in dataclasses.fields(cls):
         annotation = annotations[field.name]
         convert = _converter(field, annotation)
-        required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
-        fields.append((field.name, convert, required, convert(_zero(field, annotation)) if required else None))
+        required = (
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        )
+        fields.append(
+            (field.name, convert, required, convert(_zero(field, annotation)) if required else None)
+        )
     return tuple(fields)
 
 

@@ -10,7 +10,9 @@ class FrameError(Exception):
     """The peer sent a frame the broker will not read; the connection is closed."""
 
 
-async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int, idle_s: float | None = None) -> bytes | None:
+async def read_frame(
+    reader: asyncio.StreamReader, max_frame_bytes: int, idle_s: float | None = None
+) -> bytes | None:
     """The next frame, or None when the peer closed the connection between frames or sent
     nothing for ``idle_s`` seconds (Kafka's ``connections.max.idle.ms``).
 

@@ -56,7 +56,12 @@ def record_batch() -> bytes:
     timestamp = TZAwareMicros.parse(datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC))
     record = Record(attributes=0, timestamp=timestamp, offset=0, key=b"k", value=b"v", headers=())
     buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=-1, producer_epoch=-1, base_sequence=-1, records=(record,), attributes=0))
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=-1, producer_epoch=-1, base_sequence=-1, records=(record,), attributes=0
+        ),
+    )
     return buffer.getvalue()
 
 
@@ -67,25 +72,89 @@ def seeds(group: str) -> list[bytes]:
         (3, 12, {"topics": [{"name": "fuzz-topic"}], "allow_auto_topic_creation": False}),
         (10, 2, {"key": group}),
         (10, 4, {"coordinator_keys": [group, "other"]}),
-        (11, 5, {"group_id": group, "session_timeout": 1000, "rebalance_timeout": 1000, "member_id": "",
-                 "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}]}),
-        (14, 5, {"group_id": group, "generation_id": 1, "member_id": "m", "protocol_type": "consumer",
-                 "protocol_name": "range", "assignments": [{"member_id": "m", "assignment": b""}]}),
+        (
+            11,
+            5,
+            {
+                "group_id": group,
+                "session_timeout": 1000,
+                "rebalance_timeout": 1000,
+                "member_id": "",
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}],
+            },
+        ),
+        (
+            14,
+            5,
+            {
+                "group_id": group,
+                "generation_id": 1,
+                "member_id": "m",
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+                "assignments": [{"member_id": "m", "assignment": b""}],
+            },
+        ),
         (12, 4, {"group_id": group, "generation_id": 1, "member_id": "m"}),
         (13, 5, {"group_id": group, "members": [{"member_id": "m"}]}),
-        (8, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                "topics": [{"name": "fuzz-topic", "partitions": [{"partition_index": 0, "committed_offset": 5}]}]}),
+        (
+            8,
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "topics": [
+                    {
+                        "name": "fuzz-topic",
+                        "partitions": [{"partition_index": 0, "committed_offset": 5}],
+                    }
+                ],
+            },
+        ),
         (9, 8, {"groups": [{"group_id": group, "topics": None}]}),
         (15, 5, {"groups": [group]}),
         (16, 4, {"states_filter": ["Stable"]}),
         (42, 2, {"groups_names": [group]}),
-        (2, 6, {"replica_id": -1, "topics": [{"name": "fuzz-topic", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}),
-        (0, 9, {"acks": 1, "timeout": 1000, "topic_data": [
-            {"name": "fuzz-topic", "partition_data": [{"index": 0, "records": record_batch()}]}]}),
+        (
+            2,
+            6,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {"name": "fuzz-topic", "partitions": [{"partition_index": 0, "timestamp": -1}]}
+                ],
+            },
+        ),
+        (
+            0,
+            9,
+            {
+                "acks": 1,
+                "timeout": 1000,
+                "topic_data": [
+                    {
+                        "name": "fuzz-topic",
+                        "partition_data": [{"index": 0, "records": record_batch()}],
+                    }
+                ],
+            },
+        ),
         (22, 4, {"transactional_id": None, "transaction_timeout": 1000}),
-        (19, 7, {"topics": [{"name": "fuzz-topic", "num_partitions": 1, "replication_factor": 1}], "timeout": 1000}),
+        (
+            19,
+            7,
+            {
+                "topics": [{"name": "fuzz-topic", "num_partitions": 1, "replication_factor": 1}],
+                "timeout": 1000,
+            },
+        ),
     ]
-    return [encode_request(key, version, values, correlation_id=7, client_id="fuzz")[4:] for key, version, values in payloads]
+    return [
+        encode_request(key, version, values, correlation_id=7, client_id="fuzz")[4:]
+        for key, version, values in payloads
+    ]
 
 
 @functools.cache
@@ -104,9 +173,11 @@ def mutated(choose: Choices) -> bytes:
         for _ in range(choose.integer(1, 8)):
             payload[choose.integer(0, len(payload) - 1)] = choose.integer(0, 255)
     elif kind == "body":  # one byte of the body: mostly still a request, with an odd value
-        payload[choose.integer(min(_HEADER, len(payload) - 1), len(payload) - 1)] = choose.integer(0, 255)
+        payload[choose.integer(min(_HEADER, len(payload) - 1), len(payload) - 1)] = choose.integer(
+            0, 255
+        )
     elif kind == "truncate":
-        del payload[choose.integer(0, len(payload) - 1):]
+        del payload[choose.integer(0, len(payload) - 1) :]
     elif kind == "insert":
         at = choose.integer(0, len(payload))
         payload[at:at] = choose.binary(1, 64)

@@ -48,24 +48,32 @@ def decode_request(payload: bytes, api_key: int, api_version: int) -> tuple[Head
         check_lengths(cls, payload, offset)  # kio would abort the process on a huge length
         body, _ = read_body(payload, offset)
     except Exception as e:  # noqa: BLE001 - kio raises many kinds: underflow, bad utf-8, unknown tags, bad enums
-        raise BadRequest(f"cannot decode {api_key} v{api_version}: {type(e).__name__}: {e}") from None
+        raise BadRequest(
+            f"cannot decode {api_key} v{api_version}: {type(e).__name__}: {e}"
+        ) from None
     return Header(api_key, api_version, header.correlation_id, header.client_id), body
 
 
-def response_frame(api_key: int, api_version: int, correlation_id: int, values: dict[str, Any]) -> bytes:
+def response_frame(
+    api_key: int, api_version: int, correlation_id: int, values: dict[str, Any]
+) -> bytes:
     """One framed response (the version's response header, then the body) from the handler's
     plain ``values``. A body of numbers only (a Heartbeat's, most LeaveGroups') is encoded
     once per distinct body: the hot path's requests mostly get the same answer."""
     if all(isinstance(v, int) for v in values.values()):
         body = _numbers_body(api_key, api_version, tuple(values.items()))
     else:
-        body = _body_bytes(api_key, api_version, build(response_class(api_key, api_version), values))
+        body = _body_bytes(
+            api_key, api_version, build(response_class(api_key, api_version), values)
+        )
     return _framed(api_key, api_version, correlation_id, body)
 
 
 @functools.lru_cache(maxsize=1024)
 def _numbers_body(api_key: int, api_version: int, items: tuple[tuple[str, int], ...]) -> bytes:
-    return _body_bytes(api_key, api_version, build(response_class(api_key, api_version), dict(items)))
+    return _body_bytes(
+        api_key, api_version, build(response_class(api_key, api_version), dict(items))
+    )
 
 
 def _body_bytes(api_key: int, api_version: int, body: Any) -> bytes:

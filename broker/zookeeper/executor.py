@@ -111,7 +111,9 @@ class _Session:
 class KazooExecutor:
     def __init__(self, hosts: str, *, chroot: str = "", timeout_s: float = 10.0) -> None:
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
-            raise UsageError(f"KazooExecutor: chroot must be an absolute path without a trailing /, got {chroot!r}")
+            raise UsageError(
+                f"KazooExecutor: chroot must be an absolute path without a trailing /, got {chroot!r}"
+            )
         self.hosts = hosts
         self.chroot = chroot
         self.timeout_s = timeout_s
@@ -130,11 +132,15 @@ class KazooExecutor:
     def handle(self, event) -> list[Effect]:
         """Apply one event to the real ZooKeeper; the effects, as the model reports them."""
         if isinstance(event, Tick):
-            raise UsageError("KazooExecutor.handle: a real server's time cannot be moved; use expire(session_id)")
+            raise UsageError(
+                "KazooExecutor.handle: a real server's time cannot be moved; use expire(session_id)"
+            )
         if isinstance(event, OpenSession):
             return self._open(event)
         if not isinstance(event, (CloseSession, Ping, Request)):
-            raise UsageError(f"KazooExecutor.handle: {type(event).__name__} is not a ZooKeeper event")
+            raise UsageError(
+                f"KazooExecutor.handle: {type(event).__name__} is not a ZooKeeper event"
+            )
         session = self._session(event.session_id)
         if isinstance(event, Ping):
             return []  # kazoo pings on its own
@@ -170,7 +176,9 @@ class KazooExecutor:
             if session.lost.wait(self.timeout_s / _EXPIRE_ATTEMPTS):
                 break
         else:
-            raise ExecutorError(f"session {session_id} (0x{real_id:x}) survived {_EXPIRE_ATTEMPTS} attempts to expire it in {self.timeout_s} s")
+            raise ExecutorError(
+                f"session {session_id} (0x{real_id:x}) survived {_EXPIRE_ATTEMPTS} attempts to expire it in {self.timeout_s} s"
+            )
         self._stop(session.client)
         return [SessionExpired(session_id)] + self._drain()
 
@@ -228,7 +236,9 @@ class KazooExecutor:
 
     def _open(self, event: OpenSession) -> list[Effect]:
         if event.session_id in self._sessions:
-            raise UsageError(f"OpenSession: session id {event.session_id} is already used (ids are never reused)")
+            raise UsageError(
+                f"OpenSession: session id {event.session_id} is already used (ids are never reused)"
+            )
         client = self._client(timeout=event.timeout_ms / 1000)
         try:
             client.start(timeout=self.timeout_s)
@@ -247,12 +257,16 @@ class KazooExecutor:
         for host in self.hosts.split(","):
             address, _, port = host.rpartition(":")
             try:
-                match = pattern.search(four_letter_word(int(port), "cons", host=address).decode(errors="replace"))
+                match = pattern.search(
+                    four_letter_word(int(port), "cons", host=address).decode(errors="replace")
+                )
             except (OSError, ValueError):
                 continue
             if match:
                 return int(match.group(1))
-        raise ExecutorError(f"no server of {self.hosts} lists session 0x{real_id:x} in its 'cons' answer (is the cons four-letter word whitelisted?)")
+        raise ExecutorError(
+            f"no server of {self.hosts} lists session 0x{real_id:x} in its 'cons' answer (is the cons four-letter word whitelisted?)"
+        )
 
     def _on_state(self, session: _Session, state: KazooState) -> None:
         if state == KazooState.LOST:
@@ -262,13 +276,20 @@ class KazooExecutor:
     def _client(self, **kwargs) -> KazooClient:
         # Reconnect soon: on loopback a dropped connection is news (an expired session).
         retry = {"max_tries": -1, "delay": 0.03, "backoff": 2, "max_jitter": 0.0, "max_delay": 0.5}
-        return KazooClient(self._hosts(), timeout=kwargs.pop("timeout", self.timeout_s), connection_retry=retry, **kwargs)
+        return KazooClient(
+            self._hosts(),
+            timeout=kwargs.pop("timeout", self.timeout_s),
+            connection_retry=retry,
+            **kwargs,
+        )
 
     def _session(self, session_id: int) -> _Session:
         try:
             return self._sessions[session_id]
         except KeyError:
-            raise UsageError(f"session {session_id} was never opened (sessions: {sorted(self._sessions)})") from None
+            raise UsageError(
+                f"session {session_id} was never opened (sessions: {sorted(self._sessions)})"
+            ) from None
 
     def _stop(self, client: KazooClient) -> None:
         try:
@@ -285,7 +306,9 @@ class KazooExecutor:
                 done = threading.Event()
                 session.client.handler.dispatch_callback(Callback("watch", done.set, ()))
                 if not done.wait(self.timeout_s):
-                    raise ExecutorError(f"session {session.session_id}: kazoo's callback thread did not drain in {self.timeout_s} s")
+                    raise ExecutorError(
+                        f"session {session.session_id}: kazoo's callback thread did not drain in {self.timeout_s} s"
+                    )
         events = []
         for session in self._sessions.values():
             events += session.events
@@ -306,7 +329,9 @@ class KazooExecutor:
     def _send(self, session: _Session, op):
         """Send ``op`` on the session's connection; what to wait on for its answer."""
         if any(o.path == "" for o in (op.ops if isinstance(op, Multi) else (op,))):
-            raise UsageError(f"KazooExecutor: kazoo sends an empty path as null, so {op} cannot be asked")
+            raise UsageError(
+                f"KazooExecutor: kazoo sends an empty path as null, so {op} cannot be asked"
+            )
         client = session.client
         watch = session.watcher if getattr(op, "watch", False) else None
         if isinstance(op, Multi):
@@ -329,7 +354,9 @@ class KazooExecutor:
     def _stat(self, stat: ZnodeStat) -> Stat:
         owner = stat.ephemeralOwner
         if owner not in self._owners:
-            raise ExecutorError(f"node owned by session 0x{owner:x}, which this executor did not open")
+            raise ExecutorError(
+                f"node owned by session 0x{owner:x}, which this executor did not open"
+            )
         return Stat(
             version=stat.version,
             cversion=stat.cversion,

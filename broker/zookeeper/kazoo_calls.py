@@ -55,8 +55,13 @@ def send(client: KazooClient, op, watch: Callable | None):
 
 
 def plain_stat(stat: ZnodeStat) -> Stat:
-    return Stat(version=stat.version, cversion=stat.cversion, ephemeral_owner=stat.ephemeralOwner,
-                data_length=stat.dataLength, num_children=stat.numChildren)
+    return Stat(
+        version=stat.version,
+        cversion=stat.cversion,
+        ephemeral_owner=stat.ephemeralOwner,
+        data_length=stat.dataLength,
+        num_children=stat.numChildren,
+    )
 
 
 def result(op, value, stat: Callable[[ZnodeStat], Stat] = plain_stat) -> Result:
@@ -65,9 +70,14 @@ def result(op, value, stat: Callable[[ZnodeStat], Stat] = plain_stat) -> Result:
     RolledBackError (ZooKeeper's code 0), and the model's result names the first failure."""
     if isinstance(op, Multi):
         if any(isinstance(v, Exception) for v in value):
-            results = tuple(ErrorResult(Code.OK if isinstance(v, RolledBackError) else Code(v.code)) for v in value)
+            results = tuple(
+                ErrorResult(Code.OK if isinstance(v, RolledBackError) else Code(v.code))
+                for v in value
+            )
             return MultiResult(next(r.code for r in results if r.code != Code.OK), results)
-        return MultiResult(Code.OK, tuple(result(o, v, stat) for o, v in zip(op.ops, value, strict=True)))
+        return MultiResult(
+            Code.OK, tuple(result(o, v, stat) for o, v in zip(op.ops, value, strict=True))
+        )
     if isinstance(op, Create):
         return CreateResult(Code.OK, value)
     if isinstance(op, Delete):

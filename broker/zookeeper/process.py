@@ -65,13 +65,17 @@ def _java() -> str:
         return str(Path(java_home, "bin", "java"))
     java = shutil.which("java")
     if java is None:
-        raise ZooKeeperUnavailable("ZooKeeper needs Java: no java on PATH (install default-jdk-headless)")
+        raise ZooKeeperUnavailable(
+            "ZooKeeper needs Java: no java on PATH (install default-jdk-headless)"
+        )
     return java
 
 
 def _classpath() -> str:
     if not ZOOKEEPER_JAR.is_file():
-        raise ZooKeeperUnavailable(f"ZooKeeper is not installed: no {ZOOKEEPER_JAR} (install Debian's zookeeper package)")
+        raise ZooKeeperUnavailable(
+            f"ZooKeeper is not installed: no {ZOOKEEPER_JAR} (install Debian's zookeeper package)"
+        )
     jars = [ZOOKEEPER_JAR]
     if SLF4J_SIMPLE_JAR.is_file():  # without a binding ZooKeeper logs nothing at all
         jars.append(SLF4J_SIMPLE_JAR)
@@ -115,7 +119,9 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def four_letter_word(port: int, word: str = "srvr", timeout_s: float = 1.0, host: str = HOST) -> bytes:
+def four_letter_word(
+    port: int, word: str = "srvr", timeout_s: float = 1.0, host: str = HOST
+) -> bytes:
     """Send a four-letter command to a server's client port; its answer (b"" if none)."""
     with socket.create_connection((host, port), timeout=timeout_s) as s:
         s.sendall(word.encode())
@@ -190,7 +196,10 @@ class ZooKeeperNode:
             "electionPortBindRetry=3",
         ]
         if len(peers) > 1:
-            lines += [f"server.{i}={HOST}:{quorum}:{election}" for i, (quorum, election) in sorted(peers.items())]
+            lines += [
+                f"server.{i}={HOST}:{quorum}:{election}"
+                for i, (quorum, election) in sorted(peers.items())
+            ]
             (data_dir / "myid").write_text(f"{self.node_id}\n")
         self.cfg_path.write_text("\n".join(lines) + "\n")
 
@@ -199,7 +208,15 @@ class ZooKeeperNode:
         if self.is_running():
             return
         options = [o for o in JVM_OPTIONS if not (self.full_jit and o in FAST_START_ONLY)]
-        command = [*die_with_parent(), _java(), *options, "-cp", _classpath(), MAIN_CLASS, str(self.cfg_path)]
+        command = [
+            *die_with_parent(),
+            _java(),
+            *options,
+            "-cp",
+            _classpath(),
+            MAIN_CLASS,
+            str(self.cfg_path),
+        ]
         self._stopping = False
         with open(self.log_path, "ab") as log:
             try:
@@ -220,12 +237,16 @@ class ZooKeeperNode:
         while True:
             if not self.is_running():
                 code = self.process.returncode if self.process is not None else None
-                raise ZooKeeperUnavailable(f"ZooKeeper node {self.node_id} exited with code {code} while starting; see its log {self.log_path}")
+                raise ZooKeeperUnavailable(
+                    f"ZooKeeper node {self.node_id} exited with code {code} while starting; see its log {self.log_path}"
+                )
             mode = serving_mode(self.client_port)
             if mode is not None:
                 return mode
             if time.monotonic() >= deadline:
-                raise ZooKeeperUnavailable(f"ZooKeeper node {self.node_id} on {self.connect_string} did not serve in time; see its log {self.log_path}")
+                raise ZooKeeperUnavailable(
+                    f"ZooKeeper node {self.node_id} on {self.connect_string} did not serve in time; see its log {self.log_path}"
+                )
             time.sleep(_PROBE_INTERVAL_S)
 
     def stop(self, timeout_s: float = 10.0) -> None:
@@ -250,7 +271,9 @@ class ZooKeeperNode:
                 try:
                     process.wait(timeout=_KILL_WAIT_S)
                 except subprocess.TimeoutExpired:
-                    raise ZooKeeperUnavailable(f"ZooKeeper node {self.node_id} (pid {process.pid}) survived SIGKILL for {_KILL_WAIT_S} s") from None
+                    raise ZooKeeperUnavailable(
+                        f"ZooKeeper node {self.node_id} (pid {process.pid}) survived SIGKILL for {_KILL_WAIT_S} s"
+                    ) from None
         _LIVE.discard(self)
 
 
@@ -298,8 +321,14 @@ class ZooKeeperEnsemble:
 
 
 @contextmanager
-def zookeeper(nodes: int = 1, *, tick_time_ms: int = 500, timeout_s: float = 30.0, keep: bool = False,
-              full_jit: bool = False) -> Iterator[ZooKeeperEnsemble]:
+def zookeeper(
+    nodes: int = 1,
+    *,
+    tick_time_ms: int = 500,
+    timeout_s: float = 30.0,
+    keep: bool = False,
+    full_jit: bool = False,
+) -> Iterator[ZooKeeperEnsemble]:
     """A standalone server (``nodes=1``) or an ensemble of ``nodes`` on 127.0.0.1;
     ``full_jit`` trades the fast start for the JVM's optimising compiler (benchmarks).
 
@@ -321,9 +350,15 @@ def zookeeper(nodes: int = 1, *, tick_time_ms: int = 500, timeout_s: float = 30.
     with ExitStack() as cleanup:
         cleanup.callback(remove_directory)
         ports = free_ports(3 * nodes)
-        peers = {i: (ports[nodes + 2 * (i - 1)], ports[nodes + 2 * (i - 1) + 1]) for i in range(1, nodes + 1)}
+        peers = {
+            i: (ports[nodes + 2 * (i - 1)], ports[nodes + 2 * (i - 1) + 1])
+            for i in range(1, nodes + 1)
+        }
         ensemble = ZooKeeperEnsemble(
-            {i: ZooKeeperNode(i, ports[i - 1], directory / f"n{i}", full_jit=full_jit) for i in range(1, nodes + 1)},
+            {
+                i: ZooKeeperNode(i, ports[i - 1], directory / f"n{i}", full_jit=full_jit)
+                for i in range(1, nodes + 1)
+            },
             directory,
             tick_time_ms,
         )
@@ -348,8 +383,9 @@ def _kill_leftovers() -> None:
         node.kill()
 
 
-def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: float = 0.5,
-          say=print) -> int:
+def serve(
+    nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: float = 0.5, say=print
+) -> int:
     """``coordspec zookeeper up``: serve an ensemble of ``nodes`` until interrupted (Ctrl-C
     or SIGTERM), saying where it is and each node's mode, and reporting mode changes and
     exits as they happen. Returns the exit status: 0 when stopped by the user, 1 when a
@@ -360,8 +396,10 @@ def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: fl
     try:
         with stopped_by_signals(), zookeeper(nodes, tick_time_ms=tick_time_ms, keep=keep) as zk:
             modes = zk.modes()
-            say(f"zookeeper: {nodes} node{'s' if nodes > 1 else ''} on {HOST}, data in {zk.directory}"
-                + (" (kept)" if keep else " (removed on exit)"))
+            say(
+                f"zookeeper: {nodes} node{'s' if nodes > 1 else ''} on {HOST}, data in {zk.directory}"
+                + (" (kept)" if keep else " (removed on exit)")
+            )
             for node_id, node in zk.nodes.items():
                 say(f"  node {node_id}  {node.connect_string}  {modes[node_id]}")
             say(f"connect string: {zk.connect_string}")
@@ -375,7 +413,9 @@ def serve(nodes: int, *, tick_time_ms: int = 500, keep: bool = False, poll_s: fl
                 now = zk.modes()
                 for node_id, mode in now.items():
                     if mode != modes[node_id]:
-                        say(f"  node {node_id}: {modes[node_id] or 'not serving'} -> {mode or 'not serving'}")
+                        say(
+                            f"  node {node_id}: {modes[node_id] or 'not serving'} -> {mode or 'not serving'}"
+                        )
                 modes = now
     except ZooKeeperUnavailable as e:
         print(f"zookeeper: {e}", file=sys.stderr)

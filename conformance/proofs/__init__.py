@@ -50,8 +50,13 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def run_all(validity_bounds=None, stickiness_cases: int = 300, fencing_k: int = 3,
-            workers: int | None = None, seed: int = 0) -> list[ProofResult]:
+def run_all(
+    validity_bounds=None,
+    stickiness_cases: int = 300,
+    fencing_k: int = 3,
+    workers: int | None = None,
+    seed: int = 0,
+) -> list[ProofResult]:
     """Every proof at the given bounds (``assignor_validity.Bounds()``: groups of 1-4
     members m0..m3, 3 topics of 1-6 partitions, any subscriptions), the stickiness
     measurement over ``stickiness_cases`` generated membership changes per sticky assignor,
@@ -84,8 +89,10 @@ def summary(results: list[ProofResult], wall_seconds: float | None = None) -> st
     for r in results:
         mark = "ok " if r.as_expected else "!! "
         extra = f" expected {r.expected}" if not r.as_expected else ""
-        lines.append(f"{mark}{r.name:<28} {r.property:<34} {r.verdict:<9} {r.method:<14} "
-                     f"n={r.checked:<9} {r.seconds:7.2f}s{extra}")
+        lines.append(
+            f"{mark}{r.name:<28} {r.property:<34} {r.verdict:<9} {r.method:<14} "
+            f"n={r.checked:<9} {r.seconds:7.2f}s{extra}"
+        )
     if wall_seconds is not None:
         lines.append(f"total wall time {wall_seconds:.1f}s")
     return "\n".join(lines)

@@ -115,7 +115,10 @@ class Bounds:
     def subscription_choices(self) -> list[tuple[str, ...]]:
         """Every set of topics, as a tuple in name order; the empty one first if allowed."""
         topics = self.topic_names
-        choices = [tuple(t for i, t in enumerate(topics) if mask >> i & 1) for mask in range(1 << len(topics))]
+        choices = [
+            tuple(t for i, t in enumerate(topics) if mask >> i & 1)
+            for mask in range(1 << len(topics))
+        ]
         return choices if self.empty_subscriptions else choices[1:]
 
     def partition_counts(self) -> list[tuple[int, ...]]:
@@ -136,8 +139,11 @@ class Bounds:
 # --- the properties on a concrete assignment ------------------------------------------
 
 
-def violated_properties(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription],
-                        assignment: Mapping[str, Sequence[TopicPartition]]) -> set[str]:
+def violated_properties(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Mapping[str, Subscription],
+    assignment: Mapping[str, Sequence[TopicPartition]],
+) -> set[str]:
     """The properties this assignment of this input breaks (checked directly)."""
     topics_of = {m: set(s.topics) for m, s in subscriptions.items()}
     subscribed = set().union(*topics_of.values()) if topics_of else set()
@@ -162,20 +168,31 @@ def violated_properties(partitions_per_topic: Mapping[str, int], subscriptions: 
         if max(sizes) - min(sizes) > 1:
             bad.add(BALANCED)
         for t in subscription_sets[0]:
-            per_topic = [sum(1 for tp in assignment.get(m, ()) if tp[0] == t) for m in subscriptions]
+            per_topic = [
+                sum(1 for tp in assignment.get(m, ()) if tp[0] == t) for m in subscriptions
+            ]
             if max(per_topic) - min(per_topic) > 1:
                 bad.add(BALANCED_PER_TOPIC)
     return bad
 
 
-def make_input(members: Sequence[str], topics: Mapping[str, Sequence[str]],
-               partitions_per_topic: Mapping[str, int]) -> tuple[dict[str, int], dict[str, Subscription]]:
+def make_input(
+    members: Sequence[str],
+    topics: Mapping[str, Sequence[str]],
+    partitions_per_topic: Mapping[str, int],
+) -> tuple[dict[str, int], dict[str, Subscription]]:
     """The assignor's arguments: subscriptions in member order, topics in name order."""
     return dict(partitions_per_topic), {m: Subscription(tuple(topics[m])) for m in members}
 
 
-def counterexample(members: Sequence[str], topics: Mapping[str, Sequence[str]], partitions_per_topic: Mapping[str, int],
-                   assignment: Mapping[str, Sequence[TopicPartition]], violated: Sequence[str], **extra: Any) -> dict:
+def counterexample(
+    members: Sequence[str],
+    topics: Mapping[str, Sequence[str]],
+    partitions_per_topic: Mapping[str, int],
+    assignment: Mapping[str, Sequence[TopicPartition]],
+    violated: Sequence[str],
+    **extra: Any,
+) -> dict:
     return {
         "members": list(members),
         "subscriptions": {m: list(topics[m]) for m in members},
@@ -197,7 +214,9 @@ def replay(assignor: Assignor, cex: Mapping[str, Any]) -> tuple[Assignment, set[
 
 
 def _in_member_order(subscriptions: Mapping[str, Subscription]) -> list[str]:
-    return sorted(subscriptions, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id))
+    return sorted(
+        subscriptions, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id)
+    )
 
 
 class RangeDroppingRemainder:
@@ -205,10 +224,16 @@ class RangeDroppingRemainder:
 
     name = "broken-range"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         out: dict[str, list[TopicPartition]] = {m: [] for m in subscriptions}
-        for topic in sorted({t for s in subscriptions.values() for t in s.topics}, key=java_string_key):
-            members = [m for m in _in_member_order(subscriptions) if topic in subscriptions[m].topics]
+        for topic in sorted(
+            {t for s in subscriptions.values() for t in s.topics}, key=java_string_key
+        ):
+            members = [
+                m for m in _in_member_order(subscriptions) if topic in subscriptions[m].topics
+            ]
             quota = partitions_per_topic.get(topic, 0) // len(members)
             for i, m in enumerate(members):
                 out[m].extend((topic, p) for p in range(i * quota, (i + 1) * quota))
@@ -220,11 +245,15 @@ class RoundRobinIgnoringSubscriptions:
 
     name = "broken-roundrobin"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         members = _in_member_order(subscriptions)
         out: dict[str, list[TopicPartition]] = {m: [] for m in members}
         topics = sorted({t for s in subscriptions.values() for t in s.topics}, key=java_string_key)
-        for i, tp in enumerate((t, p) for t in topics for p in range(partitions_per_topic.get(t, 0))):
+        for i, tp in enumerate(
+            (t, p) for t in topics for p in range(partitions_per_topic.get(t, 0))
+        ):
             out[members[i % len(members)]].append(tp)
         return {m: sorted(tps) for m, tps in out.items()}
 
@@ -235,9 +264,15 @@ class StickyWithGroupSubscription:
 
     name = "broken-sticky"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
-        union = tuple(sorted({t for s in subscriptions.values() for t in s.topics}, key=java_string_key))
-        return StickyAssignor().assign(partitions_per_topic, {m: Subscription(union) for m in subscriptions})
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
+        union = tuple(
+            sorted({t for s in subscriptions.values() for t in s.topics}, key=java_string_key)
+        )
+        return StickyAssignor().assign(
+            partitions_per_topic, {m: Subscription(union) for m in subscriptions}
+        )
 
 
 BROKEN: dict[str, tuple[Assignor, str]] = {
@@ -251,7 +286,9 @@ BROKEN: dict[str, tuple[Assignor, str]] = {
 # --- symbolic inputs and the two encoded assignors ---------------------------------------
 
 
-def _cases(selector: z3.ArithRef, values: Sequence[int], term: Callable[[int], z3.ExprRef]) -> z3.ExprRef:
+def _cases(
+    selector: z3.ArithRef, values: Sequence[int], term: Callable[[int], z3.ExprRef]
+) -> z3.ExprRef:
     """term(selector) for a selector known to be one of ``values`` (the last is the default)."""
     out = term(values[-1])
     for v in reversed(values[:-1]):
@@ -272,7 +309,9 @@ class SymbolicGroup:
         self.members = sorted(bounds.member_ids, key=java_string_key)
         self.topics = sorted(bounds.topic_names, key=java_string_key)
         self.present = [z3.Bool(f"in_group_{m}") for m in self.members]
-        self.subscribes = [[z3.Bool(f"{m}_subscribes_{t}") for t in self.topics] for m in self.members]
+        self.subscribes = [
+            [z3.Bool(f"{m}_subscribes_{t}") for t in self.topics] for m in self.members
+        ]
         self.partitions = [z3.Int(f"partitions_{t}") for t in self.topics]
         self.slots = range(bounds.max_partitions)  # partition numbers a topic can have
 
@@ -282,7 +321,7 @@ class SymbolicGroup:
             cs += [z3.Implies(s, self.present[i]) for s in self.subscribes[i]]
             if not self.bounds.empty_subscriptions:
                 cs.append(z3.Implies(self.present[i], z3.Or(self.subscribes[i])))
-        cs += [z3.And(1 <= n, n <= self.bounds.max_partitions) for n in self.partitions]
+        cs += [z3.And(n >= 1, n <= self.bounds.max_partitions) for n in self.partitions]
         return z3.And(cs)
 
     def anyone_subscribes(self, j: int) -> z3.BoolRef:
@@ -292,24 +331,38 @@ class SymbolicGroup:
         """Partition p of topic j is in the metadata and some member subscribes to the topic."""
         return z3.And(p < self.partitions[j], self.anyone_subscribes(j))
 
-    def bindings(self, members: Sequence[str], topics: Mapping[str, Sequence[str]],
-                 partitions_per_topic: Mapping[str, int]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    def bindings(
+        self,
+        members: Sequence[str],
+        topics: Mapping[str, Sequence[str]],
+        partitions_per_topic: Mapping[str, int],
+    ) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
         for i, m in enumerate(self.members):
             pairs.append((self.present[i], z3.BoolVal(m in members)))
             for j, t in enumerate(self.topics):
                 pairs.append((self.subscribes[i][j], z3.BoolVal(m in members and t in topics[m])))
-        pairs += [(n, z3.IntVal(partitions_per_topic[t])) for n, t in zip(self.partitions, self.topics)]
+        pairs += [
+            (n, z3.IntVal(partitions_per_topic[t])) for n, t in zip(self.partitions, self.topics)
+        ]
         return pairs
 
-    def concrete_input(self, model: z3.ModelRef) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
+    def concrete_input(
+        self, model: z3.ModelRef
+    ) -> tuple[list[str], dict[str, list[str]], dict[str, int]]:
         def true(b: z3.BoolRef) -> bool:
             return z3.is_true(model.eval(b, model_completion=True))
 
         members = [m for i, m in enumerate(self.members) if true(self.present[i])]
-        topics = {m: [t for j, t in enumerate(self.topics) if true(self.subscribes[i][j])]
-                  for i, m in enumerate(self.members) if m in members}
-        counts = {t: model.eval(n, model_completion=True).as_long() for t, n in zip(self.topics, self.partitions)}
+        topics = {
+            m: [t for j, t in enumerate(self.topics) if true(self.subscribes[i][j])]
+            for i, m in enumerate(self.members)
+            if m in members
+        }
+        counts = {
+            t: model.eval(n, model_completion=True).as_long()
+            for t, n in zip(self.topics, self.partitions)
+        }
         return members, topics, counts
 
 
@@ -347,7 +400,9 @@ def round_robin_model(g: SymbolicGroup, skip_subscription_check: bool = False) -
     out: Encoding = [[[z3.BoolVal(False)] * len(g.slots) for _ in g.topics] for _ in range(size)]
     cursor: z3.ArithRef = z3.IntVal(0)
     for j in range(len(g.topics)):
-        takes = [g.present[i] if skip_subscription_check else g.subscribes[i][j] for i in range(size)]
+        takes = [
+            g.present[i] if skip_subscription_check else g.subscribes[i][j] for i in range(size)
+        ]
 
         def first_taker_from(c: int) -> z3.ArithRef:
             order = [(c + d) % size for d in range(size)]
@@ -361,7 +416,9 @@ def round_robin_model(g: SymbolicGroup, skip_subscription_check: bool = False) -
             owner = z3.simplify(_cases(cursor, list(range(size)), first_taker_from))
             for i in range(size):
                 out[i][j][p] = z3.And(active, owner == i)
-            cursor = z3.simplify(z3.If(active, _cases(owner, list(range(size)), lambda i: (i + 1) % size), cursor))
+            cursor = z3.simplify(
+                z3.If(active, _cases(owner, list(range(size)), lambda i: (i + 1) % size), cursor)
+            )
     return out
 
 
@@ -374,32 +431,70 @@ def violation(g: SymbolicGroup, assigned: Encoding, prop: str) -> z3.BoolRef:
             for p in g.slots:
                 owners = _count([assigned[i][j][p] for i in members])
                 bad.append(z3.If(g.exists(j, p), owners != 1, owners != 0))
-        bad += [z3.And(assigned[i][j][p], z3.Not(g.present[i])) for i in members for j in topics for p in g.slots]
+        bad += [
+            z3.And(assigned[i][j][p], z3.Not(g.present[i]))
+            for i in members
+            for j in topics
+            for p in g.slots
+        ]
         return z3.Or(bad)
     if prop == OWNER_SUBSCRIBES:
-        return z3.Or([z3.And(assigned[i][j][p], z3.Not(g.subscribes[i][j]))
-                      for i in members for j in topics for p in g.slots])
-    identical = z3.And([z3.Implies(z3.And(g.present[a], g.present[b]), g.subscribes[a][j] == g.subscribes[b][j])
-                        for a in members for b in members if a < b for j in topics])
+        return z3.Or(
+            [
+                z3.And(assigned[i][j][p], z3.Not(g.subscribes[i][j]))
+                for i in members
+                for j in topics
+                for p in g.slots
+            ]
+        )
+    identical = z3.And(
+        [
+            z3.Implies(z3.And(g.present[a], g.present[b]), g.subscribes[a][j] == g.subscribes[b][j])
+            for a in members
+            for b in members
+            if a < b
+            for j in topics
+        ]
+    )
     if prop == BALANCED:
         sizes = [_count([assigned[i][j][p] for j in topics for p in g.slots]) for i in members]
-        return z3.And(identical, z3.Or([z3.And(g.present[a], g.present[b], sizes[a] - sizes[b] >= 2)
-                                        for a in members for b in members if a != b]))
+        return z3.And(
+            identical,
+            z3.Or(
+                [
+                    z3.And(g.present[a], g.present[b], sizes[a] - sizes[b] >= 2)
+                    for a in members
+                    for b in members
+                    if a != b
+                ]
+            ),
+        )
     if prop == BALANCED_PER_TOPIC:
         bad = []
         for j in topics:
             sizes = [_count([assigned[i][j][p] for p in g.slots]) for i in members]
-            bad += [z3.And(g.present[a], g.present[b], sizes[a] - sizes[b] >= 2) for a in members for b in members if a != b]
+            bad += [
+                z3.And(g.present[a], g.present[b], sizes[a] - sizes[b] >= 2)
+                for a in members
+                for b in members
+                if a != b
+            ]
         return z3.And(identical, z3.Or(bad))
     raise ValueError(f"unknown property {prop}")
 
 
-def _assignment_of(g: SymbolicGroup, assigned: Encoding, model: z3.ModelRef) -> dict[str, list[TopicPartition]]:
+def _assignment_of(
+    g: SymbolicGroup, assigned: Encoding, model: z3.ModelRef
+) -> dict[str, list[TopicPartition]]:
     out: dict[str, list[TopicPartition]] = {}
     for i, m in enumerate(g.members):
         if z3.is_true(model.eval(g.present[i], model_completion=True)):
-            out[m] = [(t, p) for j, t in enumerate(g.topics) for p in g.slots
-                      if z3.is_true(model.eval(assigned[i][j][p], model_completion=True))]
+            out[m] = [
+                (t, p)
+                for j, t in enumerate(g.topics)
+                for p in g.slots
+                if z3.is_true(model.eval(assigned[i][j][p], model_completion=True))
+            ]
     return out
 
 
@@ -426,7 +521,9 @@ def _smallest_model(g: SymbolicGroup, constraints: list[z3.BoolRef]) -> z3.Model
     opt.minimize(_count(g.present))
     opt.minimize(z3.Sum(g.partitions))
     opt.minimize(_count([s for row in g.subscribes for s in row]))
-    opt.minimize(z3.Sum([z3.If(present, i, 0) for i, present in enumerate(g.present)]))  # m0, m1 … first
+    opt.minimize(
+        z3.Sum([z3.If(present, i, 0) for i, present in enumerate(g.present)])
+    )  # m0, m1 … first
     if opt.check() != z3.sat:
         raise RuntimeError("z3 found a counterexample, then could not minimise it")
     return opt.model()
@@ -451,24 +548,45 @@ def prove_symbolic(name: str, prop: str, bounds: Bounds, expected: str = PROVED)
         assignment = _assignment_of(g, assigned, model)
         ppt, subs = make_input(members, topics, counts)
         code = ENCODED_ASSIGNORS[name].assign(ppt, subs)
-        cex = counterexample(members, topics, counts, assignment, sorted(violated_properties(ppt, subs, assignment)),
-                             code_assignment={m: sorted(tps) for m, tps in code.items()})
-    return ProofResult(name, prop, VIOLATED if cex else PROVED, bounds.symbolic_inputs(), time.process_time() - start,
-                       cex, "z3 symbolic", expected)
+        cex = counterexample(
+            members,
+            topics,
+            counts,
+            assignment,
+            sorted(violated_properties(ppt, subs, assignment)),
+            code_assignment={m: sorted(tps) for m, tps in code.items()},
+        )
+    return ProofResult(
+        name,
+        prop,
+        VIOLATED if cex else PROVED,
+        bounds.symbolic_inputs(),
+        time.process_time() - start,
+        cex,
+        "z3 symbolic",
+        expected,
+    )
 
 
 # --- differential check: the encoding is the code -----------------------------------------
 
 
-def _differential_inputs(bounds: Bounds) -> Iterator[tuple[list[str], dict[str, tuple[str, ...]], dict[str, int]]]:
+def _differential_inputs(
+    bounds: Bounds,
+) -> Iterator[tuple[list[str], dict[str, tuple[str, ...]], dict[str, int]]]:
     """Every group (any non-empty subset of the members) and subscription at two partition
     counts per topic (one near the maximum, mixing remainders; one small, so that topics
     have fewer partitions than subscribers), then every partition count for the groups
     m0..m{k-1} whose members all subscribe to every topic."""
     ids, topics, top = bounds.member_ids, bounds.topic_names, bounds.max_partitions
-    fixed = [{t: max(1, top - (1, 0, 2)[j % 3]) for j, t in enumerate(topics)},
-             {t: min(top, (2, 1, 3)[j % 3]) for j, t in enumerate(topics)}]
-    choices: list[tuple[str, ...] | None] = [None, *bounds.subscription_choices()]  # None: not in the group
+    fixed = [
+        {t: max(1, top - (1, 0, 2)[j % 3]) for j, t in enumerate(topics)},
+        {t: min(top, (2, 1, 3)[j % 3]) for j, t in enumerate(topics)},
+    ]
+    choices: list[tuple[str, ...] | None] = [
+        None,
+        *bounds.subscription_choices(),
+    ]  # None: not in the group
     for counts in fixed:
         for vector in itertools.product(choices, repeat=len(ids)):
             members = [m for m, c in zip(ids, vector) if c is not None]
@@ -484,7 +602,9 @@ def differential_check(name: str, assignor: Assignor, bounds: Bounds) -> ProofRe
     start = time.process_time()
     g = SymbolicGroup(bounds)
     assigned = MODELS[name](g)
-    cells = [(i, j, p) for i in range(len(g.members)) for j in range(len(g.topics)) for p in g.slots]
+    cells = [
+        (i, j, p) for i in range(len(g.members)) for j in range(len(g.topics)) for p in g.slots
+    ]
     packed = z3.Sum([z3.If(assigned[i][j][p], 2**bit, 0) for bit, (i, j, p) in enumerate(cells)])
     bit_of = {(g.members[i], g.topics[j], p): bit for bit, (i, j, p) in enumerate(cells)}
     checked = 0
@@ -505,13 +625,34 @@ def differential_check(name: str, assignor: Assignor, bounds: Bounds) -> ProofRe
                     code_bits |= 1 << bit
         checked += 1
         if outside or code_bits != model_bits or set(out) != set(members):
-            model_assignment = {m: [(t, p) for (mm, t, p), bit in bit_of.items() if mm == m and model_bits >> bit & 1]
-                                for m in members}
-            cex = counterexample(members, topics, counts, out, sorted(violated_properties(ppt, subs, out)),
-                                 model_assignment={m: sorted(v) for m, v in model_assignment.items()})
-            return ProofResult(name, MODEL_MATCHES_CODE, VIOLATED, checked, time.process_time() - start, cex,
-                               "differential")
-    return ProofResult(name, MODEL_MATCHES_CODE, PROVED, checked, time.process_time() - start, None, "differential")
+            model_assignment = {
+                m: [
+                    (t, p)
+                    for (mm, t, p), bit in bit_of.items()
+                    if mm == m and model_bits >> bit & 1
+                ]
+                for m in members
+            }
+            cex = counterexample(
+                members,
+                topics,
+                counts,
+                out,
+                sorted(violated_properties(ppt, subs, out)),
+                model_assignment={m: sorted(v) for m, v in model_assignment.items()},
+            )
+            return ProofResult(
+                name,
+                MODEL_MATCHES_CODE,
+                VIOLATED,
+                checked,
+                time.process_time() - start,
+                cex,
+                "differential",
+            )
+    return ProofResult(
+        name, MODEL_MATCHES_CODE, PROVED, checked, time.process_time() - start, None, "differential"
+    )
 
 
 def symbolic_proofs(bounds: Bounds = Bounds()) -> list[ProofResult]:
@@ -527,7 +668,9 @@ def symbolic_proofs(bounds: Bounds = Bounds()) -> list[ProofResult]:
     return results
 
 
-def start_differential_checks(bounds: Bounds = Bounds(), executor: Executor | None = None) -> Callable[[], list[ProofResult]]:
+def start_differential_checks(
+    bounds: Bounds = Bounds(), executor: Executor | None = None
+) -> Callable[[], list[ProofResult]]:
     """The range and roundrobin encodings against their code (each rebuilt where it runs)."""
     names = ("range", "roundrobin")
     if executor is None:
@@ -544,16 +687,20 @@ def member_renaming_is_sound(bounds: Bounds) -> bool:
     """The hash-order half of the claim that groups m0..m{k-1} stand for every k-member
     subset: every subset's Java HashMap iteration order is its String order."""
     ids = bounds.member_ids
-    return all(java_hash_map_order(list(reversed(s))) == sorted(s, key=java_string_key)
-               for k in range(1, len(ids) + 1) for s in itertools.combinations(ids, k))
+    return all(
+        java_hash_map_order(list(reversed(s))) == sorted(s, key=java_string_key)
+        for k in range(1, len(ids) + 1)
+        for s in itertools.combinations(ids, k)
+    )
 
 
 def _size_key(k: int, counts: Sequence[int], vector: Sequence[int]) -> tuple:
     return (k, sum(counts), tuple(counts), tuple(vector))
 
 
-def check_chunk(assignor: Assignor, bounds: Bounds, k: int, first: int, last: int,
-                stop_at: str | None = None) -> dict[str, Any]:
+def check_chunk(
+    assignor: Assignor, bounds: Bounds, k: int, first: int, last: int, stop_at: str | None = None
+) -> dict[str, Any]:
     """Run groups m0..m{k-1} with subscription vectors first..last-1 (in product order)
     at every partition count. For each property: how many inputs break it, and the
     smallest such input. With ``stop_at``, return at the first input breaking that one.
@@ -573,13 +720,21 @@ def check_chunk(assignor: Assignor, bounds: Bounds, k: int, first: int, last: in
     sizes = range(1, bounds.max_partitions + 1)
     expected_of: dict = {}
     breaks: dict[str, int] = {}
-    breaks_all_subscribed: dict[str, int] = {}  # among inputs where every member subscribes to a topic
+    breaks_all_subscribed: dict[
+        str, int
+    ] = {}  # among inputs where every member subscribes to a topic
     smallest: dict[str, tuple[tuple, dict]] = {}
     runs = covered = 0
 
     def result() -> dict[str, Any]:
-        return {"checked": covered, "runs": runs, "breaks": breaks, "breaks_all_subscribed": breaks_all_subscribed,
-                "smallest": smallest, "seconds": time.process_time() - start}
+        return {
+            "checked": covered,
+            "runs": runs,
+            "breaks": breaks,
+            "breaks_all_subscribed": breaks_all_subscribed,
+            "smallest": smallest,
+            "seconds": time.process_time() - start,
+        }
 
     for vector in itertools.islice(itertools.product(range(len(choices)), repeat=k), first, last):
         subscriptions = {m: subs_of[c] for m, c in zip(members, vector)}
@@ -596,7 +751,9 @@ def check_chunk(assignor: Assignor, bounds: Bounds, k: int, first: int, last: in
             out = assignor.assign(ppt, subscriptions)
             runs += 1
             covered += weight
-            bad = _fast_violations(members, topic_sets, subscribed, ppt, tuple(counts), identical, out, expected_of)
+            bad = _fast_violations(
+                members, topic_sets, subscribed, ppt, tuple(counts), identical, out, expected_of
+            )
             if not bad:
                 continue
             key = _size_key(k, counts, vector)
@@ -606,20 +763,30 @@ def check_chunk(assignor: Assignor, bounds: Bounds, k: int, first: int, last: in
                 if everyone_subscribes:
                     breaks_all_subscribed[prop] = breaks_all_subscribed.get(prop, 0) + weight
                 if prop not in smallest or key < smallest[prop][0]:
-                    cex = counterexample(members, {m: choices[c] for m, c in zip(members, vector)}, ppt, out, sorted(bad))
+                    cex = counterexample(
+                        members,
+                        {m: choices[c] for m, c in zip(members, vector)},
+                        ppt,
+                        out,
+                        sorted(bad),
+                    )
                     smallest[prop] = (key, cex)
             if stop_at in bad:
                 return result()
         if weight > 1:
             other = {t: (n if t in subscribed else bounds.max_partitions) for t, n in ppt.items()}
             if assignor.assign(other, subscriptions) != out:
-                raise RuntimeError(f"{getattr(assignor, 'name', assignor)} reads the partition counts of topics nobody "
-                                   f"subscribes to ({ppt} vs {other}, {dict(zip(members, vector))}): the enumeration's "
-                                   "reduction is unsound for it")
+                raise RuntimeError(
+                    f"{getattr(assignor, 'name', assignor)} reads the partition counts of topics nobody "
+                    f"subscribes to ({ppt} vs {other}, {dict(zip(members, vector))}): the enumeration's "
+                    "reduction is unsound for it"
+                )
     return result()
 
 
-def _fast_violations(members, topic_sets, subscribed, ppt, counts, identical, out, expected_of) -> set[str]:
+def _fast_violations(
+    members, topic_sets, subscribed, ppt, counts, identical, out, expected_of
+) -> set[str]:
     """``violated_properties`` for the enumeration's own inputs, without rebuilding sets."""
     key = (subscribed, counts)
     expected = expected_of.get(key)
@@ -627,7 +794,9 @@ def _fast_violations(members, topic_sets, subscribed, ppt, counts, identical, ou
         expected = expected_of[key] = frozenset((t, p) for t in subscribed for p in range(ppt[t]))
     bad: set[str] = set()
     if len(out) != len(members) or any(m not in out for m in members):
-        return violated_properties(ppt, {m: Subscription(tuple(sorted(s))) for m, s in zip(members, topic_sets)}, out)
+        return violated_properties(
+            ppt, {m: Subscription(tuple(sorted(s))) for m, s in zip(members, topic_sets)}, out
+        )
     seen: set = set()
     total = 0
     for m, topics in zip(members, topic_sets):
@@ -654,7 +823,11 @@ def _chunks(bounds: Bounds, inputs_per_chunk: int = 25_000) -> list[tuple[int, i
     c = len(bounds.subscription_choices())
     per_vector = bounds.max_partitions**bounds.topics
     step = max(1, inputs_per_chunk // per_vector)
-    return [(k, first, min(first + step, c**k)) for k in range(1, bounds.members + 1) for first in range(0, c**k, step)]
+    return [
+        (k, first, min(first + step, c**k))
+        for k in range(1, bounds.members + 1)
+        for first in range(0, c**k, step)
+    ]
 
 
 # Kafka's own behaviour, kept on purpose in reference/assignors/sticky.py: its
@@ -662,13 +835,18 @@ def _chunks(bounds: Bounds, inputs_per_chunk: int = 25_000) -> list[tuple[int, i
 # that subscribe to nothing (say, a pattern that matches no topic) and come first in HashMap
 # order count as "equal" and are dealt partitions of topics they do not subscribe to.
 KAFKA_BEHAVIOUR: dict[tuple[str, str], str] = {
-    (name, OWNER_SUBSCRIBES): "Kafka's AbstractStickyAssignor deals partitions to members with empty "
+    (
+        name,
+        OWNER_SUBSCRIBES,
+    ): "Kafka's AbstractStickyAssignor deals partitions to members with empty "
     "subscriptions when every other member has the same subscription"
     for name in ("sticky", "cooperative-sticky")
 }
 
 
-def _combine(name: str, props: Sequence[str], parts: list[dict[str, Any]], empty_subscriptions: bool) -> list[ProofResult]:
+def _combine(
+    name: str, props: Sequence[str], parts: list[dict[str, Any]], empty_subscriptions: bool
+) -> list[ProofResult]:
     checked = sum(p["checked"] for p in parts)
     runs = sum(p["runs"] for p in parts)
     seconds = sum(p["seconds"] for p in parts)
@@ -683,17 +861,38 @@ def _combine(name: str, props: Sequence[str], parts: list[dict[str, Any]], empty
             # The property still has to hold wherever every member subscribes to a topic.
             details["kafka_behaviour"] = known
             details["inputs_violating_with_every_member_subscribed"] = sum(
-                p["breaks_all_subscribed"].get(prop, 0) for p in parts)
+                p["breaks_all_subscribed"].get(prop, 0) for p in parts
+            )
             if count and details["inputs_violating_with_every_member_subscribed"] == 0:
-                results.append(ProofResult(name, prop, VIOLATED, checked, seconds, cex, "enumerated", VIOLATED, details))
+                results.append(
+                    ProofResult(
+                        name, prop, VIOLATED, checked, seconds, cex, "enumerated", VIOLATED, details
+                    )
+                )
                 continue
-        results.append(ProofResult(name, prop, VIOLATED if count else PROVED, checked, seconds, cex, "enumerated",
-                                   PROVED, details))
+        results.append(
+            ProofResult(
+                name,
+                prop,
+                VIOLATED if count else PROVED,
+                checked,
+                seconds,
+                cex,
+                "enumerated",
+                PROVED,
+                details,
+            )
+        )
     return results
 
 
-def start_enumerated(name: str, assignor: Assignor, bounds: Bounds, executor: Executor | None = None,
-                     props: Sequence[str] | None = None) -> Callable[[], list[ProofResult]]:
+def start_enumerated(
+    name: str,
+    assignor: Assignor,
+    bounds: Bounds,
+    executor: Executor | None = None,
+    props: Sequence[str] | None = None,
+) -> Callable[[], list[ProofResult]]:
     """Check ``props`` (default: what Kafka promises for ``name``) on every input. With an
     executor the chunks run there; the returned function waits and combines them."""
     props = tuple(props or GUARANTEES[name])
@@ -716,18 +915,37 @@ def find_counterexample(name: str, assignor: Assignor, prop: str, bounds: Bounds
         part = check_chunk(assignor, bounds, *chunk, stop_at=prop)
         checked += part["checked"]
         if prop in part["smallest"]:
-            return ProofResult(name, prop, VIOLATED, checked, time.process_time() - start, part["smallest"][prop][1],
-                               "enumerated", VIOLATED)
-    return ProofResult(name, prop, PROVED, checked, time.process_time() - start, None, "enumerated", VIOLATED)
+            return ProofResult(
+                name,
+                prop,
+                VIOLATED,
+                checked,
+                time.process_time() - start,
+                part["smallest"][prop][1],
+                "enumerated",
+                VIOLATED,
+            )
+    return ProofResult(
+        name, prop, PROVED, checked, time.process_time() - start, None, "enumerated", VIOLATED
+    )
 
 
-def start_enumerated_proofs(bounds: Bounds = Bounds(), executor: Executor | None = None) -> Callable[[], list[ProofResult]]:
+def start_enumerated_proofs(
+    bounds: Bounds = Bounds(), executor: Executor | None = None
+) -> Callable[[], list[ProofResult]]:
     """Sticky and cooperative-sticky on every input, and the broken sticky variant."""
     if not member_renaming_is_sound(bounds):
         raise ValueError("member ids whose Java hash order differs from their String order")
-    waits = [start_enumerated(name, ASSIGNORS[name], bounds, executor) for name in ("sticky", "cooperative-sticky")]
+    waits = [
+        start_enumerated(name, ASSIGNORS[name], bounds, executor)
+        for name in ("sticky", "cooperative-sticky")
+    ]
     assignor, prop = BROKEN["broken-sticky"]
-    broken = executor.submit(find_counterexample, "broken-sticky", assignor, prop, bounds) if executor else None
+    broken = (
+        executor.submit(find_counterexample, "broken-sticky", assignor, prop, bounds)
+        if executor
+        else None
+    )
     inline = None if executor else find_counterexample("broken-sticky", assignor, prop, bounds)
 
     def wait() -> list[ProofResult]:

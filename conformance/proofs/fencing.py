@@ -76,7 +76,12 @@ LEADER_EPOCH_CURRENT = "LeaderEpochCurrent"
 INVARIANTS = (NO_WRITE_WITH_STALE_VERSION, CONTROLLER_EPOCH_MONOTONIC)
 LEMMAS = (STORED_EPOCH_NOT_AHEAD, LEADER_EPOCH_CURRENT)
 
-READ, LEADER_WRITE, ELECT_CONTROLLER, CONTROLLER_WRITE = "Read", "LeaderWrite", "ElectController", "ControllerWrite"
+READ, LEADER_WRITE, ELECT_CONTROLLER, CONTROLLER_WRITE = (
+    "Read",
+    "LeaderWrite",
+    "ElectController",
+    "ControllerWrite",
+)
 ACTIONS = (READ, LEADER_WRITE, ELECT_CONTROLLER, CONTROLLER_WRITE)
 
 CORRECT = "store"
@@ -88,7 +93,10 @@ VARIANTS = (CORRECT, UNCONDITIONAL_WRITE, NO_EPOCH_CHECK)
 EXPECTED = {
     CORRECT: {NO_WRITE_WITH_STALE_VERSION: PROVED, CONTROLLER_EPOCH_MONOTONIC: PROVED},
     # A zombie leader's write lands whatever it read, and with it its old controller epoch.
-    UNCONDITIONAL_WRITE: {NO_WRITE_WITH_STALE_VERSION: VIOLATED, CONTROLLER_EPOCH_MONOTONIC: VIOLATED},
+    UNCONDITIONAL_WRITE: {
+        NO_WRITE_WITH_STALE_VERSION: VIOLATED,
+        CONTROLLER_EPOCH_MONOTONIC: VIOLATED,
+    },
     # Versions alone still order the writes, but a stale controller can lower the epoch.
     NO_EPOCH_CHECK: {NO_WRITE_WITH_STALE_VERSION: PROVED, CONTROLLER_EPOCH_MONOTONIC: VIOLATED},
 }
@@ -113,8 +121,17 @@ class State:
         self.previous_controller_epoch = z3.Int(f"previous_controller_epoch_{i}")
 
     def same_except(self, nxt: State, *changed: str) -> list[z3.BoolRef]:
-        names = ("value", "zk_version", "controller_epoch", "max_epoch", "read_version", "epoch", "is_controller",
-                 "wrote", "last_write_read_version")
+        names = (
+            "value",
+            "zk_version",
+            "controller_epoch",
+            "max_epoch",
+            "read_version",
+            "epoch",
+            "is_controller",
+            "wrote",
+            "last_write_read_version",
+        )
         return [getattr(nxt, n) == getattr(self, n) for n in names if n not in changed]
 
 
@@ -133,11 +150,16 @@ class Step:
 
 def init(s: State) -> z3.BoolRef:
     return z3.And(
-        s.value == 0, s.zk_version == 0, s.controller_epoch == 0, s.max_epoch == 0,
+        s.value == 0,
+        s.zk_version == 0,
+        s.controller_epoch == 0,
+        s.max_epoch == 0,
         s.read_version == z3.K(z3.IntSort(), z3.IntVal(0)),
         s.epoch == z3.K(z3.IntSort(), z3.IntVal(0)),
         s.is_controller == z3.K(z3.IntSort(), z3.BoolVal(False)),
-        z3.Not(s.wrote), s.last_write_read_version == -1, s.previous_controller_epoch == 0,
+        z3.Not(s.wrote),
+        s.last_write_read_version == -1,
+        s.previous_controller_epoch == 0,
     )
 
 
@@ -147,9 +169,17 @@ def transition(s: State, n: State, step: Step, variant: str = CORRECT) -> z3.Boo
     leader = z3.Not(s.is_controller[w])
 
     def write(guard: z3.BoolRef) -> list[z3.BoolRef]:
-        return [guard, n.value == v, n.zk_version == s.zk_version + 1, n.controller_epoch == s.epoch[w],
-                n.wrote, n.last_write_read_version == s.read_version[w],
-                *s.same_except(n, "value", "zk_version", "controller_epoch", "wrote", "last_write_read_version")]
+        return [
+            guard,
+            n.value == v,
+            n.zk_version == s.zk_version + 1,
+            n.controller_epoch == s.epoch[w],
+            n.wrote,
+            n.last_write_read_version == s.read_version[w],
+            *s.same_except(
+                n, "value", "zk_version", "controller_epoch", "wrote", "last_write_read_version"
+            ),
+        ]
 
     read = z3.And(
         n.read_version == z3.Store(s.read_version, w, s.zk_version),
@@ -168,23 +198,39 @@ def transition(s: State, n: State, step: Step, variant: str = CORRECT) -> z3.Boo
     controller_write = z3.And(write(z3.And(s.is_controller[w], fenced, read_ok)))
     return z3.And(
         n.previous_controller_epoch == s.controller_epoch,
-        z3.Or([z3.And(step.action == ACTIONS.index(name), effect) for name, effect in
-               ((READ, read), (LEADER_WRITE, leader_write), (ELECT_CONTROLLER, elect), (CONTROLLER_WRITE, controller_write))]),
+        z3.Or(
+            [
+                z3.And(step.action == ACTIONS.index(name), effect)
+                for name, effect in (
+                    (READ, read),
+                    (LEADER_WRITE, leader_write),
+                    (ELECT_CONTROLLER, elect),
+                    (CONTROLLER_WRITE, controller_write),
+                )
+            ]
+        ),
     )
 
 
 def invariant(name: str, s: State) -> z3.BoolRef:
     w = z3.Int("w")
     if name == NO_WRITE_WITH_STALE_VERSION:
-        return z3.And(z3.Implies(s.wrote, s.last_write_read_version == s.zk_version - 1),
-                      z3.ForAll([w], s.read_version[w] <= s.zk_version))
+        return z3.And(
+            z3.Implies(s.wrote, s.last_write_read_version == s.zk_version - 1),
+            z3.ForAll([w], s.read_version[w] <= s.zk_version),
+        )
     if name == CONTROLLER_EPOCH_MONOTONIC:
         return s.previous_controller_epoch <= s.controller_epoch
     if name == STORED_EPOCH_NOT_AHEAD:
         return z3.And(s.controller_epoch <= s.max_epoch, z3.ForAll([w], s.epoch[w] <= s.max_epoch))
     if name == LEADER_EPOCH_CURRENT:
-        return z3.ForAll([w], z3.Implies(z3.And(z3.Not(s.is_controller[w]), s.read_version[w] == s.zk_version),
-                                         s.epoch[w] == s.controller_epoch))
+        return z3.ForAll(
+            [w],
+            z3.Implies(
+                z3.And(z3.Not(s.is_controller[w]), s.read_version[w] == s.zk_version),
+                s.epoch[w] == s.controller_epoch,
+            ),
+        )
     raise ValueError(f"unknown invariant {name}")
 
 
@@ -223,7 +269,9 @@ def base_case(name: str, depth: int, variant: str = CORRECT) -> list[dict[str, A
     return None
 
 
-def inductive_step(name: str, k: int, assumed: Sequence[str], variant: str = CORRECT) -> dict[str, Any] | None:
+def inductive_step(
+    name: str, k: int, assumed: Sequence[str], variant: str = CORRECT
+) -> dict[str, Any] | None:
     """k consecutive states satisfying ``assumed``, linked by steps, then a state breaking
     ``name``: the counterexample to induction, or None if there is none (unsat)."""
     states, steps, links = _path(k, variant)
@@ -234,7 +282,9 @@ def inductive_step(name: str, k: int, assumed: Sequence[str], variant: str = COR
     return {"k": k, "trace_from_unreachable_state": _trace(model, states, steps)}
 
 
-def _trace(model: z3.ModelRef, states: Sequence[State], steps: Sequence[Step]) -> list[dict[str, Any]]:
+def _trace(
+    model: z3.ModelRef, states: Sequence[State], steps: Sequence[Step]
+) -> list[dict[str, Any]]:
     """The steps of a path with the state after each (and the acting writer's local state)."""
 
     def num(e: z3.ExprRef) -> Any:
@@ -242,24 +292,43 @@ def _trace(model: z3.ModelRef, states: Sequence[State], steps: Sequence[Step]) -
         return z3.is_true(v) if z3.is_bool(v) else v.as_long()
 
     def store(s: State) -> dict[str, Any]:
-        return {"value": num(s.value), "zk_version": num(s.zk_version), "controller_epoch": num(s.controller_epoch),
-                "max_epoch": num(s.max_epoch), "wrote": num(s.wrote),
-                "last_write_read_version": num(s.last_write_read_version),
-                "previous_controller_epoch": num(s.previous_controller_epoch)}
+        return {
+            "value": num(s.value),
+            "zk_version": num(s.zk_version),
+            "controller_epoch": num(s.controller_epoch),
+            "max_epoch": num(s.max_epoch),
+            "wrote": num(s.wrote),
+            "last_write_read_version": num(s.last_write_read_version),
+            "previous_controller_epoch": num(s.previous_controller_epoch),
+        }
 
     def local(s: State, w: z3.ExprRef) -> dict[str, Any]:
-        return {"read_version": num(s.read_version[w]), "epoch": num(s.epoch[w]), "is_controller": num(s.is_controller[w])}
+        return {
+            "read_version": num(s.read_version[w]),
+            "epoch": num(s.epoch[w]),
+            "is_controller": num(s.is_controller[w]),
+        }
 
     out = [{"step": 0, "action": "Init", "state": store(states[0])}]
     for i, step in enumerate(steps):
         writer = num(step.writer)
-        out.append({"step": i + 1, "action": ACTIONS[num(step.action)], "writer": writer, "new_value": num(step.value),
-                    "writer_before": local(states[i], step.writer), "writer_after": local(states[i + 1], step.writer),
-                    "state": store(states[i + 1])})
+        out.append(
+            {
+                "step": i + 1,
+                "action": ACTIONS[num(step.action)],
+                "writer": writer,
+                "new_value": num(step.value),
+                "writer_before": local(states[i], step.writer),
+                "writer_after": local(states[i + 1], step.writer),
+                "state": store(states[i + 1]),
+            }
+        )
     return out
 
 
-def prove_one(name: str, variant: str = CORRECT, k: int = 3, depth: int | None = None) -> tuple[str, dict | None]:
+def prove_one(
+    name: str, variant: str = CORRECT, k: int = 3, depth: int | None = None
+) -> tuple[str, dict | None]:
     """k-induction of one invariant or lemma, assuming all of them in the step. The base
     case looks ``depth`` (default k) steps deep. Returns the verdict and the trace from
     Init (violated) or the counterexample to induction (unproved)."""
@@ -284,8 +353,10 @@ def prove(variant: str = CORRECT, k: int = 3, bmc_depth: int = 8) -> list[ProofR
     for name in INVARIANTS + (LEMMAS if variant == CORRECT else ()):
         start = time.process_time()
         depth = k if variant == CORRECT else max(k, bmc_depth)
-        details: dict[str, Any] = {"base_case_depth": depth,
-                                   "role": "supporting lemma" if name in LEMMAS else "invariant"}
+        details: dict[str, Any] = {
+            "base_case_depth": depth,
+            "role": "supporting lemma" if name in LEMMAS else "invariant",
+        }
         try:
             verdict, cex = prove_one(name, variant, k, depth)
         except Unknown as exc:
@@ -299,8 +370,19 @@ def prove(variant: str = CORRECT, k: int = 3, bmc_depth: int = 8) -> list[ProofR
         if name in INVARIANTS and variant == CORRECT:
             details["inductive_alone"] = _inductive_alone(name, k)
         expected = EXPECTED[variant].get(name, PROVED)
-        results.append(ProofResult(label, name, verdict, k, time.process_time() - start, cex, "k-induction",
-                                   expected, details))
+        results.append(
+            ProofResult(
+                label,
+                name,
+                verdict,
+                k,
+                time.process_time() - start,
+                cex,
+                "k-induction",
+                expected,
+                details,
+            )
+        )
     return results
 
 

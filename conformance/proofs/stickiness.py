@@ -48,7 +48,9 @@ import z3
 from coordspec.conformance.proofs import MEASURED, PROVED, VIOLATED, ProofResult
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
-from coordspec.reference.assignors.cooperative_sticky import encode_user_data as cooperative_user_data
+from coordspec.reference.assignors.cooperative_sticky import (
+    encode_user_data as cooperative_user_data,
+)
 from coordspec.reference.assignors.sticky import encode_user_data as sticky_user_data
 from coordspec.reference.consumer_protocol import Subscription, TopicPartitions
 
@@ -72,7 +74,9 @@ class Case:
 # --- the validity and balance the sticky assignors promise ------------------------------
 
 
-def sticky_balanced(assignment: Mapping[str, Sequence[TopicPartition]], topics: Mapping[str, Sequence[str]]) -> bool:
+def sticky_balanced(
+    assignment: Mapping[str, Sequence[TopicPartition]], topics: Mapping[str, Sequence[str]]
+) -> bool:
     """Kafka's isBalanced: no member subscribed to a partition's topic holds two or more
     partitions fewer than the partition's owner."""
     size = {m: len(tps) for m, tps in assignment.items()}
@@ -86,26 +90,38 @@ def sticky_balanced(assignment: Mapping[str, Sequence[TopicPartition]], topics: 
 def valid(case: Case, assignment: Mapping[str, Sequence[TopicPartition]]) -> bool:
     expected = case.partitions(case.after)
     got = [tp for tps in assignment.values() for tp in tps]
-    return (set(assignment) == set(case.after) and sorted(got) == sorted(expected)
-            and all(t in case.after[m] for m, tps in assignment.items() for t, _ in tps))
+    return (
+        set(assignment) == set(case.after)
+        and sorted(got) == sorted(expected)
+        and all(t in case.after[m] for m, tps in assignment.items() for t, _ in tps)
+    )
 
 
-def moves(previous: Mapping[str, Sequence[TopicPartition]], final: Mapping[str, Sequence[TopicPartition]]) -> int:
+def moves(
+    previous: Mapping[str, Sequence[TopicPartition]], final: Mapping[str, Sequence[TopicPartition]]
+) -> int:
     """Partitions whose previous owner is still a member but does not own them in ``final``."""
-    return sum(1 for m, tps in previous.items() if m in final for tp in tps if tp not in set(final[m]))
+    return sum(
+        1 for m, tps in previous.items() if m in final for tp in tps if tp not in set(final[m])
+    )
 
 
 # --- the optimum ------------------------------------------------------------------------------
 
 
-def optimal_assignment(case: Case, previous: Mapping[str, Sequence[TopicPartition]]) -> tuple[dict[str, list[TopicPartition]], int]:
+def optimal_assignment(
+    case: Case, previous: Mapping[str, Sequence[TopicPartition]]
+) -> tuple[dict[str, list[TopicPartition]], int]:
     """The valid, sticky-balanced assignment for ``case.after`` that moves the fewest
     partitions away from their ``previous`` owners, and that number."""
     members = list(case.after)
     partitions = case.partitions(case.after)
     eligible = {m: [tp for tp in partitions if tp[0] in case.after[m]] for m in members}
     x = {(m, tp): z3.Bool(f"{m}_gets_{tp[0]}_{tp[1]}") for m in members for tp in eligible[m]}
-    size = {m: z3.Sum([z3.If(x[m, tp], 1, 0) for tp in eligible[m]]) if eligible[m] else z3.IntVal(0) for m in members}
+    size = {
+        m: z3.Sum([z3.If(x[m, tp], 1, 0) for tp in eligible[m]]) if eligible[m] else z3.IntVal(0)
+        for m in members
+    }
     opt = z3.Optimize()
     for tp in partitions:
         opt.add(z3.PbEq([(x[m, tp], 1) for m in members if (m, tp) in x], 1))
@@ -116,18 +132,31 @@ def optimal_assignment(case: Case, previous: Mapping[str, Sequence[TopicPartitio
                 if other != owner:
                     opt.add(z3.Implies(x[owner, tp], size[owner] <= size[other] + 1))
     owner_before = {tp: m for m, tps in previous.items() if m in case.after for tp in tps}
-    moved = [z3.Not(x[m, tp]) if (m, tp) in x else z3.BoolVal(True) for tp, m in owner_before.items() if tp in set(partitions)]
+    moved = [
+        z3.Not(x[m, tp]) if (m, tp) in x else z3.BoolVal(True)
+        for tp, m in owner_before.items()
+        if tp in set(partitions)
+    ]
     # A previous owner's partition that no longer exists (its topic is gone) is not a move.
     objective = z3.Sum([z3.If(b, 1, 0) for b in moved]) if moved else z3.IntVal(0)
     opt.minimize(objective)
     if opt.check() != z3.sat:
         raise RuntimeError(f"no valid balanced assignment for {case}")
     model = opt.model()
-    result = {m: sorted(tp for tp in eligible[m] if z3.is_true(model.eval(x[m, tp], model_completion=True))) for m in members}
+    result = {
+        m: sorted(
+            tp for tp in eligible[m] if z3.is_true(model.eval(x[m, tp], model_completion=True))
+        )
+        for m in members
+    }
     return result, moves(_live(previous, case, partitions), result)
 
 
-def _live(previous: Mapping[str, Sequence[TopicPartition]], case: Case, partitions: Sequence[TopicPartition]) -> dict:
+def _live(
+    previous: Mapping[str, Sequence[TopicPartition]],
+    case: Case,
+    partitions: Sequence[TopicPartition],
+) -> dict:
     """The previous assignment restricted to surviving members and existing partitions."""
     exists = set(partitions)
     return {m: [tp for tp in tps if tp in exists] for m, tps in previous.items() if m in case.after}
@@ -143,42 +172,59 @@ def _grouped(partitions: Sequence[TopicPartition]) -> tuple[TopicPartitions, ...
     return tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())
 
 
-def _subscriptions(assignor_name: str, members: Mapping[str, Sequence[str]],
-                   owned: Mapping[str, Sequence[TopicPartition]], generation: int) -> dict[str, Subscription]:
+def _subscriptions(
+    assignor_name: str,
+    members: Mapping[str, Sequence[str]],
+    owned: Mapping[str, Sequence[TopicPartition]],
+    generation: int,
+) -> dict[str, Subscription]:
     out = {}
     for m in sorted(members):
         topics = tuple(members[m])
         if m not in owned:
             out[m] = Subscription(topics)  # a new member: owns nothing, no generation
         elif assignor_name == "cooperative-sticky":
-            out[m] = Subscription(topics, cooperative_user_data(generation), _grouped(owned[m]), generation)
+            out[m] = Subscription(
+                topics, cooperative_user_data(generation), _grouped(owned[m]), generation
+            )
         else:
             out[m] = Subscription(topics, sticky_user_data(sorted(owned[m]), generation))
     return out
 
 
-def rebalance(assignor_name: str, assignor: Assignor, case: Case,
-              previous: Mapping[str, Sequence[TopicPartition]]) -> tuple[Assignment, int]:
+def rebalance(
+    assignor_name: str,
+    assignor: Assignor,
+    case: Case,
+    previous: Mapping[str, Sequence[TopicPartition]],
+) -> tuple[Assignment, int]:
     """The assignment the group settles on after ``case.after`` joins with ``previous``
     owned, and how many rebalances that took. Cooperative members revoke what they own
     but were not assigned, and rejoin while anything was revoked."""
     owned = {m: list(tps) for m, tps in previous.items() if m in case.after}
     generation = 1
     for rounds in range(1, MAX_COOPERATIVE_ROUNDS + 1):
-        result = assignor.assign(case.partitions_per_topic, _subscriptions(assignor_name, case.after, owned, generation))
+        result = assignor.assign(
+            case.partitions_per_topic, _subscriptions(assignor_name, case.after, owned, generation)
+        )
         revoked = any(set(owned.get(m, ())) - set(result[m]) for m in result)
         if assignor_name != "cooperative-sticky" or not revoked:
             return result, rounds
         owned = {m: list(tps) for m, tps in result.items()}
         generation += 1
-    raise RuntimeError(f"{assignor_name} did not settle in {MAX_COOPERATIVE_ROUNDS} rebalances: {case}")
+    raise RuntimeError(
+        f"{assignor_name} did not settle in {MAX_COOPERATIVE_ROUNDS} rebalances: {case}"
+    )
 
 
 def compare(assignor_name: str, case: Case) -> dict[str, Any]:
     """One case: the assignor's moves, the optimum's, and whether the optimum is never worse."""
     assignor = ASSIGNORS[assignor_name]
     start = time.process_time()
-    first = assignor.assign(case.partitions_per_topic, {m: Subscription(tuple(ts)) for m, ts in sorted(case.before.items())})
+    first = assignor.assign(
+        case.partitions_per_topic,
+        {m: Subscription(tuple(ts)) for m, ts in sorted(case.before.items())},
+    )
     final, rounds = rebalance(assignor_name, assignor, case, first)
     partitions = case.partitions(case.after)
     assignor_moves = moves(_live(first, case, partitions), final)
@@ -186,7 +232,9 @@ def compare(assignor_name: str, case: Case) -> dict[str, Any]:
     final_valid = valid(case, final)
     final_balanced = sticky_balanced(final, case.after)
     optimum_ok = valid(case, optimum) and sticky_balanced(optimum, case.after)
-    never_worse = optimum_ok and (optimal_moves <= assignor_moves or not (final_valid and final_balanced))
+    never_worse = optimum_ok and (
+        optimal_moves <= assignor_moves or not (final_valid and final_balanced)
+    )
     return {
         "case": case,
         "first": first,
@@ -216,14 +264,21 @@ def distribution(ratios: Sequence[float]) -> dict[str, float]:
     if not ordered:
         return {"count": 0}
     p90 = ordered[min(len(ordered) - 1, max(0, -(-9 * len(ordered) // 10) - 1))]  # nearest rank
-    return {"mean": statistics.fmean(ordered) if ordered[-1] != float("inf") else float("inf"),
-            "median": statistics.median(ordered), "p90": p90, "max": ordered[-1], "count": len(ordered)}
+    return {
+        "mean": statistics.fmean(ordered) if ordered[-1] != float("inf") else float("inf"),
+        "median": statistics.median(ordered),
+        "p90": p90,
+        "max": ordered[-1],
+        "count": len(ordered),
+    }
 
 
 # --- cases ---------------------------------------------------------------------------------
 
 
-def generate_cases(count: int, seed: int = 0, max_members: int = 5, topics: int = 3, max_partitions: int = 6) -> list[Case]:
+def generate_cases(
+    count: int, seed: int = 0, max_members: int = 5, topics: int = 3, max_partitions: int = 6
+) -> list[Case]:
     """``count`` membership changes drawn by Hypothesis (reproducible for a seed)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
@@ -234,8 +289,13 @@ def generate_cases(count: int, seed: int = 0, max_members: int = 5, topics: int 
     cases: list[Case] = []
 
     @hypothesis_seed(seed)
-    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def draw(data: st.DataObject) -> None:
         if len(cases) >= count:
@@ -273,27 +333,60 @@ def summarize(assignor_name: str, outcomes: Sequence[dict[str, Any]]) -> list[Pr
     total_optimal = sum(o["optimal_moves"] for o in outcomes)
     bad = [o for o in outcomes if not o["never_worse"]]
     details = {
-        "per_case": [{"assignor_moves": o["assignor_moves"], "optimal_moves": o["optimal_moves"], "ratio": o["ratio"]}
-                     for o in outcomes],
+        "per_case": [
+            {
+                "assignor_moves": o["assignor_moves"],
+                "optimal_moves": o["optimal_moves"],
+                "ratio": o["ratio"],
+            }
+            for o in outcomes
+        ],
         "distribution": dist,
         "goal_mean": GOAL,
         "within_goal": dist.get("mean", 1.0) <= GOAL,
         "moves": {"assignor": total_assignor, "optimal": total_optimal},
-        "distribution_where_moves_needed": distribution([r for r, o in zip(ratios, outcomes) if o["optimal_moves"]]),
-        "excess_moves": distribution([float(o["assignor_moves"] - o["optimal_moves"]) for o in outcomes]),
-        "zero_optimum_but_moved": sum(1 for o in outcomes if o["optimal_moves"] == 0 and o["assignor_moves"]),
-        "cases_with_extra_moves": sum(1 for o in outcomes if o["assignor_moves"] > o["optimal_moves"]),
+        "distribution_where_moves_needed": distribution(
+            [r for r, o in zip(ratios, outcomes) if o["optimal_moves"]]
+        ),
+        "excess_moves": distribution(
+            [float(o["assignor_moves"] - o["optimal_moves"]) for o in outcomes]
+        ),
+        "zero_optimum_but_moved": sum(
+            1 for o in outcomes if o["optimal_moves"] == 0 and o["assignor_moves"]
+        ),
+        "cases_with_extra_moves": sum(
+            1 for o in outcomes if o["assignor_moves"] > o["optimal_moves"]
+        ),
         "assignor_invalid": sum(1 for o in outcomes if not o["assignor_valid"]),
         "assignor_unbalanced": sum(1 for o in outcomes if not o["assignor_balanced"]),
         "rebalances": dict(sorted(Counter(o["rebalances"] for o in outcomes).items())),
     }
-    worst = max(outcomes, key=lambda o: (o["ratio"], o["assignor_moves"] - o["optimal_moves"]), default=None)
+    worst = max(
+        outcomes, key=lambda o: (o["ratio"], o["assignor_moves"] - o["optimal_moves"]), default=None
+    )
     if worst is not None:
         details["worst_case"] = _describe(worst)
-    never_worse = ProofResult(assignor_name, OPTIMUM_NEVER_WORSE, VIOLATED if bad else PROVED, len(outcomes), seconds,
-                              _describe(bad[0]) if bad else None, "z3 Optimize", PROVED)
-    measured = ProofResult(assignor_name, MOVEMENT_RATIO, MEASURED, len(outcomes), seconds, None,
-                           "z3 Optimize", MEASURED, details)
+    never_worse = ProofResult(
+        assignor_name,
+        OPTIMUM_NEVER_WORSE,
+        VIOLATED if bad else PROVED,
+        len(outcomes),
+        seconds,
+        _describe(bad[0]) if bad else None,
+        "z3 Optimize",
+        PROVED,
+    )
+    measured = ProofResult(
+        assignor_name,
+        MOVEMENT_RATIO,
+        MEASURED,
+        len(outcomes),
+        seconds,
+        None,
+        "z3 Optimize",
+        MEASURED,
+        details,
+    )
     return [never_worse, measured]
 
 
@@ -313,15 +406,28 @@ def _describe(outcome: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def start_comparison(count: int, seed: int = 0, executor: Executor | None = None,
-                     assignors: Sequence[str] = ("sticky", "cooperative-sticky"),
-                     chunk: int = 10) -> Callable[[], list[ProofResult]]:
+def start_comparison(
+    count: int,
+    seed: int = 0,
+    executor: Executor | None = None,
+    assignors: Sequence[str] = ("sticky", "cooperative-sticky"),
+    chunk: int = 10,
+) -> Callable[[], list[ProofResult]]:
     """Generate ``count`` cases and compare each assignor on all of them, in ``executor``
     if given; the returned function waits and summarizes."""
     cases = generate_cases(count, seed)
     if executor is None:
         done = [r for name in assignors for r in summarize(name, compare_many(name, cases))]
         return lambda: done
-    futures = {name: [executor.submit(compare_many, name, cases[i:i + chunk]) for i in range(0, len(cases), chunk)]
-               for name in assignors}
-    return lambda: [r for name in assignors for r in summarize(name, [o for f in futures[name] for o in f.result()])]
+    futures = {
+        name: [
+            executor.submit(compare_many, name, cases[i : i + chunk])
+            for i in range(0, len(cases), chunk)
+        ]
+        for name in assignors
+    }
+    return lambda: [
+        r
+        for name in assignors
+        for r in summarize(name, [o for f in futures[name] for o in f.result()])
+    ]

@@ -5,6 +5,9 @@ import sys
 
 from coordspec.conformance.suite.cli import add_arguments, run_command
 
-parser = argparse.ArgumentParser(prog="python -m coordspec.conformance.suite", description="Check a broker against the reference.")
+parser = argparse.ArgumentParser(
+    prog="python -m coordspec.conformance.suite",
+    description="Check a broker against the reference.",
+)
 add_arguments(parser)
 sys.exit(run_command(parser.parse_args()))

@@ -55,7 +55,9 @@ class Allowance(BaseModel):
         failure = result.failure
         if result.status != "failed" or failure is None:
             return False
-        if self.rule is not None and not any(fnmatch.fnmatchcase(r, self.rule) for r in failure.rules):
+        if self.rule is not None and not any(
+            fnmatch.fnmatchcase(r, self.rule) for r in failure.rules
+        ):
             return False
         if self.scenario is not None and not fnmatch.fnmatchcase(result.scenario, self.scenario):
             return False
@@ -72,7 +74,9 @@ def load(path: Path) -> list[Allowance]:
     except OSError as exc:
         raise AllowError(f"{path}: cannot read: {exc.strerror}") from None
     if not isinstance(data, list):
-        raise AllowError(f"{path}:1: an allow file is a list of entries with rule or scenario, and reason")
+        raise AllowError(
+            f"{path}:1: an allow file is a list of entries with rule or scenario, and reason"
+        )
     allowances = []
     for index, entry in enumerate(data):
         try:
@@ -86,7 +90,9 @@ def load(path: Path) -> list[Allowance]:
             elif error["type"] == "missing":
                 message = f"missing field {loc[0]!r}"
             else:
-                message = (f"{loc[0]}: " if loc else "") + error["msg"].removeprefix("Value error, ")
+                message = (f"{loc[0]}: " if loc else "") + error["msg"].removeprefix(
+                    "Value error, "
+                )
             raise AllowError(f"{path}:{line}: {message}") from None
     return allowances
 

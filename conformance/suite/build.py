@@ -17,7 +17,13 @@ from coordspec.reference.group import requests as rq
 from coordspec.reference.group.responses import JoinGroupResponse, Response
 
 # The first version whose schema has GroupInstanceId, per API.
-_INSTANCE_ID_SINCE = {"JoinGroup": 5, "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 3, "OffsetCommit": 7}
+_INSTANCE_ID_SINCE = {
+    "JoinGroup": 5,
+    "SyncGroup": 3,
+    "Heartbeat": 3,
+    "LeaveGroup": 3,
+    "OffsetCommit": 7,
+}
 
 
 def partition_of(name: str) -> tuple[str, int]:
@@ -25,7 +31,9 @@ def partition_of(name: str) -> tuple[str, int]:
     return match["topic"], int(match["partition"])
 
 
-def build(step: sc.RequestStep, version: int, request_id: int, now_ms: int, symbols: Symbols) -> rq.Request:
+def build(
+    step: sc.RequestStep, version: int, request_id: int, now_ms: int, symbols: Symbols
+) -> rq.Request:
     client = symbols.clients[step.client]
     f = step.fields
     given = f.model_fields_set
@@ -47,40 +55,69 @@ def build(step: sc.RequestStep, version: int, request_id: int, now_ms: int, symb
         if "group_instance_id" in given:
             client.group_instance_id = r(f.group_instance_id)
         return rq.JoinGroup(
-            *envelope, group_id=r(f.group_id), session_timeout_ms=r(f.session_timeout_ms),
-            rebalance_timeout_ms=r(f.rebalance_timeout_ms), member_id=member_id(), group_instance_id=instance_id(),
-            protocol_type=f.protocol_type, protocols=tuple(_protocol(p, f.topics) for p in f.protocols),
-            reason=f.reason, client_id=f.client_id if f.client_id is not None else client.name,
+            *envelope,
+            group_id=r(f.group_id),
+            session_timeout_ms=r(f.session_timeout_ms),
+            rebalance_timeout_ms=r(f.rebalance_timeout_ms),
+            member_id=member_id(),
+            group_instance_id=instance_id(),
+            protocol_type=f.protocol_type,
+            protocols=tuple(_protocol(p, f.topics) for p in f.protocols),
+            reason=f.reason,
+            client_id=f.client_id if f.client_id is not None else client.name,
         )
     if step.api == "SyncGroup":
         assignments = {}
         for member, partitions in (f.assignments or {}).items():
-            assignments.update(encode_assignments({r(member): [partition_of(p) for p in partitions]}))
+            assignments.update(
+                encode_assignments({r(member): [partition_of(p) for p in partitions]})
+            )
         return rq.SyncGroup(
-            *envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
+            *envelope,
+            group_id=r(f.group_id),
+            generation_id=generation(),
+            member_id=member_id(),
             group_instance_id=instance_id(),
             protocol_type=f.protocol_type if version >= 5 or "protocol_type" in given else None,
-            protocol_name=r(f.protocol_name) if "protocol_name" in given else client.protocol_name if version >= 5 else None,
+            protocol_name=r(f.protocol_name)
+            if "protocol_name" in given
+            else client.protocol_name
+            if version >= 5
+            else None,
             assignments=tuple(rq.Assignment(m, a) for m, a in assignments.items()),
         )
     if step.api == "Heartbeat":
-        return rq.Heartbeat(*envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
-                            group_instance_id=instance_id())
+        return rq.Heartbeat(
+            *envelope,
+            group_id=r(f.group_id),
+            generation_id=generation(),
+            member_id=member_id(),
+            group_instance_id=instance_id(),
+        )
     if step.api == "LeaveGroup":
         if f.members is None:
             members = (rq.MemberIdentity(client.member_id, instance_id()),)
         else:
-            members = tuple(rq.MemberIdentity(r(m.member_id), r(m.group_instance_id), m.reason) for m in f.members)
+            members = tuple(
+                rq.MemberIdentity(r(m.member_id), r(m.group_instance_id), m.reason)
+                for m in f.members
+            )
         return rq.LeaveGroup(*envelope, group_id=r(f.group_id), members=members)
     if step.api == "OffsetCommit":
         topics: dict[str, list[rq.CommitPartition]] = {}
         for name, value in f.offsets.items():
             topic, partition = partition_of(name)
             commit = value if isinstance(value, sc.CommitOffset) else sc.CommitOffset(offset=value)
-            topics.setdefault(topic, []).append(rq.CommitPartition(partition, commit.offset, commit.leader_epoch, commit.metadata))
+            topics.setdefault(topic, []).append(
+                rq.CommitPartition(partition, commit.offset, commit.leader_epoch, commit.metadata)
+            )
         return rq.OffsetCommit(
-            *envelope, group_id=r(f.group_id), generation_id=generation(), member_id=member_id(),
-            group_instance_id=instance_id(), retention_time_ms=f.retention_time_ms,
+            *envelope,
+            group_id=r(f.group_id),
+            generation_id=generation(),
+            member_id=member_id(),
+            group_instance_id=instance_id(),
+            retention_time_ms=f.retention_time_ms,
             topics=tuple(rq.CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
         )
     if step.api == "OffsetFetch":
@@ -92,7 +129,9 @@ def build(step: sc.RequestStep, version: int, request_id: int, now_ms: int, symb
                 topic, partition = partition_of(name)
                 by_topic.setdefault(topic, []).append(partition)
             topics = tuple(rq.FetchTopic(t, tuple(ps)) for t, ps in by_topic.items())
-        return rq.OffsetFetch(*envelope, group_id=r(f.group_id), topics=topics, require_stable=f.require_stable)
+        return rq.OffsetFetch(
+            *envelope, group_id=r(f.group_id), topics=topics, require_stable=f.require_stable
+        )
     if step.api == "DescribeGroups":
         return rq.DescribeGroups(*envelope, groups=tuple(r(g) for g in f.groups))
     if step.api == "ListGroups":

@@ -14,28 +14,82 @@ TARGETS = ("reference", "kafka", "librdkafka-mock", "embedded")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", choices=TARGETS, default="reference", help="what to check (default: reference)")
-    parser.add_argument("--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)")
-    parser.add_argument("--on-kill-coordinator", metavar="CMD",
-                        help="kafka target: shell command that kills the group's coordinator "
-                             "(env COORDSPEC_GROUP_ID, COORDSPEC_COORDINATOR); scenarios that need it run one at a time")
-    parser.add_argument("--on-restart", metavar="CMD",
-                        help="kafka target: shell command that restarts the coordinator and returns once it is back")
-    parser.add_argument("--scenarios", nargs="+", type=Path, default=[], metavar="PATH",
-                        help="scenario files or directories (default: the bundled catalog)")
-    parser.add_argument("--tags", "--select", dest="tags", nargs="+", default=[], metavar="TAG",
-                        help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static); "
-                             "'!TAG' leaves them out ('!slow')")
-    parser.add_argument("--versions", default="all", metavar="SEL",
-                        help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the reference target's open choices (default 0)")
+    parser.add_argument(
+        "--target", choices=TARGETS, default="reference", help="what to check (default: reference)"
+    )
+    parser.add_argument(
+        "--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)"
+    )
+    parser.add_argument(
+        "--on-kill-coordinator",
+        metavar="CMD",
+        help="kafka target: shell command that kills the group's coordinator "
+        "(env COORDSPEC_GROUP_ID, COORDSPEC_COORDINATOR); scenarios that need it run one at a time",
+    )
+    parser.add_argument(
+        "--on-restart",
+        metavar="CMD",
+        help="kafka target: shell command that restarts the coordinator and returns once it is back",
+    )
+    parser.add_argument(
+        "--scenarios",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="scenario files or directories (default: the bundled catalog)",
+    )
+    parser.add_argument(
+        "--tags",
+        "--select",
+        dest="tags",
+        nargs="+",
+        default=[],
+        metavar="TAG",
+        help="run scenarios with a matching rule, tag or name (shell patterns: GM-5*, static); "
+        "'!TAG' leaves them out ('!slow')",
+    )
+    parser.add_argument(
+        "--versions",
+        default="all",
+        metavar="SEL",
+        help="all (default), latest, oldest, or API=RANGE,... such as JoinGroup=4-9,SyncGroup=5",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed for the reference target's open choices (default 0)",
+    )
     parser.add_argument("--concurrency", type=int, default=64, help="runs at a time (default 64)")
-    parser.add_argument("--loop", type=int, default=1, metavar="N", help="run everything N times, to catch flaky behaviour")
-    parser.add_argument("--allow", type=Path, metavar="FILE", help="tolerated divergences: reported as allowed, never hidden")
+    parser.add_argument(
+        "--loop",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run everything N times, to catch flaky behaviour",
+    )
+    parser.add_argument(
+        "--allow",
+        type=Path,
+        metavar="FILE",
+        help="tolerated divergences: reported as allowed, never hidden",
+    )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
-    parser.add_argument("--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html")
-    parser.add_argument("--trace", type=Path, metavar="FILE", help="write the JSONL trace of every request and response")
-    parser.add_argument("--list", action="store_true", help="list the selected scenarios and what the catalog does not cover; run nothing")
+    parser.add_argument(
+        "--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html"
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the JSONL trace of every request and response",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the selected scenarios and what the catalog does not cover; run nothing",
+    )
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -61,9 +115,19 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2
     try:
-        outcome = run(target, scenarios=args.scenarios, tags=args.tags, version_selection=args.versions,
-                      junit=args.junit, report=args.report, trace=args.trace, seed=args.seed,
-                      concurrency=args.concurrency, allow=args.allow, loop=args.loop)
+        outcome = run(
+            target,
+            scenarios=args.scenarios,
+            tags=args.tags,
+            version_selection=args.versions,
+            junit=args.junit,
+            report=args.report,
+            trace=args.trace,
+            seed=args.seed,
+            concurrency=args.concurrency,
+            allow=args.allow,
+            loop=args.loop,
+        )
     except SuiteError as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,9 @@ from typing import Any
 from coordspec.reference.group import requests as request_types
 from coordspec.reference.group import responses as response_types
 
-REQUEST_ENVELOPE = frozenset({"request_id", "api_version", "now_ms"})  # kept apart from a request's own fields
+REQUEST_ENVELOPE = frozenset(
+    {"request_id", "api_version", "now_ms"}
+)  # kept apart from a request's own fields
 
 
 _AS_THEY_ARE = frozenset({str, int, bool, float, type(None)})  # exact types: an IntEnum is not one
@@ -50,7 +52,10 @@ def encode(value: Any) -> Any:
     if kind is tuple or kind is list:
         return [encode(v) for v in value]
     if dataclasses.is_dataclass(value):
-        return {name: getattr(value, name) if plain else encode(getattr(value, name)) for name, plain in fields(kind)}
+        return {
+            name: getattr(value, name) if plain else encode(getattr(value, name))
+            for name, plain in fields(kind)
+        }
     return value
 
 
@@ -59,9 +64,13 @@ def request_fields(request: request_types.Request) -> dict:
     return {k: v for k, v in encode(request).items() if k not in REQUEST_ENVELOPE}
 
 
-def decode_request(api: str, api_version: int, request_id: int, now_ms: int, fields: dict) -> request_types.Request:
+def decode_request(
+    api: str, api_version: int, request_id: int, now_ms: int, fields: dict
+) -> request_types.Request:
     cls = getattr(request_types, api)
-    return cls(request_id, api_version, now_ms, **{k: decode(_hints(cls)[k], v) for k, v in fields.items()})
+    return cls(
+        request_id, api_version, now_ms, **{k: decode(_hints(cls)[k], v) for k, v in fields.items()}
+    )
 
 
 RESPONSES = {
@@ -115,6 +124,8 @@ def decode(tp: Any, data: Any) -> Any:
         return base64.b64decode(data, validate=True)
     if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
         return tp(data)
-    if tp in (int, str, bool) and not (isinstance(data, tp) and (tp is bool or not isinstance(data, bool))):
+    if tp in (int, str, bool) and not (
+        isinstance(data, tp) and (tp is bool or not isinstance(data, bool))
+    ):
         raise TypeError(f"expected {tp.__name__}, got {data!r}")
     return data

@@ -44,7 +44,12 @@ DESCRIBE_GROUPS = API_KEYS["DescribeGroups"]
 class EmbeddedCluster:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="coordspec-embedded-"))
-        self.cluster = Cluster(self.root / "cluster", 3, offsets_partitions=1, broker_args=("--zookeeper-session-timeout-ms", "4000"))
+        self.cluster = Cluster(
+            self.root / "cluster",
+            3,
+            offsets_partitions=1,
+            broker_args=("--zookeeper-session-timeout-ms", "4000"),
+        )
         self._settling: threading.Thread | None = None
         self._unsettled = ""
         atexit.register(self.stop)
@@ -65,7 +70,9 @@ class EmbeddedCluster:
         # Started from this thread, not the worker's: a broker dies with the thread that
         # started it (coordspec.broker.cluster.launcher), and this one lives as long as the run.
         self.cluster.start_broker(victim)
-        self._settling = threading.Thread(target=self._settle, name="embedded-cluster-settle", daemon=True)
+        self._settling = threading.Thread(
+            target=self._settle, name="embedded-cluster-settle", daemon=True
+        )
         self._settling.start()
         clients.host, clients.port = self.cluster.peers[successor]
 
@@ -82,7 +89,9 @@ class EmbeddedCluster:
         victim = self.cluster.coordinator_of(0)
         stop(victim)
         try:
-            self.cluster.wait(lambda view: view.leader(OFFSETS) not in (victim, -1), "a new coordinator", 30)
+            self.cluster.wait(
+                lambda view: view.leader(OFFSETS) not in (victim, -1), "a new coordinator", 30
+            )
             successor = self.cluster.coordinator_of(0)
             self._until_serving(successor)
         except ClusterError as exc:
@@ -103,14 +112,19 @@ class EmbeddedCluster:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise ClusterError(f"broker {leader} did not serve __consumer_offsets within {timeout_s:g} s of its election")
+                raise ClusterError(
+                    f"broker {leader} did not serve __consumer_offsets within {timeout_s:g} s of its election"
+                )
             time.sleep(0.02)
 
     def _settle(self) -> None:
         everyone = set(self.cluster.broker_ids)
         try:
-            self.cluster.wait(lambda view: OFFSETS in view.states and set(view.states[OFFSETS].isr) == everyone,
-                              "every broker back in the ISR of __consumer_offsets", 60)
+            self.cluster.wait(
+                lambda view: OFFSETS in view.states and set(view.states[OFFSETS].isr) == everyone,
+                "every broker back in the ISR of __consumer_offsets",
+                60,
+            )
         except ClusterError as exc:
             self._unsettled = str(exc)
 
@@ -123,8 +137,10 @@ def start_embedded(*, faults: bool = False) -> KafkaTarget:
     embedded = EmbeddedCluster().start()
     hooks = None
     if faults:
-        hooks = FaultCommands(kill_coordinator=lambda: embedded.fail_over(embedded.cluster.kill, target),
-                              restart=lambda: embedded.fail_over(embedded.cluster.stop_broker, target))
+        hooks = FaultCommands(
+            kill_coordinator=lambda: embedded.fail_over(embedded.cluster.kill, target),
+            restart=lambda: embedded.fail_over(embedded.cluster.stop_broker, target),
+        )
     target = KafkaTarget(embedded.cluster.bootstrap.split(",")[0], name="embedded", faults=hooks)
     target.on_stop(embedded.stop)
     try:

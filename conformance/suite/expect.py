@@ -28,7 +28,9 @@ from coordspec.reference.group import responses as rs
 _SAME_ORDERLESS = ("members", "assignment")
 
 
-def check(api: str, version: int, expected: dict[str, Matcher], response: rs.Response, symbols: Symbols) -> str | None:
+def check(
+    api: str, version: int, expected: dict[str, Matcher], response: rs.Response, symbols: Symbols
+) -> str | None:
     """None if every expectation holds (binding new names as it goes); else the first that fails."""
     for key, matcher in expected.items():
         actual = view(key, version, response, symbols.group_id)
@@ -44,18 +46,30 @@ def _match(key: str, matcher: Matcher, actual: object, symbols: Symbols) -> str 
             value = matcher.value
             if value == ANY:
                 return None
-            if isinstance(value, str) and value.startswith("$") and not symbols.is_reserved(value) and not symbols.is_bound(value):
+            if (
+                isinstance(value, str)
+                and value.startswith("$")
+                and not symbols.is_reserved(value)
+                and not symbols.is_bound(value)
+            ):
                 symbols.bind(value, actual)
                 return None
             want = _resolve(value, symbols)
             if _same(key, want, actual):
                 return None
             return f"expect.{key}: expected {_show(want, symbols)}, got {_show(actual, symbols)}"
-        options = [_resolve(v, symbols) for v in (matcher.value if matcher.kind == "one_of" else (matcher.value,))]
+        options = [
+            _resolve(v, symbols)
+            for v in (matcher.value if matcher.kind == "one_of" else (matcher.value,))
+        ]
         hit = any(_same(key, o, actual) for o in options)
         if hit == (matcher.kind == "one_of"):
             return None
-        what = "one of " + ", ".join(_show(o, symbols) for o in options) if matcher.kind == "one_of" else f"not {_show(options[0], symbols)}"
+        what = (
+            "one of " + ", ".join(_show(o, symbols) for o in options)
+            if matcher.kind == "one_of"
+            else f"not {_show(options[0], symbols)}"
+        )
         return f"expect.{key}: expected {what}, got {_show(actual, symbols)}"
     except Unbound as exc:
         return f"expect.{key}: {exc}"
@@ -77,9 +91,20 @@ def _same(key: str, want: object, actual: object) -> bool:
 
 def _show(value: object, symbols: Symbols) -> str:
     if isinstance(value, list):
-        return "[" + ", ".join(symbols.describe(v) if isinstance(v, str) else repr(v) for v in value) + "]"
+        return (
+            "["
+            + ", ".join(symbols.describe(v) if isinstance(v, str) else repr(v) for v in value)
+            + "]"
+        )
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{symbols.describe(k) if isinstance(k, str) else k}: {v!r}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{symbols.describe(k) if isinstance(k, str) else k}: {v!r}"
+                for k, v in value.items()
+            )
+            + "}"
+        )
     return symbols.describe(value)
 
 
@@ -103,17 +128,29 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             return f"undecodable assignment: {exc}"
         return [f"{tp.topic}-{p}" for tp in decoded.partitions for p in tp.partitions]
     if isinstance(r, rs.OffsetFetchResponse) and key == "offsets":
-        return {f"{t.name}-{p.partition_index}": p.committed_offset for t in r.topics for p in t.partitions}
+        return {
+            f"{t.name}-{p.partition_index}": p.committed_offset
+            for t in r.topics
+            for p in t.partitions
+        }
     if isinstance(r, rs.OffsetCommitResponse) and key == "partitions":
-        return {f"{t.name}-{p.partition_index}": p.error_code.name for t in r.topics for p in t.partitions}
+        return {
+            f"{t.name}-{p.partition_index}": p.error_code.name
+            for t in r.topics
+            for p in t.partitions
+        }
     if isinstance(r, rs.LeaveGroupResponse) and key == "leave":
         return {m.member_id or m.group_instance_id: m.error_code.name for m in r.members}
     if isinstance(r, rs.DescribeGroupsResponse):
         group = r.groups[0] if r.groups else None
         if group is None:
             return None
-        return {"state": group.group_state, "protocol": group.protocol_data, "protocol_type": group.protocol_type,
-                "members": [m.member_id for m in group.members]}[key]
+        return {
+            "state": group.group_state,
+            "protocol": group.protocol_data,
+            "protocol_type": group.protocol_type,
+            "members": [m.member_id for m in group.members],
+        }[key]
     if isinstance(r, rs.ListGroupsResponse):
         mine = [g for g in r.groups if g.group_id == group_id]
         if key == "listed":

@@ -46,7 +46,9 @@ _REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILAB
 _RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
 
 
-Hook = str | Callable[[], Awaitable[None]]  # a shell command, or (embedded targets) a coroutine function
+Hook = (
+    str | Callable[[], Awaitable[None]]
+)  # a shell command, or (embedded targets) a coroutine function
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,23 @@ class KafkaTarget:
     timeout_s = 10.0  # connecting, ApiVersions, FindCoordinator, hooks' restarts
     OPEN_INTERVAL_S = 0.01
 
-    def __init__(self, bootstrap: str, *, name: str = "kafka", faults: FaultCommands | None = None,
-                 config: GroupConfig | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        name: str = "kafka",
+        faults: FaultCommands | None = None,
+        config: GroupConfig | None = None,
+    ) -> None:
         self.name = name
         self.host, self.port = parse_bootstrap(bootstrap)
-        self.config = config or GroupConfig()  # Kafka's defaults: a broker's own settings are not asked for
+        self.config = (
+            config or GroupConfig()
+        )  # Kafka's defaults: a broker's own settings are not asked for
         self.fault_commands = faults or FaultCommands()
-        self.supports_faults = bool(self.fault_commands.kill_coordinator or self.fault_commands.restart)
+        self.supports_faults = bool(
+            self.fault_commands.kill_coordinator or self.fault_commands.restart
+        )
         self.faults_are_shared = True
         self.versions: dict[str, range] = {}
         self._next_open = 0.0
@@ -112,9 +124,13 @@ class KafkaTarget:
         try:
             for api in VERSIONS:
                 theirs = connection.versions.get(API_KEYS[api], range(0))
-                self.versions[api] = range(max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop))
+                self.versions[api] = range(
+                    max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop)
+                )
             if FIND_COORDINATOR not in connection.versions:
-                raise TargetError(f"{self.bootstrap} does not serve FindCoordinator: it cannot route group requests")
+                raise TargetError(
+                    f"{self.bootstrap} does not serve FindCoordinator: it cannot route group requests"
+                )
             await _ensure_topics(connection, self.timeout_s)
         except WireError as exc:
             raise TargetError(str(exc)) from None
@@ -141,23 +157,39 @@ async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
     missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
     if missing and CREATE_TOPICS in connection.versions:
         create_version = min(connection.versions[CREATE_TOPICS].stop - 1, 7)
-        topics = [{"name": name, "num_partitions": _PARTITIONS, "replication_factor": -1} for name in missing]
-        await connection.call(CREATE_TOPICS, create_version, {"topics": topics, "timeout": int(timeout_s * 1000)}, timeout_s)
-    elif missing:  # no CreateTopics (librdkafka's mock): ask for them as a consumer may, auto-created
+        topics = [
+            {"name": name, "num_partitions": _PARTITIONS, "replication_factor": -1}
+            for name in missing
+        ]
+        await connection.call(
+            CREATE_TOPICS,
+            create_version,
+            {"topics": topics, "timeout": int(timeout_s * 1000)},
+            timeout_s,
+        )
+    elif (
+        missing
+    ):  # no CreateTopics (librdkafka's mock): ask for them as a consumer may, auto-created
         request = {**request, "allow_auto_topic_creation": True}
     if missing:
         deadline = time.monotonic() + timeout_s
-        while missing and time.monotonic() < deadline:  # creation completes asynchronously in a cluster
+        while (
+            missing and time.monotonic() < deadline
+        ):  # creation completes asynchronously in a cluster
             await asyncio.sleep(0.1)
             metadata = await connection.call(METADATA, version, request, timeout_s)
             missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
     if missing:
-        raise TargetError(f"{connection.address}: topics {', '.join(missing)} do not exist and could not be created "
-                          f"(the scenarios commit offsets to them)")
+        raise TargetError(
+            f"{connection.address}: topics {', '.join(missing)} do not exist and could not be created "
+            f"(the scenarios commit offsets to them)"
+        )
     for topic in metadata.topics:
         if len(topic.partitions) < _PARTITIONS:
-            raise TargetError(f"{connection.address}: topic {topic.name} has {len(topic.partitions)} partitions; "
-                              f"the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}")
+            raise TargetError(
+                f"{connection.address}: topic {topic.name} has {len(topic.partitions)} partitions; "
+                f"the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}"
+            )
 
 
 class _Client:
@@ -192,10 +224,16 @@ class KafkaSession:
         """
         scout = _Client()
         self.coordinator = await self._find_coordinator(scout, self.group_id)
-        self.warm = [c for c in scout.connections.values() if f"{self.coordinator[0]}:{self.coordinator[1]}" == c.address]
+        self.warm = [
+            c
+            for c in scout.connections.values()
+            if f"{self.coordinator[0]}:{self.coordinator[1]}" == c.address
+        ]
         await self._drop(scout, keep=self.warm)
-        extra = await asyncio.gather(*(self._connect(self.coordinator) for _ in range(self.WARM - len(self.warm))),
-                                     return_exceptions=True)
+        extra = await asyncio.gather(
+            *(self._connect(self.coordinator) for _ in range(self.WARM - len(self.warm))),
+            return_exceptions=True,
+        )
         for connection in extra:
             if isinstance(connection, BaseException):
                 raise connection
@@ -217,10 +255,14 @@ class KafkaSession:
             connection = await self._route(state, request)
             entity = wire_codec.request_entity(request)
             client_id = request.client_id if request.api == "JoinGroup" else client
-            future = connection.send(API_KEYS[request.api], request.api_version, entity, client_id=client_id)
+            future = connection.send(
+                API_KEYS[request.api], request.api_version, entity, client_id=client_id
+            )
         except WireError as exc:
             raise TargetError(f"{request.api} v{request.api_version}: {exc}") from None
-        state.delivery = asyncio.get_running_loop().create_task(self._deliver(state, request, future))
+        state.delivery = asyncio.get_running_loop().create_task(
+            self._deliver(state, request, future)
+        )
 
     async def _deliver(self, state: _Client, request: Request, future: asyncio.Future) -> None:
         what = f"{request.api} v{request.api_version}"
@@ -243,7 +285,11 @@ class KafkaSession:
     async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
         inbox = self.clients.setdefault(client, _Client()).inbox
         try:  # wait_for with no time left gives up before get() runs, even with a reply queued
-            item = inbox.get_nowait() if not inbox.empty() else await asyncio.wait_for(inbox.get(), within_ms / 1000)
+            item = (
+                inbox.get_nowait()
+                if not inbox.empty()
+                else await asyncio.wait_for(inbox.get(), within_ms / 1000)
+            )
         except TimeoutError:
             return None
         if isinstance(item, TargetError):
@@ -300,7 +346,11 @@ class KafkaSession:
             connection = await self._connection(state, bootstrap)
             supported = connection.versions[FIND_COORDINATOR]
             version = min(supported.stop - 1, 3) if supported.start <= 3 else supported.stop - 1
-            values = {"key": key, "key_type": 0} if version <= 3 else {"key_type": 0, "coordinator_keys": [key]}
+            values = (
+                {"key": key, "key_type": 0}
+                if version <= 3
+                else {"key_type": 0, "coordinator_keys": [key]}
+            )
             answer = await connection.call(FIND_COORDINATOR, version, values, self.target.timeout_s)
             if version >= 4:
                 answer = answer.coordinators[0]
@@ -312,7 +362,9 @@ class KafkaSession:
                     return bootstrap
                 return await self._find_coordinator(state, self.group_id)
             if time.monotonic() >= deadline:
-                raise WireError(f"FindCoordinator for {key!r}: still error {error} after {self.target.timeout_s:g} s")
+                raise WireError(
+                    f"FindCoordinator for {key!r}: still error {error} after {self.target.timeout_s:g} s"
+                )
             await asyncio.sleep(0.1)
 
     async def _drop_connections(self) -> None:
@@ -353,19 +405,30 @@ class KafkaSession:
             state.inbox = asyncio.Queue()
 
     async def _run_hook(self, option: str, command: str) -> None:
-        coordinator = next((c for s in self.clients.values() for c in s.coordinators.values()), (self.target.host, self.target.port))
-        env = {**os.environ, "COORDSPEC_GROUP_ID": self.group_id, "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}"}
+        coordinator = next(
+            (c for s in self.clients.values() for c in s.coordinators.values()),
+            (self.target.host, self.target.port),
+        )
+        env = {
+            **os.environ,
+            "COORDSPEC_GROUP_ID": self.group_id,
+            "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}",
+        }
         limit = self.target.timeout_s * 6
         # stderr to a file, not a pipe: a hook that starts a broker in the background would
         # hold a pipe open, and the hook would never seem to finish.
         with tempfile.TemporaryFile() as stderr:
-            process = await asyncio.create_subprocess_shell(command, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=stderr)
+            process = await asyncio.create_subprocess_shell(
+                command, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=stderr
+            )
             try:
                 await asyncio.wait_for(process.wait(), limit)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
-                raise TargetError(f"{option} {command!r} did not finish within {limit:g} s") from None
+                raise TargetError(
+                    f"{option} {command!r} did not finish within {limit:g} s"
+                ) from None
             if process.returncode != 0:
                 stderr.seek(0)
                 last = (stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
@@ -376,7 +439,10 @@ def _group_key(request: Request) -> str | None:
     """The group a request is routed by (DescribeGroups / DeleteGroups: the first one named)."""
     group = getattr(request, "group_id", None)
     if group is None:
-        group = next(iter(getattr(request, "groups", None) or getattr(request, "groups_names", None) or ()), None)
+        group = next(
+            iter(getattr(request, "groups", None) or getattr(request, "groups_names", None) or ()),
+            None,
+        )
     return group or None
 
 

@@ -33,7 +33,9 @@ class WireError(Exception):
 
 
 class Connection:
-    def __init__(self, address: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, address: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.address = address
         self._reader, self._writer = reader, writer
         self._pending: deque[tuple[int, type, asyncio.Future]] = deque()
@@ -52,9 +54,13 @@ class Connection:
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
         except TimeoutError:
-            raise WireError(f"cannot reach {address}: no connection within {timeout_s:g} s") from None
+            raise WireError(
+                f"cannot reach {address}: no connection within {timeout_s:g} s"
+            ) from None
         except OSError as exc:
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)  # asyncio's own text repeats the address
+            reason = (
+                os.strerror(exc.errno) if exc.errno else str(exc)
+            )  # asyncio's own text repeats the address
             raise WireError(f"cannot reach {address}: {reason}") from None
         connection = cls(address, reader, writer)
         try:
@@ -66,17 +72,30 @@ class Connection:
 
     async def _negotiate(self, timeout_s: float) -> None:
         try:
-            response = await self.call(API_VERSIONS, 3, {"client_software_name": "coordspec", "client_software_version": "1"},
-                                       timeout_s)
+            response = await self.call(
+                API_VERSIONS,
+                3,
+                {"client_software_name": "coordspec", "client_software_version": "1"},
+                timeout_s,
+            )
             if int(response.error_code) == UNSUPPORTED_VERSION:
                 response = await self.call(API_VERSIONS, 0, {}, timeout_s)
         except WireError as exc:
-            raise WireError(f"{self.address} does not speak Kafka: {exc.args[0].removeprefix(self.address + ': ')}") from None
+            raise WireError(
+                f"{self.address} does not speak Kafka: {exc.args[0].removeprefix(self.address + ': ')}"
+            ) from None
         if int(response.error_code) != 0:
-            raise WireError(f"{self.address}: ApiVersions answered error {int(response.error_code)}")
-        self.versions = {int(k.api_key): range(int(k.min_version), int(k.max_version) + 1) for k in response.api_keys}
+            raise WireError(
+                f"{self.address}: ApiVersions answered error {int(response.error_code)}"
+            )
+        self.versions = {
+            int(k.api_key): range(int(k.min_version), int(k.max_version) + 1)
+            for k in response.api_keys
+        }
 
-    def send(self, api_key: int, version: int, entity: Any, client_id: str | None = "coordspec") -> asyncio.Future:
+    def send(
+        self, api_key: int, version: int, entity: Any, client_id: str | None = "coordspec"
+    ) -> asyncio.Future:
         """Write one request; the future gets ``(response entity, arrival time.monotonic())``."""
         if self._closed:
             raise WireError(f"{self.address}: {self._closed}")
@@ -84,24 +103,39 @@ class Connection:
         header_cls = request_cls.__header_schema__
         self._correlation += 1
         buffer = io.BytesIO()
-        entity_writer(header_cls)(buffer, header_cls(request_api_key=api_key, request_api_version=version,
-                                                     correlation_id=self._correlation, client_id=client_id))
+        entity_writer(header_cls)(
+            buffer,
+            header_cls(
+                request_api_key=api_key,
+                request_api_version=version,
+                correlation_id=self._correlation,
+                client_id=client_id,
+            ),
+        )
         entity_writer(request_cls)(buffer, entity)
         payload = buffer.getvalue()
         future = asyncio.get_running_loop().create_future()
-        self._pending.append((self._correlation, kio.index.load_response_schema(api_key, version), future))
+        self._pending.append(
+            (self._correlation, kio.index.load_response_schema(api_key, version), future)
+        )
         self._writer.write(struct.pack(">i", len(payload)) + payload)
         return future
 
     async def call(self, api_key: int, version: int, values: dict | Any, timeout_s: float) -> Any:
         """A request from plain values (or an entity) and its decoded response, within ``timeout_s``."""
-        entity = build(kio.index.load_request_schema(api_key, version), values) if isinstance(values, dict) else values
+        entity = (
+            build(kio.index.load_request_schema(api_key, version), values)
+            if isinstance(values, dict)
+            else values
+        )
         future = self.send(api_key, version, entity)
         try:
             response, _ = await asyncio.wait_for(future, timeout_s)
         except TimeoutError:
             name = kio.index.load_request_schema(api_key, version).__name__.removesuffix("Request")
-            raise WireError(f"{self.address}: no answer to {name} v{version} within {timeout_s:g} s") from None
+            raise WireError(
+                f"{self.address}: no answer to {name} v{version} within {timeout_s:g} s"
+            ) from None
         return response
 
     async def _read_loop(self) -> None:
@@ -150,13 +184,20 @@ def _decode(response_cls: type, correlation: int, payload: bytes) -> Any:
     except Exception as exc:  # noqa: BLE001 - kio raises many kinds on bad input
         raise WireError(f"cannot decode the header of {name}: {exc}") from None
     if header.correlation_id != correlation:
-        raise WireError(f"{name} came with correlation id {header.correlation_id}, expected {correlation}")
-    if response_cls.__api_key__ == API_VERSIONS and struct.unpack_from(">h", payload, offset)[0] == UNSUPPORTED_VERSION:
+        raise WireError(
+            f"{name} came with correlation id {header.correlation_id}, expected {correlation}"
+        )
+    if (
+        response_cls.__api_key__ == API_VERSIONS
+        and struct.unpack_from(">h", payload, offset)[0] == UNSUPPORTED_VERSION
+    ):
         # KIP-511 asks for v0's format whatever version was asked; the caller retries at v0
         # anyway, so a body in some other format (librdkafka's mock) does not matter.
         return _Unsupported()
     try:
-        body, _ = entity_reader(response_cls)(payload, offset)  # trailing bytes are ignored, as Kafka's clients do
+        body, _ = entity_reader(response_cls)(
+            payload, offset
+        )  # trailing bytes are ignored, as Kafka's clients do
     except Exception as exc:  # noqa: BLE001
         raise WireError(f"cannot decode {name}: {type(exc).__name__}: {exc}") from None
     return body

@@ -26,8 +26,15 @@ from kio.static.primitive import i32Timedelta, i64Timedelta
 
 from coordspec.reference.errors import ErrorCode
 
-_ZERO = {"string": "", "bytes": b"", "records": b"", "bool": False, "uuid": uuid.UUID(int=0),
-         "error_code": KioErrorCode.none, "float64": 0.0}
+_ZERO = {
+    "string": "",
+    "bytes": b"",
+    "records": b"",
+    "bool": False,
+    "uuid": uuid.UUID(int=0),
+    "error_code": KioErrorCode.none,
+    "float64": 0.0,
+}
 
 
 class UnknownErrorCode(ValueError):
@@ -91,7 +98,9 @@ def build(cls: type, values: Mapping[str, Any]) -> Any:
         if field.name in values:
             kwargs[field.name] = _to_kio(field, hints[field.name], values[field.name])
         elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            kwargs[field.name] = _to_kio(field, hints[field.name], _kio_zero(field, hints[field.name]))
+            kwargs[field.name] = _to_kio(
+                field, hints[field.name], _kio_zero(field, hints[field.name])
+            )
     return cls(**kwargs)
 
 
@@ -104,7 +113,9 @@ def _from_kio(annotation: Any, value: Any) -> Any:
         try:
             return ErrorCode(int(value))
         except ValueError:
-            raise UnknownErrorCode(f"error code {int(value)}, which the reference does not know") from None
+            raise UnknownErrorCode(
+                f"error code {int(value)}, which the reference does not know"
+            ) from None
     entity = _entity(annotation)
     if _is_array(annotation):
         return tuple(read(entity, v) if entity else v for v in value)

@@ -9,7 +9,10 @@ from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.versions import label, plans
 from coordspec.reference.group.requests import VERSIONS
 
-SPEC_PAGES = [Path(__file__).resolve().parents[2] / "spec" / name for name in ("group-membership.md", "coordinator-failover.md")]
+SPEC_PAGES = [
+    Path(__file__).resolve().parents[2] / "spec" / name
+    for name in ("group-membership.md", "coordinator-failover.md")
+]
 
 
 def listing(scenarios: list[Scenario]) -> str:
@@ -25,7 +28,14 @@ def listing(scenarios: list[Scenario]) -> str:
     lines.append("API versions no scenario applies to: " + (", ".join(missing) or "none"))
     pages = [page for page in SPEC_PAGES if page.is_file()]
     if pages:
-        defined = [rule for page in pages for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))]
+        defined = [
+            rule
+            for page in pages
+            for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))
+        ]
         named = {rule for s in scenarios for rule in s.rules}
-        lines.append("spec rules no scenario names: " + (", ".join(r for r in defined if r not in named) or "none"))
+        lines.append(
+            "spec rules no scenario names: "
+            + (", ".join(r for r in defined if r not in named) or "none")
+        )
     return "\n".join(lines)

@@ -91,14 +91,20 @@ class _Builder:
             return model.model_validate(data)
         except ValidationError as exc:
             error = exc.errors()[0]
-            loc = tuple(p for p in error["loc"] if isinstance(p, int) or p in _keys(data, error["loc"]))
+            loc = tuple(
+                p for p in error["loc"] if isinstance(p, int) or p in _keys(data, error["loc"])
+            )
             field = ".".join(str(p) for p in loc)
             if error["type"] == "extra_forbidden":
                 message = f"unknown field {loc[-1]!r}"
             elif error["type"] == "missing":
                 message = f"missing field {error['loc'][-1]!r}"
             else:
-                message = f"{field}: {error['msg'].removeprefix('Value error, ')}" if field else error["msg"]
+                message = (
+                    f"{field}: {error['msg'].removeprefix('Value error, ')}"
+                    if field
+                    else error["msg"]
+                )
             raise self.fail((*where, *loc), f"{what}{message}") from None
 
     def scenario(self, data: object) -> Scenario:
@@ -123,14 +129,24 @@ class _Builder:
         for api in sorted(used - set(versions)):
             versions[api] = VERSIONS[api]
         return Scenario(
-            name=self.path.stem, path=self.path, checks=" ".join(header.checks.split()), rules=tuple(header.rules),
-            versions=versions, broker=dict(header.broker), clients=tuple(header.clients), tags=tuple(header.tags),
-            steps=tuple(steps), lines=tuple(step_lines),
+            name=self.path.stem,
+            path=self.path,
+            checks=" ".join(header.checks.split()),
+            rules=tuple(header.rules),
+            versions=versions,
+            broker=dict(header.broker),
+            clients=tuple(header.clients),
+            tags=tuple(header.tags),
+            steps=tuple(steps),
+            lines=tuple(step_lines),
         )
 
     def step(self, raw: object, where: tuple, clients: list[str], waiting: dict) -> object:
         if not isinstance(raw, dict) or not raw:
-            raise self.fail(where, "a step is a mapping: '- c1: JoinGroup', '- await: c1', '- sleep: MS' or '- fault: NAME'")
+            raise self.fail(
+                where,
+                "a step is a mapping: '- c1: JoinGroup', '- await: c1', '- sleep: MS' or '- fault: NAME'",
+            )
         actors = [k for k in raw if isinstance(k, str) and CLIENT.match(k)]
         if len(actors) > 1:
             raise self.fail(where, f"one client per step, got {', '.join(actors)}")
@@ -140,7 +156,10 @@ class _Builder:
             parsed = self.validate(AwaitStep, raw, where, "await: ")
             client = parsed.await_
             if client not in waiting:
-                raise self.fail((*where, "await"), f"await: {client} has no parked request (a request whose expect is 'parked')")
+                raise self.fail(
+                    (*where, "await"),
+                    f"await: {client} has no parked request (a request whose expect is 'parked')",
+                )
             api, _ = waiting[client]
             expect = self.expectation(api, parsed.expect, where)
             if expect != "parked":
@@ -151,22 +170,36 @@ class _Builder:
         if "fault" in raw:
             waiting.clear()  # requests in flight are lost with their connections
             return Fault(self.validate(FaultStep, raw, where, "fault: ").fault)
-        raise self.fail(where, f"a step starts with a client (c1: ...), await, sleep or fault; got {', '.join(map(str, raw))}")
+        raise self.fail(
+            where,
+            f"a step starts with a client (c1: ...), await, sleep or fault; got {', '.join(map(str, raw))}",
+        )
 
-    def request(self, raw: dict, client: str, where: tuple, clients: list[str], waiting: dict) -> RequestStep:
+    def request(
+        self, raw: dict, client: str, where: tuple, clients: list[str], waiting: dict
+    ) -> RequestStep:
         api = raw[client]
         if client not in clients:
             raise self.fail((*where, client), f"client {client} is not listed in clients")
         if api not in REQUEST_STEPS:
-            raise self.fail((*where, client), f"{client}: {api!r} is not an API (known: {', '.join(REQUEST_STEPS)})")
+            raise self.fail(
+                (*where, client),
+                f"{client}: {api!r} is not an API (known: {', '.join(REQUEST_STEPS)})",
+            )
         if client in waiting:
             other, line = waiting[client]
-            raise self.fail(where, f"{client} still waits for its {other} from line {line}; await it first, or send from another client")
+            raise self.fail(
+                where,
+                f"{client} still waits for its {other} from line {line}; await it first, or send from another client",
+            )
         fields = {k: v for k, v in raw.items() if k != client}
         parsed = self.validate(REQUEST_STEPS[api], fields, where, f"{api}: ")
         if parsed.v is not None and parsed.v not in VERSIONS[api]:
             known = VERSIONS[api]
-            raise self.fail((*where, "v"), f"{api}: v{parsed.v} is not modelled (v{known.start}-v{known.stop - 1})")
+            raise self.fail(
+                (*where, "v"),
+                f"{api}: v{parsed.v} is not modelled (v{known.start}-v{known.stop - 1})",
+            )
         expect = self.expectation(api, parsed.expect, where)
         if expect == "parked":
             waiting[client] = (api, self.lines.get(where, 0))
@@ -178,7 +211,9 @@ class _Builder:
         try:
             parsed = parse_expectation(api, raw)
         except ExpectationError as exc:
-            raise self.fail((*where, "expect", *((exc.key,) if exc.key else ())), f"{api}: {exc}") from None
+            raise self.fail(
+                (*where, "expect", *((exc.key,) if exc.key else ())), f"{api}: {exc}"
+            ) from None
         return parsed
 
 

@@ -36,7 +36,9 @@ class MockCluster:
     def start(self) -> MockCluster:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "coordspec.conformance.suite.mock_target", str(self.brokers)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
             cwd=Path(__file__).resolve().parents[2],
         )
         line = self._first_line()
@@ -86,8 +88,13 @@ def main(argv: list[str]) -> int:
     except ImportError:
         print("confluent-kafka is not installed", flush=True)
         return 1
-    producer = Producer({"bootstrap.servers": "", "test.mock.num.brokers": int(argv[0]) if argv else BROKERS,
-                         "log_level": 0})
+    producer = Producer(
+        {
+            "bootstrap.servers": "",
+            "test.mock.num.brokers": int(argv[0]) if argv else BROKERS,
+            "log_level": 0,
+        }
+    )
     metadata = producer.list_topics(timeout=10)
     addresses = [f"{b.host}:{b.port}" for _, b in sorted(metadata.brokers.items())]
     print("mock brokers " + ",".join(addresses), flush=True)

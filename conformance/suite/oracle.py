@@ -86,13 +86,19 @@ class ExploringChoices:
 class Hypothesis:
     coordinator: GroupCoordinator
     binding: Binding = field(default_factory=Binding)
-    replies: dict[int | str, Response] = field(default_factory=dict)  # answered, not yet seen from the broker
+    replies: dict[int | str, Response] = field(
+        default_factory=dict
+    )  # answered, not yet seen from the broker
     log: list[Record] = field(default_factory=list)
     # What a crash keeps of the log: ``durable`` records surely (loaded, or written before an
     # answer the broker gave that waits on its write), and any prefix up to a write's end after.
     durable: int = 0
-    write_ends: dict[int, int] = field(default_factory=dict)  # append id (this coordinator's) -> log length after it, past durable
-    reply_needs: dict[int | str, int] = field(default_factory=dict)  # request id -> log length its reply waits on
+    write_ends: dict[int, int] = field(
+        default_factory=dict
+    )  # append id (this coordinator's) -> log length after it, past durable
+    reply_needs: dict[int | str, int] = field(
+        default_factory=dict
+    )  # request id -> log length its reply waits on
 
     @property
     def choices(self) -> ExploringChoices:
@@ -102,7 +108,9 @@ class Hypothesis:
         # Copies share the records of the log (they are frozen): copying a log that grows
         # with the run at every branch made long runs quadratic.
         memo.update((id(record), record) for record in self.log)
-        return Hypothesis(*(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self)))
+        return Hypothesis(
+            *(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self))
+        )
 
 
 @dataclass(frozen=True)
@@ -117,12 +125,16 @@ class Disagreement:
 class Oracle:
     """The reference, following a broker. ``latency_ms``: see the module docstring."""
 
-    def __init__(self, config: GroupConfig, latency_ms: int = 0, observer: Observer | None = None) -> None:
+    def __init__(
+        self, config: GroupConfig, latency_ms: int = 0, observer: Observer | None = None
+    ) -> None:
         """``observer`` watches the reference's steps (each hypothesis has a copy of it, kept
         across coordinator restarts)."""
         self.config = config
         self.latency_ms = latency_ms
-        self.hypotheses = [Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))]
+        self.hypotheses = [
+            Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))
+        ]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
 
     # -- time -----------------------------------------------------------------------------
@@ -141,7 +153,9 @@ class Oracle:
                     if isinstance(effect, Reply):
                         branch.replies[effect.request_id] = effect.response
                         if effect.after_append is not None:
-                            branch.reply_needs[effect.request_id] = branch.write_ends.get(effect.after_append, 0)
+                            branch.reply_needs[effect.request_id] = branch.write_ends.get(
+                                effect.after_append, 0
+                            )
                     elif isinstance(effect, AppendRecords):
                         branch.log.extend(effect.records)
                         branch.write_ends[effect.append_id] = len(branch.log)
@@ -150,16 +164,24 @@ class Oracle:
                     scripts.extend(prefix + (k,) for k in range(1, arity))
                 expanded.append(branch)
         if len(expanded) > MAX_HYPOTHESES:
-            raise OracleOverflow(f"more than {MAX_HYPOTHESES} outcomes of the reference are still open")
+            raise OracleOverflow(
+                f"more than {MAX_HYPOTHESES} outcomes of the reference are still open"
+            )
         return expanded
 
-    def _tick_through(self, hypotheses: list[Hypothesis], until_ms: int, keep_each_step: bool) -> list[Hypothesis]:
+    def _tick_through(
+        self, hypotheses: list[Hypothesis], until_ms: int, keep_each_step: bool
+    ) -> list[Hypothesis]:
         """Fire the timers due by ``until_ms``, each at its deadline. With ``keep_each_step``
         the result also holds the hypotheses as they were before each deadline."""
         result = list(hypotheses) if keep_each_step else []
         frontier = hypotheses
         while True:
-            due = [d for h in frontier if (d := h.coordinator.next_deadline_ms()) is not None and d <= until_ms]
+            due = [
+                d
+                for h in frontier
+                if (d := h.coordinator.next_deadline_ms()) is not None and d <= until_ms
+            ]
             if not due:
                 return result if keep_each_step else frontier
             step = min(due)
@@ -170,7 +192,9 @@ class Oracle:
     def advance(self, now_ms: int) -> None:
         """Time is ``now_ms`` on the runner's clock: fire every timer that has surely fired on
         the broker by then (due ``latency_ms`` or more before)."""
-        self.hypotheses = self._tick_through(self.hypotheses, now_ms - self.latency_ms, keep_each_step=False)
+        self.hypotheses = self._tick_through(
+            self.hypotheses, now_ms - self.latency_ms, keep_each_step=False
+        )
 
     def _maybe_fired(self, until_ms: int) -> None:
         """Allow timers due from ``latency_ms`` ago up to ``until_ms`` to have fired or not."""
@@ -209,13 +233,20 @@ class Oracle:
         self.in_flight.clear()
         reloaded = []
         for hypothesis in self.hypotheses:
-            ends = sorted({hypothesis.durable, *(end for end in hypothesis.write_ends.values() if end > hypothesis.durable)})
+            ends = sorted(
+                {
+                    hypothesis.durable,
+                    *(end for end in hypothesis.write_ends.values() if end > hypothesis.durable),
+                }
+            )
             for end in ends:
                 branch = hypothesis if end == ends[-1] else copy.deepcopy(hypothesis)
                 del branch.log[end:]
                 branch.durable, branch.write_ends, branch.reply_needs = end, {}, {}
                 branch.replies.clear()
-                branch.coordinator = GroupCoordinator(self.config, branch.choices, now_ms=up_ms, observer=branch.coordinator.observer)
+                branch.coordinator = GroupCoordinator(
+                    self.config, branch.choices, now_ms=up_ms, observer=branch.coordinator.observer
+                )
                 reloaded.append(branch)
         self.hypotheses = self._expand(reloaded, lambda h: LoadGroups(tuple(h.log), up_ms))
 
@@ -240,18 +271,28 @@ class Oracle:
                 needs = hypothesis.reply_needs.pop(request_id, 0)
                 if needs > hypothesis.durable:
                     hypothesis.durable = needs
-                    hypothesis.write_ends = {a: end for a, end in hypothesis.write_ends.items() if end > needs}
+                    hypothesis.write_ends = {
+                        a: end for a, end in hypothesis.write_ends.items() if end > needs
+                    }
                 kept.append(hypothesis)
             else:
                 problems.append(problem)
         if not kept:
-            return Disagreement(_most_telling(problems), self._allowed(request_id), self._closest(request_id, response))
+            return Disagreement(
+                _most_telling(problems),
+                self._allowed(request_id),
+                self._closest(request_id, response),
+            )
         self.hypotheses = kept
         return None
 
     def _closest(self, request_id: int | str, response: Response) -> dict | None:
         theirs = json.dumps(codec.encode(response), indent=1, sort_keys=True).splitlines()
-        candidates = [h.binding.show(codec.encode(h.replies[request_id])) for h in self.hypotheses if request_id in h.replies]
+        candidates = [
+            h.binding.show(codec.encode(h.replies[request_id]))
+            for h in self.hypotheses
+            if request_id in h.replies
+        ]
 
         def distance(candidate: dict) -> int:
             mine = json.dumps(candidate, indent=1, sort_keys=True).splitlines()
@@ -265,7 +306,10 @@ class Oracle:
         request_id = self.in_flight[client]
         kept = [h for h in self.hypotheses if request_id not in h.replies]
         if not kept:
-            return Disagreement("the broker has not answered, and the reference answers at once", self._allowed(request_id))
+            return Disagreement(
+                "the broker has not answered, and the reference answers at once",
+                self._allowed(request_id),
+            )
         self.hypotheses = kept
         return None
 
@@ -273,7 +317,11 @@ class Oracle:
         seen: dict[str, None] = {}
         for h in self.hypotheses:
             reply = h.replies.get(request_id)
-            text = "no reply yet (parked)" if reply is None else json.dumps(h.binding.show(codec.encode(reply)), sort_keys=True)
+            text = (
+                "no reply yet (parked)"
+                if reply is None
+                else json.dumps(h.binding.show(codec.encode(reply)), sort_keys=True)
+            )
             if h.choices.made:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"
             seen[text] = None
@@ -282,4 +330,6 @@ class Oracle:
 
 def _most_telling(problems: list[str]) -> str:
     """A field that differs says more than "not answered yet"."""
-    return next((p for p in problems if not p.startswith("the reference has not answered")), problems[0])
+    return next(
+        (p for p in problems if not p.startswith("the reference has not answered")), problems[0]
+    )

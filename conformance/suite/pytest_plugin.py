@@ -28,22 +28,57 @@ from coordspec.conformance.suite.trace import TraceWriter
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("coordspec conformance")
-    group.addoption("--conform", action="store_true", help="collect the conformance catalog as test items")
-    group.addoption("--conform-target", default="reference", choices=targets.CHOICES, help="target (default: reference)")
-    group.addoption("--conform-bootstrap", default=None, metavar="HOST:PORT", help="the broker to check")
-    group.addoption("--conform-scenarios", nargs="+", type=Path, default=[], metavar="PATH", help="scenario files or directories")
-    group.addoption("--conform-tags", nargs="+", default=[], metavar="TAG", help="select scenarios by rule, tag or name")
-    group.addoption("--conform-versions", default="all", metavar="SEL", help="all, latest, oldest or API=RANGE,...")
+    group.addoption(
+        "--conform", action="store_true", help="collect the conformance catalog as test items"
+    )
+    group.addoption(
+        "--conform-target",
+        default="reference",
+        choices=targets.CHOICES,
+        help="target (default: reference)",
+    )
+    group.addoption(
+        "--conform-bootstrap", default=None, metavar="HOST:PORT", help="the broker to check"
+    )
+    group.addoption(
+        "--conform-scenarios",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="scenario files or directories",
+    )
+    group.addoption(
+        "--conform-tags",
+        nargs="+",
+        default=[],
+        metavar="TAG",
+        help="select scenarios by rule, tag or name",
+    )
+    group.addoption(
+        "--conform-versions",
+        default="all",
+        metavar="SEL",
+        help="all, latest, oldest or API=RANGE,...",
+    )
     group.addoption("--conform-seed", type=int, default=0, help="seed for the reference target")
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     if not config.getoption("--conform"):
         return
     try:
-        target = targets.make(config.getoption("--conform-target"), config.getoption("--conform-bootstrap"),
-                              config.getoption("--conform-seed"))
-        catalog = select(loader.load_all(config.getoption("--conform-scenarios")), config.getoption("--conform-tags"))
+        target = targets.make(
+            config.getoption("--conform-target"),
+            config.getoption("--conform-bootstrap"),
+            config.getoption("--conform-seed"),
+        )
+        catalog = select(
+            loader.load_all(config.getoption("--conform-scenarios")),
+            config.getoption("--conform-tags"),
+        )
         mode, limits = versions.parse_selection(config.getoption("--conform-versions"))
     except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -51,10 +86,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for scenario in catalog:
         plans = planned(scenario, target, mode, limits)
         for index, plan in enumerate(plans if not isinstance(plans, str) else [None]):
-            items.append(ScenarioItem.from_parent(
-                catalog_node, name=f"{scenario.name}[{plan_label(plan) if plan else 'no plan'}]",
-                scenario=scenario, plan=plan, target=target, index=index,
-                reason=plans if isinstance(plans, str) else ""))
+            items.append(
+                ScenarioItem.from_parent(
+                    catalog_node,
+                    name=f"{scenario.name}[{plan_label(plan) if plan else 'no plan'}]",
+                    scenario=scenario,
+                    plan=plan,
+                    target=target,
+                    index=index,
+                    reason=plans if isinstance(plans, str) else "",
+                )
+            )
 
 
 class Catalog(pytest.Collector):
@@ -69,10 +111,24 @@ class ScenarioFailed(Exception):
 
 
 class ScenarioItem(pytest.Item):
-    def __init__(self, *, scenario: Scenario, plan: dict[str, int] | None, target: Target, index: int, reason: str,
-                 **kwargs) -> None:
+    def __init__(
+        self,
+        *,
+        scenario: Scenario,
+        plan: dict[str, int] | None,
+        target: Target,
+        index: int,
+        reason: str,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
-        self.scenario, self.plan, self.target, self.index, self.reason = scenario, plan, target, index, reason
+        self.scenario, self.plan, self.target, self.index, self.reason = (
+            scenario,
+            plan,
+            target,
+            index,
+            reason,
+        )
         for rule in scenario.rules:
             self.user_properties.append(("rule", rule))
 
@@ -80,7 +136,11 @@ class ScenarioItem(pytest.Item):
         if self.plan is None:
             pytest.skip(f"not run: {self.reason}")
         group_id = f"coordspec-pytest-{self.scenario.name}-{self.index}"
-        result: RunResult = asyncio.run(run_one(self.scenario, self.plan, self.target, group_id, group_id, TraceWriter(None, "")))
+        result: RunResult = asyncio.run(
+            run_one(
+                self.scenario, self.plan, self.target, group_id, group_id, TraceWriter(None, "")
+            )
+        )
         if result.status == "not_run":
             pytest.skip(f"not run: {result.reason}")
         if result.status != "passed":
@@ -92,4 +152,8 @@ class ScenarioItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.scenario.path, self.scenario.lines[0] - 1 if self.scenario.lines else 0, self.name
+        return (
+            self.scenario.path,
+            self.scenario.lines[0] - 1 if self.scenario.lines else 0,
+            self.name,
+        )

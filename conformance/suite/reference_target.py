@@ -45,7 +45,9 @@ class ReferenceTarget:
 
     async def open(self, group_id: str, config: GroupConfig) -> ReferenceSession:
         digest = hashlib.blake2b(f"{self.seed}/{group_id}".encode(), digest_size=8).digest()
-        return ReferenceSession(config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True))
+        return ReferenceSession(
+            config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True)
+        )
 
 
 class ReferenceSession:
@@ -72,14 +74,18 @@ class ReferenceSession:
 
     def _advance_to(self, until_ms: int) -> None:
         """Fire each timer due by ``until_ms`` at its own deadline, so replies carry their time."""
-        while (deadline := self.coordinator.next_deadline_ms()) is not None and deadline <= until_ms:
+        while (
+            deadline := self.coordinator.next_deadline_ms()
+        ) is not None and deadline <= until_ms:
             self._handle(Tick(max(deadline, self.now_ms())))
         if until_ms > self.now_ms():
             self._handle(Tick(until_ms))
 
     async def send(self, client: str, request: Request) -> None:
         self.owner[request.request_id] = client
-        self._handle(dataclasses.replace(request, now_ms=self.now_ms()))  # the target's clock, as on a broker
+        self._handle(
+            dataclasses.replace(request, now_ms=self.now_ms())
+        )  # the target's clock, as on a broker
 
     async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
         until = self.now_ms() + within_ms
@@ -105,7 +111,9 @@ class ReferenceSession:
         self.owner.clear()
         self.inbox.clear()
         self.monitor = Monitor()
-        self.coordinator = GroupCoordinator(self.config, self.choices, now_ms=now, observer=self.monitor)
+        self.coordinator = GroupCoordinator(
+            self.config, self.choices, now_ms=now, observer=self.monitor
+        )
         self._handle(LoadGroups(tuple(self.log), now))
 
     async def kill_coordinator(self) -> None:

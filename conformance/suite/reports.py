@@ -46,20 +46,37 @@ def failure_text(result: RunResult) -> str:
         lines.append("diff, nearest allowed response -> broker response:")
         mine = json.dumps(f.closest, indent=1, sort_keys=True).splitlines()
         theirs = json.dumps(f.response, indent=1, sort_keys=True).splitlines()
-        lines.extend("  " + line for line in difflib.unified_diff(mine, theirs, "reference", "broker", lineterm="", n=2))
+        lines.extend(
+            "  " + line
+            for line in difflib.unified_diff(mine, theirs, "reference", "broker", lineterm="", n=2)
+        )
     return "\n".join(lines)
 
 
 def write_junit(results: list[RunResult], target: str, wall_s: float, path: Path) -> None:
     tally = counts(results)
-    suite = ET.Element("testsuite", name=f"coordspec conformance ({target})", tests=str(len(results)),
-                       failures=str(tally["failed"]), errors=str(tally["error"]), skipped=str(tally["not_run"]),
-                       time=f"{wall_s:.3f}")
+    suite = ET.Element(
+        "testsuite",
+        name=f"coordspec conformance ({target})",
+        tests=str(len(results)),
+        failures=str(tally["failed"]),
+        errors=str(tally["error"]),
+        skipped=str(tally["not_run"]),
+        time=f"{wall_s:.3f}",
+    )
     for result in results:
-        case = ET.SubElement(suite, "testcase", classname=f"conformance.{result.scenario}", name=plan_label(result.plan),
-                             time=f"{result.duration_s:.3f}", file=result.path)
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"conformance.{result.scenario}",
+            name=plan_label(result.plan),
+            time=f"{result.duration_s:.3f}",
+            file=result.path,
+        )
         if result.status == "failed":
-            ET.SubElement(case, "failure", message=result.reason, type=result.failure.kind).text = failure_text(result)
+            ET.SubElement(
+                case, "failure", message=result.reason, type=result.failure.kind
+            ).text = failure_text(result)
         elif result.status == "error":
             ET.SubElement(case, "error", message=result.reason).text = failure_text(result)
         elif result.status == "not_run":
@@ -76,16 +93,28 @@ def write_junit(results: list[RunResult], target: str, wall_s: float, path: Path
 def _summary_line(results: list[RunResult], wall_s: float) -> str:
     tally = counts(results)
     busy = sum(r.duration_s for r in results)
-    return (f"{len(results)} runs: {tally['passed']} passed, {tally['failed']} failed, {tally['allowed']} allowed, "
-            f"{tally['error']} errors, {tally['not_run']} not run; wall {wall_s:.2f} s, scenario time {busy:.2f} s, "
-            f"concurrency ratio {busy / wall_s if wall_s else 0:.1f}")
+    return (
+        f"{len(results)} runs: {tally['passed']} passed, {tally['failed']} failed, {tally['allowed']} allowed, "
+        f"{tally['error']} errors, {tally['not_run']} not run; wall {wall_s:.2f} s, scenario time {busy:.2f} s, "
+        f"concurrency ratio {busy / wall_s if wall_s else 0:.1f}"
+    )
 
 
 def markdown(results: list[RunResult], target: str, wall_s: float) -> str:
-    out = [f"# Conformance report: target `{target}`", "", _summary_line(results, wall_s), "", "## Spec rules", "",
-           "| rule | verdict | passed | failed | allowed | errors | not run |", "|---|---|---|---|---|---|---|"]
+    out = [
+        f"# Conformance report: target `{target}`",
+        "",
+        _summary_line(results, wall_s),
+        "",
+        "## Spec rules",
+        "",
+        "| rule | verdict | passed | failed | allowed | errors | not run |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in rule_verdicts(results):
-        out.append(f"| {v.rule} | {MARK[v.verdict]} {v.verdict} | {v.passed} | {v.failed} | {v.allowed} | {v.errors} | {v.not_run} |")
+        out.append(
+            f"| {v.rule} | {MARK[v.verdict]} {v.verdict} | {v.passed} | {v.failed} | {v.allowed} | {v.errors} | {v.not_run} |"
+        )
     legend = "✓ answered as the reference allows, ✗ a failure at that version, ≈ only failures --allow tolerates, – not exercised."
     out += ["", "## API versions", "", legend, ""]
     table = api_verdicts(results)
@@ -115,13 +144,20 @@ def markdown(results: list[RunResult], target: str, wall_s: float) -> str:
 
 def html_report(results: list[RunResult], target: str, wall_s: float) -> str:
     e = html.escape
-    parts = [f"<!doctype html><meta charset='utf-8'><title>Conformance: {e(target)}</title>", _STYLE,
-             f"<h1>Conformance report: target <code>{e(target)}</code></h1><p>{e(_summary_line(results, wall_s))}</p>",
-             "<h2>Spec rules</h2><table><tr><th>rule<th>verdict<th>passed<th>failed<th>allowed<th>errors<th>not run"]
+    parts = [
+        f"<!doctype html><meta charset='utf-8'><title>Conformance: {e(target)}</title>",
+        _STYLE,
+        f"<h1>Conformance report: target <code>{e(target)}</code></h1><p>{e(_summary_line(results, wall_s))}</p>",
+        "<h2>Spec rules</h2><table><tr><th>rule<th>verdict<th>passed<th>failed<th>allowed<th>errors<th>not run",
+    ]
     for v in rule_verdicts(results):
-        parts.append(f"<tr class='{v.verdict}'><td>{v.rule}<td>{MARK[v.verdict]} {v.verdict}<td>{v.passed}<td>{v.failed}"
-                     f"<td>{v.allowed}<td>{v.errors}<td>{v.not_run}")
-    parts.append("</table><h2>API versions</h2><table><tr><th>API" + "".join(f"<th>v{n}" for n in range(10)))
+        parts.append(
+            f"<tr class='{v.verdict}'><td>{v.rule}<td>{MARK[v.verdict]} {v.verdict}<td>{v.passed}<td>{v.failed}"
+            f"<td>{v.allowed}<td>{v.errors}<td>{v.not_run}"
+        )
+    parts.append(
+        "</table><h2>API versions</h2><table><tr><th>API" + "".join(f"<th>v{n}" for n in range(10))
+    )
     table = api_verdicts(results)
     for api, versions in VERSIONS.items():
         row = [f"<tr><td>{api}"]
@@ -134,19 +170,29 @@ def html_report(results: list[RunResult], target: str, wall_s: float) -> str:
     if failing:
         parts.append("<h2>Failures</h2>")
         for r in failing:
-            parts.append(f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>")
+            parts.append(
+                f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>"
+            )
     allowed = [r for r in results if r.status == "allowed"]
     if allowed:
         parts.append("<h2>Allowed divergences</h2>")
         for r in allowed:
-            parts.append(f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>")
+            parts.append(
+                f"<h3>{e(r.label)}</h3><p>{e(r.checks)}</p><pre>{e(failure_text(r))}</pre>"
+            )
     skipped = [r for r in results if r.status == "not_run"]
     if skipped:
-        parts.append("<h2>Not run</h2><ul>" + "".join(f"<li>{e(r.label)}: {e(r.reason)}" for r in skipped) + "</ul>")
+        parts.append(
+            "<h2>Not run</h2><ul>"
+            + "".join(f"<li>{e(r.label)}: {e(r.reason)}" for r in skipped)
+            + "</ul>"
+        )
     return "\n".join(parts) + "\n"
 
 
-def write_report(results: list[RunResult], target: str, wall_s: float, directory: Path) -> list[Path]:
+def write_report(
+    results: list[RunResult], target: str, wall_s: float, directory: Path
+) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     md, page = directory / "conformance.md", directory / "conformance.html"
     md.write_text(markdown(results, target, wall_s), encoding="utf-8")
@@ -158,7 +204,10 @@ def console_summary(results: list[RunResult], wall_s: float) -> str:
     lines = []
     for r in results:
         if r.status in ("failed", "error", "allowed"):
-            lines.append(f"{r.status.upper()} {r.label}\n" + "\n".join("  " + line for line in failure_text(r).splitlines()))
+            lines.append(
+                f"{r.status.upper()} {r.label}\n"
+                + "\n".join("  " + line for line in failure_text(r).splitlines())
+            )
     failed_rules = [v.rule for v in rule_verdicts(results) if v.verdict == "failed"]
     if failed_rules:
         lines.append("rules failed: " + ", ".join(failed_rules))

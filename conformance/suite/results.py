@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Status = Literal["passed", "failed", "allowed", "not_run", "error"]  # allowed: a failure --allow tolerates
+Status = Literal[
+    "passed", "failed", "allowed", "not_run", "error"
+]  # allowed: a failure --allow tolerates
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,9 @@ class RunResult:
     failure: Failure | None = None
     steps_run: int = 0
     duration_s: float = 0.0
-    exercised: set[tuple[str, int]] = field(default_factory=set)  # (API, version) pairs answered and checked
+    exercised: set[tuple[str, int]] = field(
+        default_factory=set
+    )  # (API, version) pairs answered and checked
 
     @property
     def label(self) -> str:

@@ -32,15 +32,27 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
     if target.configurable:
         return dataclasses.replace(target.config, **scenario.broker)
-    differ = [f"{k}={v} (target: {getattr(target.config, k)})" for k, v in scenario.broker.items() if getattr(target.config, k) != v]
+    differ = [
+        f"{k}={v} (target: {getattr(target.config, k)})"
+        for k, v in scenario.broker.items()
+        if getattr(target.config, k) != v
+    ]
     if differ:
         return "needs broker settings " + ", ".join(differ)
     return target.config
 
 
-async def run_one(scenario: Scenario, plan: dict[str, int], target: Target, group_id: str, run_id: str,
-                  trace: TraceWriter) -> RunResult:
-    result = RunResult(scenario.name, str(scenario.path), scenario.checks, scenario.rules, plan, group_id)
+async def run_one(
+    scenario: Scenario,
+    plan: dict[str, int],
+    target: Target,
+    group_id: str,
+    run_id: str,
+    trace: TraceWriter,
+) -> RunResult:
+    result = RunResult(
+        scenario.name, str(scenario.path), scenario.checks, scenario.rules, plan, group_id
+    )
     config = config_for(scenario, target)
     if isinstance(config, str):
         result.status, result.reason = "not_run", config
@@ -60,8 +72,17 @@ async def run_one(scenario: Scenario, plan: dict[str, int], target: Target, grou
 
 
 class _Run:
-    def __init__(self, scenario: Scenario, plan: dict[str, int], target: Target, session: Session, config: GroupConfig,
-                 run_id: str, trace: TraceWriter, result: RunResult) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        plan: dict[str, int],
+        target: Target,
+        session: Session,
+        config: GroupConfig,
+        run_id: str,
+        trace: TraceWriter,
+        result: RunResult,
+    ) -> None:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
         self.run_id, self.trace, self.result, self.config = run_id, trace, result, config
         self.symbols = Symbols(result.group_id, scenario.clients)
@@ -80,7 +101,10 @@ class _Run:
                     self.fail(index, "target", str(exc))
                 return
             except (OracleOverflow, InvariantViolation, UsageError) as exc:
-                self.result.status, self.result.reason = "error", f"step {index + 1} (line {self.scenario.lines[index]}): {exc}"
+                self.result.status, self.result.reason = (
+                    "error",
+                    f"step {index + 1} (line {self.scenario.lines[index]}): {exc}",
+                )
                 return
             self.result.steps_run += 1
 
@@ -90,10 +114,19 @@ class _Run:
         elif isinstance(step, Await):
             if step.expect == "parked":
                 got = await self.session.receive(step.client, step.within_ms)
-                self.still_parked(index, step.client, got, f"expected no reply within {step.within_ms} ms; the broker answered")
+                self.still_parked(
+                    index,
+                    step.client,
+                    got,
+                    f"expected no reply within {step.within_ms} ms; the broker answered",
+                )
             else:
-                got = await self.session.receive(step.client, step.within_ms + self.target.latency_ms)
-                self.answered(index, step.client, got, step.expect, f"no reply within {step.within_ms} ms")
+                got = await self.session.receive(
+                    step.client, step.within_ms + self.target.latency_ms
+                )
+                self.answered(
+                    index, step.client, got, step.expect, f"no reply within {step.within_ms} ms"
+                )
         elif isinstance(step, Sleep):
             await self.session.sleep(step.ms)
             self.record(kind="time", advance_ms=step.ms)
@@ -120,33 +153,55 @@ class _Run:
         self.in_flight[step.client] = request
         if step.expect == "parked":
             got = await self.session.receive(step.client, self.target.settle_ms)
-            self.still_parked(index, step.client, got, "expected the request to park; the broker answered it at once")
+            self.still_parked(
+                index,
+                step.client,
+                got,
+                "expected the request to park; the broker answered it at once",
+            )
             return
         got = await self.session.receive(step.client, self.target.answer_ms)
-        self.answered(index, step.client, got, step.expect, "expected a reply at once; the request is parked")
+        self.answered(
+            index, step.client, got, step.expect, "expected a reply at once; the request is parked"
+        )
 
-    def still_parked(self, index: int, client: str, got: tuple[Response, int] | None, answered: str) -> None:
+    def still_parked(
+        self, index: int, client: str, got: tuple[Response, int] | None, answered: str
+    ) -> None:
         request = self.in_flight[client]
         if got is None:
-            self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
+            self.check_oracle(
+                index, self.oracle.silence(client, self.session.now_ms()), request, None
+            )
             return
         self.answered(index, client, got, None, "")
         self.fail(index, "expectation", answered, request=request, response=got[0])
 
-    def answered(self, index: int, client: str, got: tuple[Response, int] | None, expect, silent: str) -> None:
+    def answered(
+        self, index: int, client: str, got: tuple[Response, int] | None, expect, silent: str
+    ) -> None:
         request = self.in_flight[client]
         if got is None:
-            self.check_oracle(index, self.oracle.silence(client, self.session.now_ms()), request, None)
+            self.check_oracle(
+                index, self.oracle.silence(client, self.session.now_ms()), request, None
+            )
             self.fail(index, "expectation", silent, request=request)
         response, at_ms = got
         if isinstance(response, ListGroupsResponse):  # other runs' groups share a real broker
-            response = dataclasses.replace(response, groups=tuple(g for g in response.groups if g.group_id.startswith(self.result.group_id)))
+            response = dataclasses.replace(
+                response,
+                groups=tuple(
+                    g for g in response.groups if g.group_id.startswith(self.result.group_id)
+                ),
+            )
         self.record(kind="response", client=client, **self.message(request, response), t_ms=at_ms)
         del self.in_flight[client]
         self.check_oracle(index, self.oracle.response(client, response, at_ms), request, response)
         learn(self.symbols.clients[client], self.symbols, response)
         self.result.exercised.add((request.api, request.api_version))
-        if expect and (problem := check(request.api, request.api_version, expect, response, self.symbols)):
+        if expect and (
+            problem := check(request.api, request.api_version, expect, response, self.symbols)
+        ):
             self.fail(index, "expectation", problem, request=request, response=response)
 
     def settings_note(self) -> str:
@@ -154,37 +209,80 @@ class _Run:
         than Kafka's defaults, the scenario may simply assume the defaults: say so."""
         if self.target.configurable:
             return ""
-        differ = [f"{f.name}={getattr(self.config, f.name)}" for f in dataclasses.fields(GroupConfig)
-                  if getattr(self.config, f.name) != getattr(GroupConfig(), f.name) and f.name not in self.scenario.broker]
+        differ = [
+            f"{f.name}={getattr(self.config, f.name)}"
+            for f in dataclasses.fields(GroupConfig)
+            if getattr(self.config, f.name) != getattr(GroupConfig(), f.name)
+            and f.name not in self.scenario.broker
+        ]
         if not differ:
             return ""
         return f" (the reference accepts the response with this broker's settings {', '.join(differ)}: the scenario may assume Kafka's defaults)"
 
-    def check_oracle(self, index: int, disagreement: Disagreement | None, request: Request, response: Response | None) -> None:
+    def check_oracle(
+        self,
+        index: int,
+        disagreement: Disagreement | None,
+        request: Request,
+        response: Response | None,
+    ) -> None:
         if disagreement is not None:
-            self.fail(index, "oracle", f"the reference does not allow this: {disagreement.message}",
-                      request=request, response=response, allowed=disagreement.allowed, closest=disagreement.closest)
+            self.fail(
+                index,
+                "oracle",
+                f"the reference does not allow this: {disagreement.message}",
+                request=request,
+                response=response,
+                allowed=disagreement.allowed,
+                closest=disagreement.closest,
+            )
 
-    def fail(self, index: int, kind: str, message: str, *, request: Request | None = None, response: Response | None = None,
-             allowed: tuple[str, ...] = (), closest: dict | None = None, api: str | None = None,
-             version: int | None = None) -> None:
+    def fail(
+        self,
+        index: int,
+        kind: str,
+        message: str,
+        *,
+        request: Request | None = None,
+        response: Response | None = None,
+        allowed: tuple[str, ...] = (),
+        closest: dict | None = None,
+        api: str | None = None,
+        version: int | None = None,
+    ) -> None:
         if kind == "expectation":
             message += self.settings_note()
         self.result.status = "failed" if kind in ("oracle", "expectation", "target") else "error"
         self.result.failure = Failure(
-            kind=kind, step=index + 1, line=self.scenario.lines[index], message=message, rules=self.scenario.step_rules(index),
-            api=request.api if request else api, api_version=request.api_version if request else version,
+            kind=kind,
+            step=index + 1,
+            line=self.scenario.lines[index],
+            message=message,
+            rules=self.scenario.step_rules(index),
+            api=request.api if request else api,
+            api_version=request.api_version if request else version,
             request=codec.request_fields(request) if request else None,
-            response=codec.encode(response) if response is not None else None, allowed=allowed, closest=closest,
+            response=codec.encode(response) if response is not None else None,
+            allowed=allowed,
+            closest=closest,
         )
         self.result.reason = message
         raise _Stop
 
     def message(self, request: Request, response: Response | None = None) -> dict:
-        return {"api": request.api, "api_key": API_KEYS[request.api], "api_version": request.api_version,
-                "correlation_id": int(request.request_id),
-                "fields": codec.request_fields(request) if response is None else codec.encode(response)}
+        return {
+            "api": request.api,
+            "api_key": API_KEYS[request.api],
+            "api_version": request.api_version,
+            "correlation_id": int(request.request_id),
+            "fields": codec.request_fields(request) if response is None else codec.encode(response),
+        }
 
     def record(self, t_ms: int | None = None, **fields) -> None:
-        self.trace.write(self.run_id, self.scenario.name, self.result.group_id,
-                         self.session.now_ms() if t_ms is None else t_ms, **fields)
+        self.trace.write(
+            self.run_id,
+            self.scenario.name,
+            self.result.group_id,
+            self.session.now_ms() if t_ms is None else t_ms,
+            **fields,
+        )

@@ -130,6 +130,7 @@ def _list_of(check):
         if not isinstance(value, list):
             raise Invalid(f"expected a list, got {value!r}")
         return tuple(_plain(v, check) for v in value)
+
     return checked
 
 
@@ -144,6 +145,7 @@ def _map_of(key_check, value_check):
         if not isinstance(value, dict):
             raise Invalid(f"expected a mapping, got {value!r}")
         return Pairs((_plain(k, key_check), _plain(v, value_check)) for k, v in value.items())
+
     return checked
 
 
@@ -173,7 +175,16 @@ EXPECTATIONS = {
 }
 
 EXPECTATIONS_BY_API = {
-    "JoinGroup": ("error", "member_id", "generation_id", "leader", "protocol_name", "protocol_type", "skip_assignment", "members"),
+    "JoinGroup": (
+        "error",
+        "member_id",
+        "generation_id",
+        "leader",
+        "protocol_name",
+        "protocol_type",
+        "skip_assignment",
+        "members",
+    ),
     "SyncGroup": ("error", "assignment", "protocol_name", "protocol_type"),
     "Heartbeat": ("error",),
     "LeaveGroup": ("error", "leave"),
@@ -194,7 +205,10 @@ def parse_expectation(api: str, raw: object) -> dict[str, Matcher] | Literal["pa
     parsed = {}
     for key, value in raw.items():
         if key not in EXPECTATIONS_BY_API[api]:
-            raise ExpectationError(key, f"{api} has no expectation {key!r} (it has: {', '.join(EXPECTATIONS_BY_API[api])})")
+            raise ExpectationError(
+                key,
+                f"{api} has no expectation {key!r} (it has: {', '.join(EXPECTATIONS_BY_API[api])})",
+            )
         try:
             parsed[key] = _matcher(value, EXPECTATIONS[key])
         except ValueError as exc:

@@ -46,7 +46,9 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(r.status in ("failed", "error") for r in self.results) else 0  # allowed runs do not fail
+        return (
+            1 if any(r.status in ("failed", "error") for r in self.results) else 0
+        )  # allowed runs do not fail
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
@@ -57,12 +59,18 @@ def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]
     unwanted = [p[1:] for p in patterns if p.startswith("!")]
 
     def hits(scenario: Scenario, among: list[str]) -> bool:
-        return any(fnmatch.fnmatchcase(word, p) for p in among for word in (*scenario.rules, *scenario.tags, scenario.name))
+        return any(
+            fnmatch.fnmatchcase(word, p)
+            for p in among
+            for word in (*scenario.rules, *scenario.tags, scenario.name)
+        )
 
     return [s for s in scenarios if (not wanted or hits(s, wanted)) and not hits(s, unwanted)]
 
 
-def planned(scenario: Scenario, target: Target, mode: str, limits: dict[str, range]) -> list[dict[str, int]] | str:
+def planned(
+    scenario: Scenario, target: Target, mode: str, limits: dict[str, range]
+) -> list[dict[str, int]] | str:
     ranges = versions.narrow(scenario.versions, target.versions)
     if ranges is not None:
         ranges = versions.narrow(ranges, limits)
@@ -72,10 +80,22 @@ def planned(scenario: Scenario, target: Target, mode: str, limits: dict[str, ran
     return versions.select(versions.plans(ranges), mode)
 
 
-def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), tags: Iterable[str] = (),
-        version_selection: str = "all", junit: Path | None = None, report: Path | None = None, trace: Path | None = None,
-        bootstrap: str | None = None, seed: int = 0, concurrency: int = 32, allow: Path | None = None, loop: int = 1,
-        out: TextIO | None = None) -> Outcome:
+def run(
+    target: str | Target = "reference",
+    *,
+    scenarios: Iterable[Path] = (),
+    tags: Iterable[str] = (),
+    version_selection: str = "all",
+    junit: Path | None = None,
+    report: Path | None = None,
+    trace: Path | None = None,
+    bootstrap: str | None = None,
+    seed: int = 0,
+    concurrency: int = 32,
+    allow: Path | None = None,
+    loop: int = 1,
+    out: TextIO | None = None,
+) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file."""
     out = out or sys.stdout
     try:
@@ -83,7 +103,12 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
         catalog = select(loader.load_all(scenarios), tags)
         mode, limits = versions.parse_selection(version_selection)
         allowances = allow_file.load(allow) if allow else []
-    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget, allow_file.AllowError) as exc:
+    except (
+        loader.ScenarioError,
+        versions.VersionError,
+        targets.UnknownTarget,
+        allow_file.AllowError,
+    ) as exc:
         raise SuiteError(str(exc)) from None
     if loop < 1:
         raise SuiteError(f"--loop must be at least 1, got {loop}")
@@ -99,21 +124,44 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
     for scenario in catalog:
         plans = planned(scenario, chosen, mode, limits)
         if isinstance(plans, str):
-            results.append(RunResult(scenario.name, str(scenario.path), scenario.checks, scenario.rules, {}, "",
-                                     status="not_run", reason=plans))
+            results.append(
+                RunResult(
+                    scenario.name,
+                    str(scenario.path),
+                    scenario.checks,
+                    scenario.rules,
+                    {},
+                    "",
+                    status="not_run",
+                    reason=plans,
+                )
+            )
             continue
-        jobs.extend((scenario, plan, f"coordspec-{token}-{scenario.name}-{i}" + (f"-{n}" if loop > 1 else ""))
-                    for n in range(loop) for i, plan in enumerate(plans))
+        jobs.extend(
+            (
+                scenario,
+                plan,
+                f"coordspec-{token}-{scenario.name}-{i}" + (f"-{n}" if loop > 1 else ""),
+            )
+            for n in range(loop)
+            for i, plan in enumerate(plans)
+        )
     try:
         if trace:
             trace.parent.mkdir(parents=True, exist_ok=True)
         trace_stream = trace.open("w", encoding="utf-8") if trace else None
     except OSError as exc:
-        raise SuiteError(f"--trace {trace}: cannot write there ({exc.strerror}: {exc.filename})") from None
+        raise SuiteError(
+            f"--trace {trace}: cannot write there ({exc.strerror}: {exc.filename})"
+        ) from None
     started = time.perf_counter()
     try:
         writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
-        results.extend(asyncio.run(_run_all(jobs, chosen, writer, concurrency, allowances, _Progress(len(jobs), out))))
+        results.extend(
+            asyncio.run(
+                _run_all(jobs, chosen, writer, concurrency, allowances, _Progress(len(jobs), out))
+            )
+        )
     finally:
         if trace_stream:
             trace_stream.close()
@@ -126,15 +174,23 @@ def run(target: str | Target = "reference", *, scenarios: Iterable[Path] = (), t
         if report:
             written.extend(reports.write_report(results, chosen.name, wall, report))
     except OSError as exc:
-        raise SuiteError(f"cannot write the report there ({exc.strerror}: {exc.filename})") from None
+        raise SuiteError(
+            f"cannot write the report there ({exc.strerror}: {exc.filename})"
+        ) from None
     print(reports.console_summary(results, wall), file=out)
     for path in written:
         print(f"wrote {path}", file=out)
     return Outcome(chosen.name, results, wall, written)
 
 
-async def _run_all(jobs, target: Target, writer: TraceWriter, concurrency: int, allowances: list[allow_file.Allowance],
-                   progress: _Progress) -> list[RunResult]:
+async def _run_all(
+    jobs,
+    target: Target,
+    writer: TraceWriter,
+    concurrency: int,
+    allowances: list[allow_file.Allowance],
+    progress: _Progress,
+) -> list[RunResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(scenario, plan, group_id):
@@ -170,7 +226,12 @@ class _Progress:
             print(f"{result.status.upper()} {result.label}: {result.reason}", file=self.out)
         if self.bar:
             filled = 30 * self.count // max(1, self.total)
-            print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.count}/{self.total}", end="", file=self.out, flush=True)
+            print(
+                f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.count}/{self.total}",
+                end="",
+                file=self.out,
+                flush=True,
+            )
             if self.count == self.total:
                 self.clear()
 

@@ -39,7 +39,11 @@ class Symbols:
         self.names: dict[str, object] = {}
 
     def is_reserved(self, symbol: str) -> bool:
-        return symbol.startswith("$group") or symbol in ("$gen", ANY) or bool(_MEMBER.match(symbol) or _GENERATION.match(symbol))
+        return (
+            symbol.startswith("$group")
+            or symbol in ("$gen", ANY)
+            or bool(_MEMBER.match(symbol) or _GENERATION.match(symbol))
+        )
 
     def is_bound(self, symbol: str) -> bool:
         try:
@@ -58,12 +62,16 @@ class Symbols:
         if match := _MEMBER.match(symbol):
             client = self.client(f"c{match[1]}", symbol)
             if not client.member_id:
-                raise Unbound(f"{symbol} has no value: {client.name} has not been given a member id yet")
+                raise Unbound(
+                    f"{symbol} has no value: {client.name} has not been given a member id yet"
+                )
             return client.member_id
         if match := _GENERATION.match(symbol):
             client = self.client(f"c{match[1]}", symbol)
             if client.generation_id < 0:
-                raise Unbound(f"{symbol} has no value: {client.name} has not joined a generation yet")
+                raise Unbound(
+                    f"{symbol} has no value: {client.name} has not joined a generation yet"
+                )
             return client.generation_id
         if symbol == ANY:
             raise Unbound("$_ matches anything in an expectation; it has no value to send")

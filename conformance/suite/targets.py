@@ -20,7 +20,9 @@ class UnknownTarget(ValueError):
 
 def _reference(bootstrap: str | None, seed: int, faults) -> Target:
     if bootstrap:
-        raise UnknownTarget("--bootstrap is for a broker target; the reference target runs in-process")
+        raise UnknownTarget(
+            "--bootstrap is for a broker target; the reference target runs in-process"
+        )
     return ReferenceTarget(seed=seed)
 
 
@@ -36,7 +38,9 @@ def _embedded(bootstrap: str | None, seed: int, faults) -> Target:
     from coordspec.conformance.suite.embedded_target import start_embedded
 
     if bootstrap:
-        raise UnknownTarget("--bootstrap is for the kafka target; the embedded target starts its own cluster")
+        raise UnknownTarget(
+            "--bootstrap is for the kafka target; the embedded target starts its own cluster"
+        )
     return start_embedded(faults=True)
 
 
@@ -44,12 +48,17 @@ def _librdkafka_mock(bootstrap: str | None, seed: int, faults) -> Target:
     from coordspec.conformance.suite.mock_target import start_mock
 
     if bootstrap:
-        raise UnknownTarget("--bootstrap is for the kafka target; librdkafka-mock starts its own cluster")
+        raise UnknownTarget(
+            "--bootstrap is for the kafka target; librdkafka-mock starts its own cluster"
+        )
     return start_mock()
 
 
 FACTORIES: dict[str, Callable[..., Target]] = {
-    "reference": _reference, "kafka": _kafka, "embedded": _embedded, "librdkafka-mock": _librdkafka_mock,
+    "reference": _reference,
+    "kafka": _kafka,
+    "embedded": _embedded,
+    "librdkafka-mock": _librdkafka_mock,
 }
 
 
@@ -57,7 +66,9 @@ def make(name: str, bootstrap: str | None = None, seed: int = 0, faults=None) ->
     """The target ``name``; ``faults`` (a ``kafka_target.FaultCommands``) are the kafka target's hooks."""
     if name not in FACTORIES:
         if name in CHOICES:
-            raise UnknownTarget(f"target {name!r} is not available yet; targets available: {', '.join(FACTORIES)}")
+            raise UnknownTarget(
+                f"target {name!r} is not available yet; targets available: {', '.join(FACTORIES)}"
+            )
         raise UnknownTarget(f"unknown target {name!r} (targets: {', '.join(CHOICES)})")
     if faults is not None and name != "kafka":
         raise UnknownTarget("--on-kill-coordinator and --on-restart are hooks for the kafka target")

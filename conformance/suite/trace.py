@@ -35,7 +35,9 @@ class _Envelope(BaseModel):
     run: str  # one run of one scenario at one version plan (or one proxied session)
     scenario: str | None = None
     ts_ms: float  # wall-clock time it was written, Unix epoch ms
-    t_ms: int = Field(ge=0)  # session time: virtual for the reference target, real ms since the run began otherwise
+    t_ms: int = Field(
+        ge=0
+    )  # session time: virtual for the reference target, real ms since the run began otherwise
 
 
 class _Record(_Envelope):
@@ -57,7 +59,9 @@ class _Message(_Record):
         if API_KEYS[self.api] != self.api_key:
             raise ValueError(f"{self.api} has api_key {API_KEYS[self.api]}, not {self.api_key}")
         if self.api_version not in VERSIONS[self.api]:
-            raise ValueError(f"{self.api} v{self.api_version} is not a version the reference models")
+            raise ValueError(
+                f"{self.api} v{self.api_version} is not a version the reference models"
+            )
         return self
 
 
@@ -86,8 +90,19 @@ class FaultRecord(_Record):
 # The events of one partition (spec/isr-versioned-writes.md's names): conditional writes of
 # its state in ZooKeeper, and what one replica did (its state after the event).
 WRITE_EVENTS = ("InitLeaders", "ElectLeader", "ShrinkIsr", "ExpandIsr")
-REPLICA_EVENTS = ("LeaderAndIsr", "StepDown", "IsrUpdated", "Produce", "Replicate", "AdvanceHighWatermark",
-                  "StartBroker", "CrashBroker", "PauseBroker", "ResumeBroker", "ExpireSession")
+REPLICA_EVENTS = (
+    "LeaderAndIsr",
+    "StepDown",
+    "IsrUpdated",
+    "Produce",
+    "Replicate",
+    "AdvanceHighWatermark",
+    "StartBroker",
+    "CrashBroker",
+    "PauseBroker",
+    "ResumeBroker",
+    "ExpireSession",
+)
 
 
 class PartitionRecord(_Envelope):
@@ -96,11 +111,15 @@ class PartitionRecord(_Envelope):
     partition: int = Field(ge=0)
     event: Literal[WRITE_EVENTS + REPLICA_EVENTS]
     broker: int  # the writer of a write; the replica's broker otherwise
-    step: int | None = Field(default=None, ge=0)  # records of one step of the writer share it; null: a step alone
+    step: int | None = Field(
+        default=None, ge=0
+    )  # records of one step of the writer share it; null: a step alone
     # a write of the state znode: what it expected, what ZooKeeper held, and what became of it
     expected_zk_version: int | None = Field(default=None, ge=-1)  # -1: unconditional
     zk_version_before: int | None = None  # null: no znode yet
-    outcome: str | None = None  # writes: "ok" or ZooKeeper's code (BADVERSION ...); Produce: appended, acknowledged or Kafka's error
+    outcome: str | None = (
+        None  # writes: "ok" or ZooKeeper's code (BADVERSION ...); Produce: appended, acknowledged or Kafka's error
+    )
     zk_controller_epoch: int | None = None  # /controller_epoch when the write was made
     # the written state (writes) or the replica's view (replica events)
     leader: int | None = None
@@ -111,23 +130,42 @@ class PartitionRecord(_Envelope):
     role: Literal["leader", "follower", "none"] | None = None  # null: the broker is down
     high_watermark: int | None = Field(default=None, ge=0)
     log_end_offset: int | None = Field(default=None, ge=0)
-    log: list[tuple[int, int]] | None = None  # the replica's whole log as [leader_epoch, payload_id], when it changed
-    truncated_to: int | None = Field(default=None, ge=0)  # Replicate: the follower cut its log here first
+    log: list[tuple[int, int]] | None = (
+        None  # the replica's whole log as [leader_epoch, payload_id], when it changed
+    )
+    truncated_to: int | None = Field(
+        default=None, ge=0
+    )  # Replicate: the follower cut its log here first
     offset: int | None = Field(default=None, ge=0)  # Produce
     payload_id: int | None = None
     acks: Literal["all"] | None = None
 
     @model_validator(mode="after")
     def _complete(self):
-        needed = (("expected_zk_version", "outcome", "zk_controller_epoch", "leader", "leader_epoch", "isr")
-                  if self.event in WRITE_EVENTS else ("offset", "outcome") if self.event == "Produce" else ())
+        needed = (
+            (
+                "expected_zk_version",
+                "outcome",
+                "zk_controller_epoch",
+                "leader",
+                "leader_epoch",
+                "isr",
+            )
+            if self.event in WRITE_EVENTS
+            else ("offset", "outcome")
+            if self.event == "Produce"
+            else ()
+        )
         missing = [name for name in needed if getattr(self, name) is None]
         if missing:
             raise ValueError(f"a {self.event} record needs {', '.join(missing)}")
         return self
 
 
-TraceRecord = Annotated[RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord, Field(discriminator="kind")]
+TraceRecord = Annotated[
+    RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord,
+    Field(discriminator="kind"),
+]
 _ADAPTER: TypeAdapter = TypeAdapter(TraceRecord)
 
 
@@ -135,7 +173,9 @@ class TraceError(ValueError):
     """A trace line that is not a valid record; ``str()`` is ``file:line: what``."""
 
 
-def parse_line(line: str) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord:
+def parse_line(
+    line: str,
+) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord:
     return _ADAPTER.validate_json(line)
 
 
@@ -151,7 +191,9 @@ def validate_file(path: Path) -> int:
             except ValidationError as exc:
                 error = exc.errors()[0]
                 where = ".".join(str(p) for p in error["loc"])
-                raise TraceError(f"{path}:{number}: {where + ': ' if where else ''}{error['msg']}") from None
+                raise TraceError(
+                    f"{path}:{number}: {where + ': ' if where else ''}{error['msg']}"
+                ) from None
             count += 1
     return count
 
@@ -166,6 +208,14 @@ class TraceWriter:
     def write(self, run: str, scenario: str, group_id: str, t_ms: int, **record) -> None:
         if self.stream is None:
             return
-        line = {"v": FORMAT_VERSION, "source": self.source, "run": run, "scenario": scenario, "group_id": group_id,
-                "ts_ms": round(time.time() * 1000, 3), "t_ms": t_ms, **record}
+        line = {
+            "v": FORMAT_VERSION,
+            "source": self.source,
+            "run": run,
+            "scenario": scenario,
+            "group_id": group_id,
+            "ts_ms": round(time.time() * 1000, 3),
+            "t_ms": t_ms,
+            **record,
+        }
         self.stream.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -36,8 +36,14 @@ class Binding:
     def translate(self, value):
         """A request in the broker's ids, rewritten into the placeholders of this binding."""
         if dataclasses.is_dataclass(value):
-            return dataclasses.replace(value, **{f.name: self.translate(getattr(value, f.name))
-                                                 for f in dataclasses.fields(value) if f.init})
+            return dataclasses.replace(
+                value,
+                **{
+                    f.name: self.translate(getattr(value, f.name))
+                    for f in dataclasses.fields(value)
+                    if f.init
+                },
+            )
         if isinstance(value, tuple):
             return tuple(self.translate(v) for v in value)
         if isinstance(value, str):
@@ -92,7 +98,7 @@ def unify(expected, actual, binding: Binding, path: str = "") -> str | None:
         binding.ids[expected] = actual
         binding.placeholders[actual] = expected
         return None
-    if expected != actual or type(expected) is not type(actual) and not isinstance(expected, int):
+    if expected != actual or (type(expected) is not type(actual) and not isinstance(expected, int)):
         return f"{path}: expected {_show(expected)}, got {_show(actual)}"
     return None
 
@@ -115,7 +121,7 @@ def _unify_unordered(expected: tuple, actual: tuple, binding: Binding, path: str
         trial = binding.copy()
         problem = unify(first, candidate, trial, f"{path}[{i}]")
         if problem is None:
-            problem = _unify_unordered(rest, actual[:i] + actual[i + 1:], trial, path)
+            problem = _unify_unordered(rest, actual[:i] + actual[i + 1 :], trial, path)
             if problem is None:
                 binding.adopt(trial)
                 return None

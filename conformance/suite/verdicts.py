@@ -40,9 +40,20 @@ def rule_verdicts(results: list[RunResult]) -> list[RuleVerdict]:
             else:
                 v.not_run += 1
     for v in verdicts.values():
-        v.verdict = ("failed" if v.failed else "error" if v.errors else "allowed" if v.allowed
-                     else "passed" if v.passed else "not_run")
-    return sorted(verdicts.values(), key=lambda v: (v.rule.split("-")[0], int(v.rule.split("-")[1])))
+        v.verdict = (
+            "failed"
+            if v.failed
+            else "error"
+            if v.errors
+            else "allowed"
+            if v.allowed
+            else "passed"
+            if v.passed
+            else "not_run"
+        )
+    return sorted(
+        verdicts.values(), key=lambda v: (v.rule.split("-")[0], int(v.rule.split("-")[1]))
+    )
 
 
 def api_verdicts(results: list[RunResult]) -> dict[str, dict[int, str]]:
@@ -57,7 +68,9 @@ def api_verdicts(results: list[RunResult]) -> dict[str, dict[int, str]]:
         failure = result.failure
         if result.status in ("failed", "allowed") and failure and failure.api is not None:
             current = table[failure.api].get(failure.api_version)
-            table[failure.api][failure.api_version] = "failed" if "failed" in (current, result.status) else "allowed"
+            table[failure.api][failure.api_version] = (
+                "failed" if "failed" in (current, result.status) else "allowed"
+            )
     return {api: dict(sorted(versions.items())) for api, versions in sorted(table.items())}
 
 

@@ -35,12 +35,18 @@ def parse_range(api: str, text: object) -> range:
     lo = int(match["lo"])
     hi = known.stop - 1 if match["plus"] else int(match["hi"]) if match["hi"] else lo
     if lo > hi or lo < known.start or hi >= known.stop:
-        raise VersionError(f"{api}: versions {text} lie outside v{known.start}-v{known.stop - 1}, the versions the reference models")
+        raise VersionError(
+            f"{api}: versions {text} lie outside v{known.start}-v{known.stop - 1}, the versions the reference models"
+        )
     return range(lo, hi + 1)
 
 
 def label(api: str, versions: range) -> str:
-    return f"{api} v{versions.start}" if len(versions) == 1 else f"{api} v{versions.start}-{versions.stop - 1}"
+    return (
+        f"{api} v{versions.start}"
+        if len(versions) == 1
+        else f"{api} v{versions.start}-{versions.stop - 1}"
+    )
 
 
 def plans(ranges: dict[str, range]) -> list[dict[str, int]]:
@@ -48,7 +54,9 @@ def plans(ranges: dict[str, range]) -> list[dict[str, int]]:
     if not ranges:
         return [{}]
     longest = max(len(r) for r in ranges.values())
-    return [{api: r[max(0, len(r) - longest + i)] for api, r in ranges.items()} for i in range(longest)]
+    return [
+        {api: r[max(0, len(r) - longest + i)] for api, r in ranges.items()} for i in range(longest)
+    ]
 
 
 def narrow(ranges: dict[str, range], allowed: dict[str, range]) -> dict[str, range] | None:

@@ -23,8 +23,18 @@ from coordspec.reference.group.responses import FetchTopicResponse, OffsetFetchR
 
 
 def _fields(request: rq.Request) -> dict[str, Any]:
-    skip = {"request_id", "api_version", "now_ms", "client_id", "client_host"}  # envelope and header values
-    return {f.name: _plain(getattr(request, f.name)) for f in dataclasses.fields(request) if f.name not in skip}
+    skip = {
+        "request_id",
+        "api_version",
+        "now_ms",
+        "client_id",
+        "client_host",
+    }  # envelope and header values
+    return {
+        f.name: _plain(getattr(request, f.name))
+        for f in dataclasses.fields(request)
+        if f.name not in skip
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -59,13 +69,22 @@ def _offset_commit(request: rq.OffsetCommit) -> dict[str, Any]:
 def _offset_fetch(request: rq.OffsetFetch) -> dict[str, Any]:
     values = _fields(request)
     if request.api_version >= 8:  # a batch of groups; a classic client sends no member id or epoch
-        group = {"group_id": values.pop("group_id"), "topics": values.pop("topics"), "member_id": None, "member_epoch": -1}
+        group = {
+            "group_id": values.pop("group_id"),
+            "topics": values.pop("topics"),
+            "member_id": None,
+            "member_epoch": -1,
+        }
         values["groups"] = (group,)
     return values
 
 
-_REQUEST_VALUES = {"JoinGroup": _join_group, "LeaveGroup": _leave_group, "OffsetCommit": _offset_commit,
-                   "OffsetFetch": _offset_fetch}
+_REQUEST_VALUES = {
+    "JoinGroup": _join_group,
+    "LeaveGroup": _leave_group,
+    "OffsetCommit": _offset_commit,
+    "OffsetFetch": _offset_fetch,
+}
 
 
 def request_entity(request: rq.Request) -> Any:
@@ -83,8 +102,12 @@ def response_from(api: str, version: int, entity: Any) -> Response:
     :class:`kio_entities.UnknownErrorCode` for an error code the reference does not know."""
     if api == "OffsetFetch" and version >= 8:
         if len(entity.groups) != 1:
-            raise ValueError(f"OffsetFetch v{version}: asked for one group, got {len(entity.groups)}")
+            raise ValueError(
+                f"OffsetFetch v{version}: asked for one group, got {len(entity.groups)}"
+            )
         group = entity.groups[0]
-        return OffsetFetchResponse(read(OffsetFetchResponse, group).error_code,
-                                   tuple(read(FetchTopicResponse, t) for t in group.topics))
+        return OffsetFetchResponse(
+            read(OffsetFetchResponse, group).error_code,
+            tuple(read(FetchTopicResponse, t) for t in group.topics),
+        )
     return read(RESPONSES[api], entity)

@@ -35,7 +35,9 @@ def read(path: Path) -> tuple[object, dict[Path_, int]]:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise YamlError(mark.line + 1 if mark else 1, f"not valid YAML: {exc.problem or exc}") from None
+        raise YamlError(
+            mark.line + 1 if mark else 1, f"not valid YAML: {exc.problem or exc}"
+        ) from None
     finally:
         loader.dispose()
     if node is None:
@@ -44,7 +46,9 @@ def read(path: Path) -> tuple[object, dict[Path_, int]]:
     return _value(node, (), lines, yaml.SafeLoader("")), lines
 
 
-def _value(node: yaml.Node, path: Path_, lines: dict[Path_, int], constructor: yaml.SafeLoader) -> object:
+def _value(
+    node: yaml.Node, path: Path_, lines: dict[Path_, int], constructor: yaml.SafeLoader
+) -> object:
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         result: dict = {}

@@ -34,14 +34,21 @@ class Progress:
         filled = 30 * self.done // max(1, self.total)
         if self.bar and filled != self.shown:
             self.shown = filled
-            print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {self.what}", end="", file=self.out, flush=True)
+            print(
+                f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {self.what}",
+                end="",
+                file=self.out,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar:
             print("\r" + " " * 70 + "\r", end="", file=self.out, flush=True)
 
 
-def group_lines(files: list[Path], out: TextIO) -> tuple[dict[tuple[str, str], list[records.Line]], int]:
+def group_lines(
+    files: list[Path], out: TextIO
+) -> tuple[dict[tuple[str, str], list[records.Line]], int]:
     """Every line of the files, validated, by key; and the number of lines."""
     keys: dict[tuple[str, str], list[records.Line]] = {}
     progress = Progress(out, "bytes read", sum(f.stat().st_size for f in files))
@@ -68,7 +75,9 @@ def add(findings: Findings, report: KeyReport) -> None:
     findings.totals.unchecked += report.unchecked
 
 
-def check_files(paths: Iterable[str | Path], settings: Settings, out: TextIO | None = None) -> Findings:
+def check_files(
+    paths: Iterable[str | Path], settings: Settings, out: TextIO | None = None
+) -> Findings:
     """Check trace files; raises TraceError (one line) for a missing file or a bad line."""
     out = out or sys.stderr
     started = time.perf_counter()

@@ -18,17 +18,29 @@ from coordspec.conformance.tracecheck.names import BUG_NAMES, CLUSTER_BUG_NAMES,
 def _setting(text: str) -> tuple[str, int]:
     name, _, value = text.partition("=")
     if not name or not value.lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"expected NAME=INT (a GroupConfig field, e.g. initial_rebalance_delay_ms=0), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=INT (a GroupConfig field, e.g. initial_rebalance_delay_ms=0), got {text!r}"
+        )
     return name, int(value)
 
 
 def _add_check_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=_setting, action="append", default=[], metavar="NAME=INT",
-                        help="the broker's group setting where it differs from Kafka's default (repeatable), "
-                             "e.g. initial_rebalance_delay_ms=0")
-    parser.add_argument("--latency-ms", type=int, default=None,
-                        help="how far the writer's clock may run ahead of the broker's (default: 0 for traces of the "
-                             "reference target and of the broker, 50 otherwise)")
+    parser.add_argument(
+        "--config",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="the broker's group setting where it differs from Kafka's default (repeatable), "
+        "e.g. initial_rebalance_delay_ms=0",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=int,
+        default=None,
+        help="how far the writer's clock may run ahead of the broker's (default: 0 for traces of the "
+        "reference target and of the broker, 50 otherwise)",
+    )
 
 
 class BadSetting(ValueError):
@@ -46,13 +58,25 @@ def settings_from(args: argparse.Namespace):
     for name, _ in args.config:
         if name not in known:
             raise BadSetting(f"--config {name}: no such setting (settings: {', '.join(known)})")
-    return Settings(config=dict(args.config), scenarios=scenario_settings(), latency_ms=args.latency_ms)
+    return Settings(
+        config=dict(args.config), scenarios=scenario_settings(), latency_ms=args.latency_ms
+    )
 
 
 def add_trace_check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="trace files (JSONL, .gz allowed) or directories of them")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="trace files (JSONL, .gz allowed) or directories of them",
+    )
     _add_check_options(parser)
-    parser.add_argument("--report", type=Path, default=None, help="also write trace-check.md and trace-check.html here")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        help="also write trace-check.md and trace-check.html here",
+    )
 
 
 def run_trace_check(args: argparse.Namespace) -> int:
@@ -77,13 +101,31 @@ def run_trace_check(args: argparse.Namespace) -> int:
 
 
 def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", nargs="+", required=True, metavar="PATH",
-                        help="trace files (JSONL, .gz allowed) or directories of them")
-    parser.add_argument("--output", type=Path, required=True, metavar="DIR",
-                        help="where violations/ and coverage/ (Parquet) and trace-check.md/.html go")
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL (default local[*]; under spark-submit, spark-submit's --master)")
-    parser.add_argument("--partitions", type=int, default=None, help="shuffle partitions (default: about 32 MB of trace text each, at least 2 per core)")
+    parser.add_argument(
+        "--input",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="trace files (JSONL, .gz allowed) or directories of them",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="where violations/ and coverage/ (Parquet) and trace-check.md/.html go",
+    )
+    parser.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default local[*]; under spark-submit, spark-submit's --master)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="shuffle partitions (default: about 32 MB of trace text each, at least 2 per core)",
+    )
     _add_check_options(parser)
 
 
@@ -91,12 +133,16 @@ def run_pipeline(args: argparse.Namespace) -> int:
     from coordspec.conformance.tracecheck import pipeline, summary
 
     try:
-        findings = pipeline.run_pipeline(args.input, args.output, args.master, settings_from(args), args.partitions)
+        findings = pipeline.run_pipeline(
+            args.input, args.output, args.master, settings_from(args), args.partitions
+        )
     except (pipeline.PipelineError, BadSetting) as exc:
         print(f"coordspec pipeline: {exc}", file=sys.stderr)
         return 2
     print(summary.console(findings))
-    print(f"wrote {args.output}/violations, {args.output}/coverage (Parquet), {args.output}/trace-check.md, .html")
+    print(
+        f"wrote {args.output}/violations, {args.output}/coverage (Parquet), {args.output}/trace-check.md, .html"
+    )
     return findings.exit_code
 
 
@@ -104,24 +150,50 @@ def _faults(text: str) -> tuple[str, ...]:
     chosen = tuple(f for f in text.split(",") if f and f != "none")
     unknown = [f for f in chosen if f not in FAULTS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown fault {unknown[0]!r} (faults: {', '.join(FAULTS)}, or none)")
+        raise argparse.ArgumentTypeError(
+            f"unknown fault {unknown[0]!r} (faults: {', '.join(FAULTS)}, or none)"
+        )
     return chosen
 
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=int, required=True, help="number of runs (a group each, or a cluster with --cluster)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        required=True,
+        help="number of runs (a group each, or a cluster with --cluster)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed SEED+i (default 0)")
-    parser.add_argument("--faults", type=_faults, default=FAULTS, metavar="F,F",
-                        help=f"faults to inject: {', '.join(FAULTS)} (default all), or none")
-    parser.add_argument("--bug", choices=BUG_NAMES + CLUSTER_BUG_NAMES, default=None,
-                        help=f"plant a bug: in what clients hear, or with --cluster in replication ({', '.join(CLUSTER_BUG_NAMES)})")
-    parser.add_argument("--cluster", action="store_true",
-                        help="simulate whole clusters (3 brokers, offsets partitions, coordinator moves) and check partitions too")
+    parser.add_argument(
+        "--faults",
+        type=_faults,
+        default=FAULTS,
+        metavar="F,F",
+        help=f"faults to inject: {', '.join(FAULTS)} (default all), or none",
+    )
+    parser.add_argument(
+        "--bug",
+        choices=BUG_NAMES + CLUSTER_BUG_NAMES,
+        default=None,
+        help=f"plant a bug: in what clients hear, or with --cluster in replication ({', '.join(CLUSTER_BUG_NAMES)})",
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="simulate whole clusters (3 brokers, offsets partitions, coordinator moves) and check partitions too",
+    )
     parser.add_argument("--clients", type=int, default=3, help="consumers per group (default 3)")
     parser.add_argument("--steps", type=int, default=60, help="schedule steps per run (default 60)")
-    parser.add_argument("--out", type=Path, default=Path("out/simulate"), help="where the traces go (default out/simulate)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/simulate"),
+        help="where the traces go (default out/simulate)",
+    )
     parser.add_argument("--spark", action="store_true", help="spread the runs over Spark executors")
-    parser.add_argument("--master", default=None, help="Spark master URL with --spark (default local[*])")
+    parser.add_argument(
+        "--master", default=None, help="Spark master URL with --spark (default local[*])"
+    )
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -130,15 +202,26 @@ def run_simulate(args: argparse.Namespace) -> int:
     from coordspec.conformance.tracecheck import pipeline, simulate
 
     if args.bug in CLUSTER_BUG_NAMES and not args.cluster:
-        print(f"coordspec simulate: --bug {args.bug} is a replication bug: it needs --cluster", file=sys.stderr)
+        print(
+            f"coordspec simulate: --bug {args.bug} is a replication bug: it needs --cluster",
+            file=sys.stderr,
+        )
         return 2
-    options = simulate.Options(clients=args.clients, steps=args.steps, faults=args.faults, bug=args.bug, cluster=args.cluster)
+    options = simulate.Options(
+        clients=args.clients,
+        steps=args.steps,
+        faults=args.faults,
+        bug=args.bug,
+        cluster=args.cluster,
+    )
     try:
         if args.spark:
             with tempfile.TemporaryDirectory(prefix="coordspec-spark-") as tmp:
                 spark = pipeline.session(args.master, Path(tmp), sys.stderr)
                 try:
-                    results, wall = simulate.simulate(args.runs, args.seed, options, args.out, spark)
+                    results, wall = simulate.simulate(
+                        args.runs, args.seed, options, args.out, spark
+                    )
                 finally:
                     spark.stop()
         else:
@@ -147,16 +230,27 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"coordspec simulate: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"coordspec simulate: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"coordspec simulate: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 2
     print(simulate.report(results, options, wall, args.out))
     return 1 if any(r.violations or r.invariant for r in results) else 0
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect (the bootstrap server)")
-    parser.add_argument("--upstream", required=True, metavar="HOST:PORT", help="the broker (cluster) to forward to")
-    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the trace to append to")
+    parser.add_argument(
+        "--listen",
+        required=True,
+        metavar="HOST:PORT",
+        help="where clients connect (the bootstrap server)",
+    )
+    parser.add_argument(
+        "--upstream", required=True, metavar="HOST:PORT", help="the broker (cluster) to forward to"
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the trace to append to"
+    )
 
 
 def run_record(args: argparse.Namespace) -> int:
@@ -166,7 +260,10 @@ def run_record(args: argparse.Namespace) -> int:
 
     try:
         proxy.address(args.listen), proxy.address(args.upstream)
-        print(f"recording {args.listen} -> {args.upstream} into {args.out} (Ctrl-C stops)", file=sys.stderr)
+        print(
+            f"recording {args.listen} -> {args.upstream} into {args.out} (Ctrl-C stops)",
+            file=sys.stderr,
+        )
         asyncio.run(proxy.serve(args.listen, args.upstream, args.out))
     except KeyboardInterrupt:
         return 0
@@ -176,16 +273,27 @@ def run_record(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"check": run_trace_check, "pipeline": run_pipeline, "simulate": run_simulate, "record": run_record}
+COMMANDS = {
+    "check": run_trace_check,
+    "pipeline": run_pipeline,
+    "simulate": run_simulate,
+    "record": run_record,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coordspec.conformance.tracecheck")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_trace_check_arguments(commands.add_parser("check", help="check trace files against the reference"))
+    add_trace_check_arguments(
+        commands.add_parser("check", help="check trace files against the reference")
+    )
     add_pipeline_arguments(commands.add_parser("pipeline", help="the same check as a PySpark job"))
-    add_simulate_arguments(commands.add_parser("simulate", help="seeded simulated groups on the reference, checked"))
-    add_record_arguments(commands.add_parser("record", help="a proxy recording the group protocol as a trace"))
+    add_simulate_arguments(
+        commands.add_parser("simulate", help="seeded simulated groups on the reference, checked")
+    )
+    add_record_arguments(
+        commands.add_parser("record", help="a proxy recording the group protocol as a trace")
+    )
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)

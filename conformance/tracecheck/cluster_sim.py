@@ -31,7 +31,14 @@ from typing import TextIO
 
 from coordspec.conformance.suite.trace import FORMAT_VERSION, TraceWriter
 from coordspec.conformance.tracecheck import planted
-from coordspec.conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
+from coordspec.conformance.tracecheck.consumers import (
+    SOURCE,
+    Client,
+    learn,
+    message,
+    request_for,
+    run_name,
+)
 from coordspec.reference.errors import InvariantViolation
 from coordspec.reference.failover import FailoverCluster, partition_for
 from coordspec.reference.replication import invariants
@@ -121,24 +128,39 @@ class PartitionRecorder:
 
     def _zk(self, write, broker_id: int | None, op):
         ops = op.ops if isinstance(op, Multi) else (op,)
-        by_controller = isinstance(op, Multi) and isinstance(ops[0], Check) and ops[0].path == CONTROLLER_EPOCH
+        by_controller = (
+            isinstance(op, Multi) and isinstance(ops[0], Check) and ops[0].path == CONTROLLER_EPOCH
+        )
         meant = None  # the version a leader's ISR write was conditional on, when the planted bug drops the condition
-        if self.bug == "isr-write-skips-version" and not by_controller and isinstance(op, SetData) and state_path_partition(op.path):
+        if (
+            self.bug == "isr-write-skips-version"
+            and not by_controller
+            and isinstance(op, SetData)
+            and state_path_partition(op.path)
+        ):
             meant, op = op.version, SetData(op.path, op.data, -1)
             ops = (op,)
-        states = [(o, state_path_partition(o.path)) for o in ops if isinstance(o, (SetData, Create))]
+        states = [
+            (o, state_path_partition(o.path)) for o in ops if isinstance(o, (SetData, Create))
+        ]
         states = [(o, tp) for o, tp in states if tp is not None]
         tree = self.cluster.zk.tree
         nodes = {o.path: tree.node(o.path) for o, _ in states}
-        before = {path: node.version if node is not None else None for path, node in nodes.items()}  # nodes change in place
+        before = {
+            path: node.version if node is not None else None for path, node in nodes.items()
+        }  # nodes change in place
         replica = self.cluster.broker(broker_id).partitions if broker_id is not None else {}
         held = {tp: replica[tp].isr if tp in replica else () for _, tp in states}
         epoch_node = tree.node(CONTROLLER_EPOCH)
         zk_epoch = decode_controller_epoch(CONTROLLER_EPOCH, epoch_node.data) if epoch_node else -1
         written = len(self.cluster.state_writes)
         result = write(broker_id, op)
-        if meant is not None:  # the ghost history, and so the reference's own check, knows what the leader meant
-            self.cluster.state_writes[written:] = [replace(w, expected_version=meant) for w in self.cluster.state_writes[written:]]
+        if (
+            meant is not None
+        ):  # the ghost history, and so the reference's own check, knows what the leader meant
+            self.cluster.state_writes[written:] = [
+                replace(w, expected_version=meant) for w in self.cluster.state_writes[written:]
+            ]
         for o, tp in states:
             state = PartitionState.decode(o.path, o.data)
             if isinstance(o, Create):
@@ -151,14 +173,26 @@ class PartitionRecorder:
             ok = result.code == Code.OK
             if not ok and not by_controller:
                 self._failed_writers.add((broker_id, tp))
-            self._writes.append({
-                "tp": tp, "event": event, "broker": broker_id,
-                "expected_zk_version": -1 if isinstance(o, Create) else meant if meant is not None else o.version,
-                "zk_version_before": before[o.path],
-                "outcome": "ok" if ok else result.code.name, "zk_controller_epoch": zk_epoch,
-                "leader": state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-                "controller_epoch": state.controller_epoch, "zk_version": node.version if ok and node is not None else None,
-            })
+            self._writes.append(
+                {
+                    "tp": tp,
+                    "event": event,
+                    "broker": broker_id,
+                    "expected_zk_version": -1
+                    if isinstance(o, Create)
+                    else meant
+                    if meant is not None
+                    else o.version,
+                    "zk_version_before": before[o.path],
+                    "outcome": "ok" if ok else result.code.name,
+                    "zk_controller_epoch": zk_epoch,
+                    "leader": state.leader,
+                    "leader_epoch": state.leader_epoch,
+                    "isr": list(state.isr),
+                    "controller_epoch": state.controller_epoch,
+                    "zk_version": node.version if ok and node is not None else None,
+                }
+            )
         return result
 
     # -- replicas ------------------------------------------------------------------------
@@ -169,29 +203,62 @@ class PartitionRecorder:
         session = slot.session_id if not slot.expired else None
         log = slot.logs.get(tp)
         replica = slot.broker.partitions.get(tp) if alive else None
-        common = {"up": alive, "paused": slot.paused, "session": session,
-                  "high_watermark": log.high_watermark if log else 0, "log": tuple(log.records) if log else ()}
+        common = {
+            "up": alive,
+            "paused": slot.paused,
+            "session": session,
+            "high_watermark": log.high_watermark if log else 0,
+            "log": tuple(log.records) if log else (),
+        }
         if replica is None:
             return _ReplicaSnapshot(**common)
-        return _ReplicaSnapshot(**common, role=str(replica.role), leader=replica.leader, leader_epoch=replica.leader_epoch,
-                                isr=tuple(replica.isr), zk_version=replica.zk_version, controller_epoch=replica.controller_epoch)
+        return _ReplicaSnapshot(
+            **common,
+            role=str(replica.role),
+            leader=replica.leader,
+            leader_epoch=replica.leader_epoch,
+            isr=tuple(replica.isr),
+            zk_version=replica.zk_version,
+            controller_epoch=replica.controller_epoch,
+        )
 
     def _replicas(self, cluster: Cluster) -> None:
         for tp in sorted(cluster.published()):
             for broker_id in sorted(cluster.slots):
                 now = self._snapshot(cluster, broker_id, tp)
-                was = self._seen.get((broker_id, tp), _ReplicaSnapshot(up=True, paused=False, session=now.session))
+                was = self._seen.get(
+                    (broker_id, tp), _ReplicaSnapshot(up=True, paused=False, session=now.session)
+                )
                 if now != was:
                     self._changed(broker_id, tp, was, now)
                 self._seen[(broker_id, tp)] = now
 
-    def _changed(self, broker_id: int, tp: TopicPartition, was: _ReplicaSnapshot, now: _ReplicaSnapshot) -> None:
+    def _changed(
+        self, broker_id: int, tp: TopicPartition, was: _ReplicaSnapshot, now: _ReplicaSnapshot
+    ) -> None:
         def replica(event: str, **extra) -> None:
-            state = {"role": now.role, "leader": now.leader, "leader_epoch": now.leader_epoch,
-                     "isr": list(now.isr) if now.isr is not None else None, "zk_version": now.zk_version,
-                     "controller_epoch": now.controller_epoch} if now.up and now.role is not None else {}
-            self.emit(tp, step=self.step, event=event, broker=broker_id, high_watermark=now.high_watermark,
-                      log_end_offset=len(now.log), **state, **extra)
+            state = (
+                {
+                    "role": now.role,
+                    "leader": now.leader,
+                    "leader_epoch": now.leader_epoch,
+                    "isr": list(now.isr) if now.isr is not None else None,
+                    "zk_version": now.zk_version,
+                    "controller_epoch": now.controller_epoch,
+                }
+                if now.up and now.role is not None
+                else {}
+            )
+            self.emit(
+                tp,
+                step=self.step,
+                event=event,
+                broker=broker_id,
+                high_watermark=now.high_watermark,
+                log_end_offset=len(now.log),
+                **state,
+                **extra,
+            )
 
         if was.up != now.up:
             replica("StartBroker" if now.up else "CrashBroker")
@@ -200,22 +267,44 @@ class PartitionRecorder:
         if now.up and was.up and was.session is not None and was.session != now.session:
             replica("ExpireSession")
         held = (now.role, now.leader, now.leader_epoch, now.isr, now.zk_version)
-        if now.up and held != (was.role, was.leader, was.leader_epoch, was.isr, was.zk_version) and now.role is not None:
+        if (
+            now.up
+            and held != (was.role, was.leader, was.leader_epoch, was.isr, was.zk_version)
+            and now.role is not None
+        ):
             if (broker_id, tp) in self._failed_writers:
                 replica("StepDown")
-            elif (now.role, now.leader_epoch) == (was.role, was.leader_epoch) and now.role == str(Role.LEADER):
+            elif (now.role, now.leader_epoch) == (was.role, was.leader_epoch) and now.role == str(
+                Role.LEADER
+            ):
                 replica("IsrUpdated")
             else:
                 replica("LeaderAndIsr")
         if now.log != was.log:
-            kept = next((i for i, (a, b) in enumerate(zip(was.log, now.log)) if a != b), min(len(was.log), len(now.log)))
+            kept = next(
+                (i for i, (a, b) in enumerate(zip(was.log, now.log)) if a != b),
+                min(len(was.log), len(now.log)),
+            )
             log = [[r.leader_epoch, r.payload_id] for r in now.log]
             if now.role == str(Role.LEADER) and kept == len(was.log):
                 for offset in range(kept, len(now.log)):
-                    replica("Produce", log=log, offset=offset, payload_id=now.log[offset].payload_id, outcome="appended", acks="all")
+                    replica(
+                        "Produce",
+                        log=log,
+                        offset=offset,
+                        payload_id=now.log[offset].payload_id,
+                        outcome="appended",
+                        acks="all",
+                    )
                     if self.bug == "ack-before-isr":
                         self._early_acks.setdefault(tp, set()).add(offset)
-                        replica("Produce", offset=offset, payload_id=now.log[offset].payload_id, outcome="acknowledged", acks="all")
+                        replica(
+                            "Produce",
+                            offset=offset,
+                            payload_id=now.log[offset].payload_id,
+                            outcome="acknowledged",
+                            acks="all",
+                        )
             else:
                 replica("Replicate", log=log, truncated_to=kept if kept < len(was.log) else None)
         if now.high_watermark != was.high_watermark:
@@ -229,16 +318,35 @@ class PartitionRecorder:
                 done.add(offset)
                 if offset in self._early_acks.get(tp, ()):
                     continue  # the planted bug acknowledged it already
-                leader = next((b for b in cluster.leaders(tp) if self._holds(cluster, b, tp, offset, records[offset])), None)
+                leader = next(
+                    (
+                        b
+                        for b in cluster.leaders(tp)
+                        if self._holds(cluster, b, tp, offset, records[offset])
+                    ),
+                    None,
+                )
                 if leader is None:
                     continue
                 log = cluster.slots[leader].logs[tp]
-                self.emit(tp, step=self.step, event="Produce", broker=leader, offset=offset, payload_id=records[offset].payload_id,
-                          outcome="acknowledged", acks="all", high_watermark=log.high_watermark, log_end_offset=len(log.records),
-                          leader_epoch=cluster.broker(leader).partitions[tp].leader_epoch)
+                self.emit(
+                    tp,
+                    step=self.step,
+                    event="Produce",
+                    broker=leader,
+                    offset=offset,
+                    payload_id=records[offset].payload_id,
+                    outcome="acknowledged",
+                    acks="all",
+                    high_watermark=log.high_watermark,
+                    log_end_offset=len(log.records),
+                    leader_epoch=cluster.broker(leader).partitions[tp].leader_epoch,
+                )
 
     @staticmethod
-    def _holds(cluster: Cluster, broker_id: int, tp: TopicPartition, offset: int, record: Record) -> bool:
+    def _holds(
+        cluster: Cluster, broker_id: int, tp: TopicPartition, offset: int, record: Record
+    ) -> bool:
         log = cluster.slots[broker_id].logs.get(tp)
         return log is not None and offset < log.high_watermark and log.records[offset] == record
 
@@ -250,7 +358,9 @@ class PartitionRecorder:
 class _Group:
     name: str
     clients: list[Client]
-    coordinator: object = None  # the GroupCoordinator the clients talk to (coordspec.reference.group)
+    coordinator: object = (
+        None  # the GroupCoordinator the clients talk to (coordspec.reference.group)
+    )
     epoch: int = -1  # the leader epoch it loaded the group's partition at
     last_ms: int = 0  # the time of its host's last event while it ran and served the group
     up: bool = False  # it serves the group, on a running broker
@@ -264,11 +374,23 @@ class ClusterRun:
         self.trace = TraceWriter(out, SOURCE)
         self.run_id = run_name(seed, options)
         self.faults = options.faults
-        self.recorder = PartitionRecorder(self._partition_record, options.bug if options.bug in BUGS else None)
-        self.cluster = FailoverCluster(list(BROKERS), OFFSETS_PARTITIONS, replication_monitor=self.recorder, seed=seed,
-                                       replication_config=REPLICATION)
-        self.groups = [_Group(f"sim-{seed}-g{g}", [Client(f"c{i + 1}") for i in range(options.clients)]) for g in range(2)]
-        self.rewrite = planted.BUGS[options.bug][0] if options.bug in planted.BUGS else None  # a group bug
+        self.recorder = PartitionRecorder(
+            self._partition_record, options.bug if options.bug in BUGS else None
+        )
+        self.cluster = FailoverCluster(
+            list(BROKERS),
+            OFFSETS_PARTITIONS,
+            replication_monitor=self.recorder,
+            seed=seed,
+            replication_config=REPLICATION,
+        )
+        self.groups = [
+            _Group(f"sim-{seed}-g{g}", [Client(f"c{i + 1}") for i in range(options.clients)])
+            for g in range(2)
+        ]
+        self.rewrite = (
+            planted.BUGS[options.bug][0] if options.bug in planted.BUGS else None
+        )  # a group bug
         self.ids = 0
         self.cluster.cluster.create_topic(DATA.topic, {DATA.partition: BROKERS})
         self._settle()
@@ -278,9 +400,17 @@ class ClusterRun:
         return self.recorder.cluster.now_ms  # the recorder has the cluster from its first step on
 
     def _partition_record(self, tp: TopicPartition, **fields) -> None:
-        line = {"v": FORMAT_VERSION, "source": SOURCE, "run": self.run_id, "ts_ms": round(time.time() * 1000, 3),
-                "t_ms": self.now, "kind": "partition", "topic": tp.topic, "partition": tp.partition,
-                **{k: v for k, v in fields.items() if v is not None}}
+        line = {
+            "v": FORMAT_VERSION,
+            "source": SOURCE,
+            "run": self.run_id,
+            "ts_ms": round(time.time() * 1000, 3),
+            "t_ms": self.now,
+            "kind": "partition",
+            "topic": tp.topic,
+            "partition": tp.partition,
+            **{k: v for k, v in fields.items() if v is not None},
+        }
         self.out.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     def _group_record(self, group: _Group, t_ms: int, **fields) -> None:
@@ -328,16 +458,22 @@ class ClusterRun:
             paused = [b for b in BROKERS if slots[b].broker is not None and slots[b].paused]
             if paused:
                 self.cluster.resume(self.rng.choice(paused))
-                if self.rng.random() < 0.5:  # it acts before the controller's news reach it: a zombie
+                if (
+                    self.rng.random() < 0.5
+                ):  # it acts before the controller's news reach it: a zombie
                     self._tick(REPLICATION.replica_lag_time_max_ms + 1)
         elif fault == "expire":
-            open_ = [b for b in BROKERS if slots[b].broker is not None and not self._session_closed(b)]
+            open_ = [
+                b for b in BROKERS if slots[b].broker is not None and not self._session_closed(b)
+            ]
             if open_:
                 self.cluster.expire_session(self.rng.choice(open_))
 
     def _session_closed(self, broker_id: int) -> bool:
         session = self.cluster.cluster.slots[broker_id].session_id
-        return session is None or self.cluster.cluster.zk.session_state(session) != SessionState.OPEN
+        return (
+            session is None or self.cluster.cluster.zk.session_state(session) != SessionState.OPEN
+        )
 
     def _tick(self, ms: int) -> None:
         self.cluster.tick(ms)
@@ -354,9 +490,15 @@ class ClusterRun:
         """To the group's coordinator, if one serves it now (else the client asks again later)."""
         broker = self.cluster.coordinator_for(group.name)
         partition = partition_for(group.name, OFFSETS_PARTITIONS)
-        if broker is None or not self.cluster.running(broker) or self.cluster.hosts[broker].serving(partition) is not group.coordinator:
+        if (
+            broker is None
+            or not self.cluster.running(broker)
+            or self.cluster.hosts[broker].serving(partition) is not group.coordinator
+        ):
             return
-        if self.cluster.hosts[broker].hosted[partition].uncommitted() or not self._commits_at_once(broker, partition):
+        if self.cluster.hosts[broker].hosted[partition].uncommitted() or not self._commits_at_once(
+            broker, partition
+        ):
             return
         self.ids += 1
         request = request_for(c, group.name, self.ids, self.now, self.rng)
@@ -371,7 +513,9 @@ class ClusterRun:
         follows it (the invariants' ``can_commit`` counts a paused follower as following)."""
         tp = self.cluster.tp(partition)
         isr = self.cluster.cluster.broker(broker).partitions[tp].isr
-        return invariants.can_commit(self.cluster.cluster, broker, tp) and all(self.cluster.running(b) for b in isr)
+        return invariants.can_commit(self.cluster.cluster, broker, tp) and all(
+            self.cluster.running(b) for b in isr
+        )
 
     def _settle(self) -> None:
         """What the cluster does between the driver's steps: watches and controller requests
@@ -398,18 +542,32 @@ class ClusterRun:
             if hosted is None or not hosted.serving:
                 continue
             for group in self.groups:
-                if partition_for(group.name, OFFSETS_PARTITIONS) == partition and hosted.leader_epoch > group.epoch:
+                if (
+                    partition_for(group.name, OFFSETS_PARTITIONS) == partition
+                    and hosted.leader_epoch > group.epoch
+                ):
                     if group.coordinator is not None:
                         self._moved(group)
                     group.coordinator, group.epoch = hosted.coordinator, hosted.leader_epoch
         for group in self.groups:
             partition = partition_for(group.name, OFFSETS_PARTITIONS)
-            host = next((h for h in self.cluster.hosts.values() if h.serving(partition) is group.coordinator), None)
+            host = next(
+                (
+                    h
+                    for h in self.cluster.hosts.values()
+                    if h.serving(partition) is group.coordinator
+                ),
+                None,
+            )
             group.up = host is not None and self.cluster.running(host.broker_id)
             if host is None and group.coordinator is not None:
-                self._orphan(group)  # it resigned or its broker died: what it still answers is NOT_COORDINATOR
+                self._orphan(
+                    group
+                )  # it resigned or its broker died: what it still answers is NOT_COORDINATOR
             elif group.up:
-                group.last_ms = host.now_ms  # paused, it does nothing: it stopped here, unless it comes back
+                group.last_ms = (
+                    host.now_ms
+                )  # paused, it does nothing: it stopped here, unless it comes back
 
     def _orphan(self, group: _Group) -> None:
         """The group's coordinator stopped: requests in flight get no recorded answer (a
@@ -421,7 +579,9 @@ class ClusterRun:
     def _moved(self, group: _Group) -> None:
         """Another coordinator loaded the group, after the last one's last event."""
         self._orphan(group)
-        self._group_record(group, self.now, kind="fault", fault="load_group", down_ms=min(group.last_ms, self.now))
+        self._group_record(
+            group, self.now, kind="fault", fault="load_group", down_ms=min(group.last_ms, self.now)
+        )
 
     def _collect(self) -> None:
         for group in self.groups:
@@ -433,7 +593,9 @@ class ClusterRun:
                 if reply is None:
                     continue
                 response = self.rewrite(request, reply.response) if self.rewrite else reply.response
-                self._group_record(group, self.now, kind="response", client=c.name, **message(request, response))
+                self._group_record(
+                    group, self.now, kind="response", client=c.name, **message(request, response)
+                )
                 c.waiting = False
                 del group.sent[c.name]
                 if not c.crashed:

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 
 from coordspec.conformance.suite import codec
 from coordspec.reference.consumer_protocol import Assignment as Owned
-from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, encode_assignment, encode_subscription
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    TopicPartitions,
+    encode_assignment,
+    encode_subscription,
+)
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.requests import (
     API_KEYS,
@@ -42,39 +47,69 @@ class Client:
     offset: int = 0
 
 
-
 def request_for(c: Client, group: str, request_id: int, now: int, rng: random.Random):
     """The next request of a consumer in ``c.phase``, as a consumer sends it."""
     common = {"group_id": group}
     if c.phase == "join":
-        return JoinGroup(request_id, 9, now, **common, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
-                         member_id=c.member_id, protocols=(Protocol("range", _SUBSCRIPTION),), client_id=c.name)
+        return JoinGroup(
+            request_id,
+            9,
+            now,
+            **common,
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id=c.member_id,
+            protocols=(Protocol("range", _SUBSCRIPTION),),
+            client_id=c.name,
+        )
     member = {**common, "generation_id": c.generation, "member_id": c.member_id}
     if c.phase == "sync":
-        return SyncGroup(request_id, 5, now, **member, protocol_type="consumer", protocol_name="range",
-                         assignments=assign(c.members) if c.leader else ())
+        return SyncGroup(
+            request_id,
+            5,
+            now,
+            **member,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=assign(c.members) if c.leader else (),
+        )
     roll = rng.random()
     if roll < 0.05:
-        return LeaveGroup(request_id, 5, now, group_id=group, members=(MemberIdentity(c.member_id),))
+        return LeaveGroup(
+            request_id, 5, now, group_id=group, members=(MemberIdentity(c.member_id),)
+        )
     if roll < 0.5:
         c.offset += rng.randrange(1, 50)
         partitions = tuple(CommitPartition(p, c.offset) for p in range(PARTITIONS))
-        if roll < 0.1 and c.generation > 1:  # a commit delayed past a rebalance carries the generation before
+        if (
+            roll < 0.1 and c.generation > 1
+        ):  # a commit delayed past a rebalance carries the generation before
             member["generation_id"] = c.generation - 1
         return OffsetCommit(request_id, 9, now, **member, topics=(CommitTopic(TOPIC, partitions),))
     return Heartbeat(request_id, 4, now, **member)
 
 
 def assign(members: tuple[str, ...]) -> tuple[Assignment, ...]:
-    return tuple(Assignment(m, encode_assignment(Owned((TopicPartitions(TOPIC, tuple(range(i, PARTITIONS, len(members)))),))))
-                 for i, m in enumerate(members))
+    return tuple(
+        Assignment(
+            m,
+            encode_assignment(
+                Owned((TopicPartitions(TOPIC, tuple(range(i, PARTITIONS, len(members)))),))
+            ),
+        )
+        for i, m in enumerate(members)
+    )
 
 
 def message(request, response=None) -> dict:
     """A request's (or its response's) fields of a trace record."""
-    return {"api": request.api, "api_key": API_KEYS[request.api], "api_version": request.api_version,
-            "correlation_id": int(request.request_id),
-            "fields": codec.request_fields(request) if response is None else codec.encode(response)}
+    return {
+        "api": request.api,
+        "api_key": API_KEYS[request.api],
+        "api_version": request.api_version,
+        "correlation_id": int(request.request_id),
+        "fields": codec.request_fields(request) if response is None else codec.encode(response),
+    }
 
 
 def learn(c: Client, request, response) -> None:
@@ -82,7 +117,10 @@ def learn(c: Client, request, response) -> None:
     error = getattr(response, "error_code", None)
     if error is None:  # OffsetCommit: the first partition's error stands for the group's
         error = response.topics[0].partitions[0].error_code if response.topics else ErrorCode.NONE
-    if isinstance(request, LeaveGroup) or error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+    if isinstance(request, LeaveGroup) or error in (
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.FENCED_INSTANCE_ID,
+    ):
         c.member_id, c.phase = "", "join"
     elif isinstance(request, JoinGroup):
         if error == ErrorCode.MEMBER_ID_REQUIRED:

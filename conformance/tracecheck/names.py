@@ -6,5 +6,12 @@ simulators' faults)."""
 # --cluster; restart (the coordinator) is for one coordinator, expire (a broker's ZooKeeper
 # session) for --cluster.
 FAULTS = ("crash", "pause", "restart", "expire")
-BUG_NAMES = ("generation-not-bumped", "heartbeat-ignores-rebalance", "stale-commit")  # what clients hear
-CLUSTER_BUG_NAMES = ("ack-before-isr", "isr-write-skips-version")  # the replication layer; need --cluster
+BUG_NAMES = (
+    "generation-not-bumped",
+    "heartbeat-ignores-rebalance",
+    "stale-commit",
+)  # what clients hear
+CLUSTER_BUG_NAMES = (
+    "ack-before-isr",
+    "isr-write-skips-version",
+)  # the replication layer; need --cluster

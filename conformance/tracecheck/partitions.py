@@ -29,12 +29,31 @@ from coordspec.reference.replication.partition import Role
 from coordspec.reference.replication.znodes import PartitionState, TopicPartition, state_path
 
 # The rule (spec/isr-versioned-writes.md) each invariant and each event belongs to.
-INVARIANT_RULES = {"LeaderInIsr": "ISR-6", "AtMostOneLeaderCanCommit": "ISR-7", "NoCommittedRecordLost": "ISR-13",
-                   "ControllerEpochMonotonic": "ISR-3"}
-WRITE_RULES = {"InitLeaders": "ISR-8", "ElectLeader": "ISR-4", "ShrinkIsr": "ISR-15", "ExpandIsr": "ISR-16"}
-EVENT_RULES = {**WRITE_RULES, "LeaderAndIsr": "ISR-11", "Produce": "ISR-12", "AdvanceHighWatermark": "ISR-13",
-               "Replicate": "ISR-14", "StepDown": "ISR-17", "ExpireSession": "ISR-18", "PauseBroker": "ISR-18",
-               "ResumeBroker": "ISR-18", "CrashBroker": "ISR-18", "StartBroker": "ISR-18"}
+INVARIANT_RULES = {
+    "LeaderInIsr": "ISR-6",
+    "AtMostOneLeaderCanCommit": "ISR-7",
+    "NoCommittedRecordLost": "ISR-13",
+    "ControllerEpochMonotonic": "ISR-3",
+}
+WRITE_RULES = {
+    "InitLeaders": "ISR-8",
+    "ElectLeader": "ISR-4",
+    "ShrinkIsr": "ISR-15",
+    "ExpandIsr": "ISR-16",
+}
+EVENT_RULES = {
+    **WRITE_RULES,
+    "LeaderAndIsr": "ISR-11",
+    "Produce": "ISR-12",
+    "AdvanceHighWatermark": "ISR-13",
+    "Replicate": "ISR-14",
+    "StepDown": "ISR-17",
+    "ExpireSession": "ISR-18",
+    "PauseBroker": "ISR-18",
+    "ResumeBroker": "ISR-18",
+    "CrashBroker": "ISR-18",
+    "StartBroker": "ISR-18",
+}
 
 
 # The checkers' keys are strings: a group's is its id, a partition's begins with NUL and "p".
@@ -127,7 +146,9 @@ class PartitionView:
         if record.event in WRITE_EVENTS:
             self.zk_controller_epoch = record.zk_controller_epoch
             if record.outcome == "ok":
-                written = PartitionState(record.leader, record.leader_epoch, tuple(record.isr), record.controller_epoch)
+                written = PartitionState(
+                    record.leader, record.leader_epoch, tuple(record.isr), record.controller_epoch
+                )
                 self.state = (written, record.zk_version if record.zk_version is not None else -1)
             return
         slot = self.slot(record.broker)
@@ -140,14 +161,18 @@ class PartitionView:
         elif record.event == "ResumeBroker":
             slot.paused = False
         if record.log is not None:
-            slot.disk = ReplicaLog([Record(epoch, payload) for epoch, payload in record.log], slot.disk.high_watermark)
+            slot.disk = ReplicaLog(
+                [Record(epoch, payload) for epoch, payload in record.log], slot.disk.high_watermark
+            )
         if record.high_watermark is not None:
             slot.disk.high_watermark = record.high_watermark
         if record.role is not None and slot.broker is not None:
             replica = slot.broker.partitions.setdefault(self.tp, _Replica())
             replica.role = Role(record.role)
             replica.leader = record.leader if record.leader is not None else replica.leader
-            replica.leader_epoch = record.leader_epoch if record.leader_epoch is not None else replica.leader_epoch
+            replica.leader_epoch = (
+                record.leader_epoch if record.leader_epoch is not None else replica.leader_epoch
+            )
             replica.isr = tuple(record.isr) if record.isr is not None else replica.isr
         if slot.broker is not None and self.tp in slot.broker.partitions:
             slot.broker.partitions[self.tp].log = slot.disk
@@ -184,7 +209,9 @@ def replay(records: list[PartitionRecord]) -> tuple[Finding | None, list[str]]:
             try:
                 epoch = view.check_state(epoch)
             except InvariantViolation as exc:
-                return Finding(index - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail), exercised
+                return Finding(
+                    index - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail
+                ), exercised
         found = _check_event(view, record)
         if found is not None:
             rule, invariant, message = found
@@ -197,7 +224,9 @@ def replay(records: list[PartitionRecord]) -> tuple[Finding | None, list[str]]:
     try:
         view.check_state(epoch)
     except InvariantViolation as exc:
-        return Finding(len(records) - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail), exercised
+        return Finding(
+            len(records) - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail
+        ), exercised
     return None, exercised
 
 
@@ -211,22 +240,38 @@ def _check_event(view: PartitionView, record: PartitionRecord) -> tuple[str, str
         path = state_path(view.tp)
         before = record.zk_version_before if record.zk_version_before is not None else -1
         try:
-            invariants.check_no_write_with_stale_version([StateWrite(path, record.expected_zk_version, before)])
+            invariants.check_no_write_with_stale_version(
+                [StateWrite(path, record.expected_zk_version, before)]
+            )
         except InvariantViolation as exc:
-            return WRITE_RULES[record.event], exc.invariant, f"broker {record.broker}'s {record.event}: {exc.detail}"
+            return (
+                WRITE_RULES[record.event],
+                exc.invariant,
+                f"broker {record.broker}'s {record.event}: {exc.detail}",
+            )
     if record.event == "Produce" and record.outcome == "acknowledged":
         slot = view.slots.get(record.broker)
-        hw = record.high_watermark if record.high_watermark is not None else (slot.disk.high_watermark if slot else 0)
+        hw = (
+            record.high_watermark
+            if record.high_watermark is not None
+            else (slot.disk.high_watermark if slot else 0)
+        )
         if record.offset >= hw:
-            message = (f"broker {record.broker} acknowledged offset {record.offset} with acks=all while its high "
-                       f"watermark is {hw}: the ISR does not have the record yet")
+            message = (
+                f"broker {record.broker} acknowledged offset {record.offset} with acks=all while its high "
+                f"watermark is {hw}: the ISR does not have the record yet"
+            )
             return "ISR-12", "", message
     return None
 
 
 def _acknowledge(view: PartitionView, record: PartitionRecord) -> None:
     log = view.slot(record.broker).disk.records
-    appended = log[record.offset] if record.offset < len(log) else Record(record.leader_epoch, record.payload_id)
+    appended = (
+        log[record.offset]
+        if record.offset < len(log)
+        else Record(record.leader_epoch, record.payload_id)
+    )
     view.committed.setdefault(view.tp, {})[record.offset] = appended
 
 
@@ -234,8 +279,10 @@ def describe(record: PartitionRecord) -> str:
     """One partition event in a few words, for a violation's context."""
     text = f"{record.event} by broker {record.broker}"
     if record.event in WRITE_EVENTS:
-        text += (f" expecting zk_version {record.expected_zk_version} (was {record.zk_version_before}): {record.outcome}, "
-                 f"leader {record.leader} epoch {record.leader_epoch} isr {record.isr}")
+        text += (
+            f" expecting zk_version {record.expected_zk_version} (was {record.zk_version_before}): {record.outcome}, "
+            f"leader {record.leader} epoch {record.leader_epoch} isr {record.isr}"
+        )
     elif record.event == "Produce":
         text += f" offset {record.offset} {record.outcome}"
     if record.event not in WRITE_EVENTS and record.role is not None:

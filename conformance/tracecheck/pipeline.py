@@ -46,7 +46,9 @@ _VIOLATION_FIELDS = [f.name for f in dataclasses.fields(Violation)]
 _LIST_FIELDS = {"allowed", "context"}
 _INT_FIELDS = {"api_version", "line", "t_ms"}
 VIOLATION_COLUMNS = ", ".join(
-    f"{name} {'array<string>' if name in _LIST_FIELDS else 'long' if name in _INT_FIELDS else 'string'}" for name in _VIOLATION_FIELDS)
+    f"{name} {'array<string>' if name in _LIST_FIELDS else 'long' if name in _INT_FIELDS else 'string'}"
+    for name in _VIOLATION_FIELDS
+)
 COVERAGE_COLUMNS = "kind string, name string, count long"
 # Errors only. Spark's logger set explicitly to the root's level keeps pyspark (a "shell" to
 # Spark) from announcing a default level of its own.
@@ -106,7 +108,9 @@ def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
-        raise PipelineError("no Java found (the JVM Spark needs): run ./dev to install default-jdk-headless, or set JAVA_HOME")
+        raise PipelineError(
+            "no Java found (the JVM Spark needs): run ./dev to install default-jdk-headless, or set JAVA_HOME"
+        )
     return java
 
 
@@ -128,18 +132,26 @@ def session(master: str | None, workdir: Path, out: TextIO):
     except ImportError:
         raise PipelineError("PySpark is not installed: pip install 'coordspec[pipeline]'") from None
     _java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors run this interpreter, with its packages
+    os.environ.setdefault(
+        "PYSPARK_PYTHON", sys.executable
+    )  # the executors run this interpreter, with its packages
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit launched the JVM and chose the master
+    submitted = (
+        "PYSPARK_GATEWAY_PORT" in os.environ
+    )  # spark-submit launched the JVM and chose the master
     master = master or (None if submitted else "local[*]")
     if master and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if "SPARK_CONF_DIR" not in os.environ:  # Spark's scripts put this directory's log4j2.properties first
+    if (
+        "SPARK_CONF_DIR" not in os.environ
+    ):  # Spark's scripts put this directory's log4j2.properties first
         (workdir / "log4j2.properties").write_text(_LOG4J)
         os.environ["SPARK_CONF_DIR"] = str(workdir)
-    builder = (SparkSession.builder.appName("coordspec trace check")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", str(out.isatty()).lower()))
+    builder = (
+        SparkSession.builder.appName("coordspec trace check")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", str(out.isatty()).lower())
+    )
     if master:
         builder = builder.master(master)
     try:
@@ -163,7 +175,9 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     found = re.search(r"TraceError: (.+)", text)
-    return found.group(1).strip() if found else (text.splitlines()[0] if text else type(exc).__name__)
+    return (
+        found.group(1).strip() if found else (text.splitlines()[0] if text else type(exc).__name__)
+    )
 
 
 def partitions_for(files: list[Path], parallelism: int) -> int:
@@ -175,25 +189,41 @@ def partitions_for(files: list[Path], parallelism: int) -> int:
     return -(-wanted // parallelism) * parallelism
 
 
-def check_on_spark(spark, files: list[Path], settings: Settings, partitions: int | None = None) -> summary.Findings:
+def check_on_spark(
+    spark, files: list[Path], settings: Settings, partitions: int | None = None
+) -> summary.Findings:
     """The job: files read one task each, lines hash-partitioned by key (pickled batches the
     JVM only moves), each partition's keys checked; the partitions' findings added up."""
     sc = spark.sparkContext
     partitions = partitions or partitions_for(files, sc.defaultParallelism)
-    per_partition = (sc.parallelize([str(f) for f in files], max(1, len(files))).flatMap(key_lines)
-                     .partitionBy(partitions, key_partition)
-                     .mapPartitions(lambda pairs: check_partition(pairs, settings)))
+    per_partition = (
+        sc.parallelize([str(f) for f in files], max(1, len(files)))
+        .flatMap(key_lines)
+        .partitionBy(partitions, key_partition)
+        .mapPartitions(lambda pairs: check_partition(pairs, settings))
+    )
     findings = summary.Findings(totals=summary.Totals(files=len(files), how=f"Spark {sc.master}"))
     for part in per_partition.collect():  # one small Findings per partition
         findings.violations.extend(part.violations)
         findings.coverage.update(part.coverage)
         for total in ("keys", "events", "unchecked"):
-            setattr(findings.totals, total, getattr(findings.totals, total) + getattr(part.totals, total))
+            setattr(
+                findings.totals,
+                total,
+                getattr(findings.totals, total) + getattr(part.totals, total),
+            )
     return findings
 
 
-def run_pipeline(inputs: list[str], output: Path, master: str | None = None, settings: Settings | None = None,
-                 partitions: int | None = None, out: TextIO | None = None, spark=None) -> summary.Findings:
+def run_pipeline(
+    inputs: list[str],
+    output: Path,
+    master: str | None = None,
+    settings: Settings | None = None,
+    partitions: int | None = None,
+    out: TextIO | None = None,
+    spark=None,
+) -> summary.Findings:
     """Check the inputs on Spark and write the results under ``output``; raises PipelineError.
     With ``spark`` (a session) the job runs there and the session stays up."""
     out = out or sys.stderr
@@ -215,7 +245,11 @@ def run_pipeline(inputs: list[str], output: Path, master: str | None = None, set
 
 
 def _job(spark, files, output, settings, partitions, out, started) -> summary.Findings:
-    print(f"checking {len(files)} file{'s' * (len(files) != 1)} on {spark.sparkContext.master}…", file=out, flush=True)
+    print(
+        f"checking {len(files)} file{'s' * (len(files) != 1)} on {spark.sparkContext.master}…",
+        file=out,
+        flush=True,
+    )
     try:
         findings = check_on_spark(spark, files, settings, partitions)
     except _spark_errors() as exc:  # a bad line on an executor: its TraceError is in the text
@@ -224,8 +258,12 @@ def _job(spark, files, output, settings, partitions, out, started) -> summary.Fi
     violations = [[v[name] for name in _VIOLATION_FIELDS] for v in findings.violations]
     coverage = [[kind, name, count] for (kind, name), count in findings.coverage.items()]
     try:
-        spark.createDataFrame(violations, VIOLATION_COLUMNS).coalesce(1).write.mode("overwrite").parquet(str(output / "violations"))
-        spark.createDataFrame(coverage, COVERAGE_COLUMNS).coalesce(1).write.mode("overwrite").parquet(str(output / "coverage"))
+        spark.createDataFrame(violations, VIOLATION_COLUMNS).coalesce(1).write.mode(
+            "overwrite"
+        ).parquet(str(output / "violations"))
+        spark.createDataFrame(coverage, COVERAGE_COLUMNS).coalesce(1).write.mode(
+            "overwrite"
+        ).parquet(str(output / "coverage"))
     except _spark_errors() as exc:
         raise PipelineError(f"cannot write {output}: {_first_line(exc)}") from None
     findings.totals.wall_s = time.perf_counter() - started

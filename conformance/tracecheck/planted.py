@@ -21,15 +21,27 @@ from coordspec.reference.group.responses import (
 def accepts_stale_commits(request, response):
     """Every commit succeeds, from whatever generation (breaks GM-50, NoStaleGenerationCommit)."""
     if isinstance(response, OffsetCommitResponse):
-        return dataclasses.replace(response, topics=tuple(
-            dataclasses.replace(t, partitions=tuple(dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions))
-            for t in response.topics))
+        return dataclasses.replace(
+            response,
+            topics=tuple(
+                dataclasses.replace(
+                    t,
+                    partitions=tuple(
+                        dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions
+                    ),
+                )
+                for t in response.topics
+            ),
+        )
     return response
 
 
 def heartbeat_ignores_rebalance(request, response):
     """Heartbeats never say a rebalance is on (breaks GM-30): members miss rebalances."""
-    if isinstance(response, HeartbeatResponse) and response.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+    if (
+        isinstance(response, HeartbeatResponse)
+        and response.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    ):
         return HeartbeatResponse(ErrorCode.NONE)
     return response
 

@@ -35,8 +35,12 @@ from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
 _GROUP_APIS = {key: api for api, key in API_KEYS.items()}
-_RENAMES = {"session_timeout_ms": "session_timeout", "rebalance_timeout_ms": "rebalance_timeout",
-            "generation_id": "generation_id_or_member_epoch", "retention_time_ms": "retention_time"}
+_RENAMES = {
+    "session_timeout_ms": "session_timeout",
+    "rebalance_timeout_ms": "rebalance_timeout",
+    "generation_id": "generation_id_or_member_epoch",
+    "retention_time_ms": "retention_time",
+}
 
 
 class _View:
@@ -48,16 +52,21 @@ class _View:
     def __getattr__(self, name: str) -> Any:
         if name in self._extra:
             return self._extra[name]
-        return getattr(self._entity, _RENAMES.get(name, name) if not hasattr(self._entity, name) else name)
+        return getattr(
+            self._entity, _RENAMES.get(name, name) if not hasattr(self._entity, name) else name
+        )
 
 
-def reference_request(api: str, version: int, correlation_id: int, now_ms: int, entity: Any, client_id: str,
-                      peer: str) -> rq.Request:
+def reference_request(
+    api: str, version: int, correlation_id: int, now_ms: int, entity: Any, client_id: str, peer: str
+) -> rq.Request:
     extra: dict[str, Any] = {"request_id": correlation_id, "api_version": version, "now_ms": now_ms}
     if api == "JoinGroup":
         extra |= {"client_id": client_id or "", "client_host": f"/{peer.rsplit(':', 1)[0]}"}
     elif api == "LeaveGroup" and version < 3:
-        extra["members"] = (types.SimpleNamespace(member_id=entity.member_id, group_instance_id=None, reason=None),)
+        extra["members"] = (
+            types.SimpleNamespace(member_id=entity.member_id, group_instance_id=None, reason=None),
+        )
     elif api == "OffsetFetch" and version >= 8:
         extra |= {"group_id": entity.groups[0].group_id, "topics": entity.groups[0].topics}
     return read(getattr(rq, api), _View(entity, extra))
@@ -66,7 +75,11 @@ def reference_request(api: str, version: int, correlation_id: int, now_ms: int, 
 def group_of(request: rq.Request) -> str:
     if getattr(request, "group_id", None) is not None:
         return request.group_id
-    names = [g for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ()) if g is not None]
+    names = [
+        g
+        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
+        if g is not None
+    ]
     return names[0] if names else ""  # ListGroups: no single group
 
 
@@ -79,10 +92,32 @@ class Recorder:
         self.run = f"proxy-{int(time.time() * 1000)}"
         self.warned: set[str] = set()
 
-    def write(self, kind: str, client: str, group_id: str, api: str, version: int, correlation_id: int, fields: dict) -> None:
-        line = {"v": 1, "source": "proxy", "run": self.run, "scenario": None, "group_id": group_id,
-                "ts_ms": round(time.time() * 1000, 3), "t_ms": self.now_ms(), "kind": kind, "client": client, "api": api,
-                "api_key": API_KEYS[api], "api_version": version, "correlation_id": correlation_id, "fields": fields}
+    def write(
+        self,
+        kind: str,
+        client: str,
+        group_id: str,
+        api: str,
+        version: int,
+        correlation_id: int,
+        fields: dict,
+    ) -> None:
+        line = {
+            "v": 1,
+            "source": "proxy",
+            "run": self.run,
+            "scenario": None,
+            "group_id": group_id,
+            "ts_ms": round(time.time() * 1000, 3),
+            "t_ms": self.now_ms(),
+            "kind": kind,
+            "client": client,
+            "api": api,
+            "api_key": API_KEYS[api],
+            "api_version": version,
+            "correlation_id": correlation_id,
+            "fields": fields,
+        }
         self.out.write(json.dumps(line, separators=(",", ":")) + "\n")
         self.out.flush()
 
@@ -98,7 +133,9 @@ class Recorder:
 
 
 class Proxy:
-    def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], recorder: Recorder) -> None:
+    def __init__(
+        self, listen: tuple[str, int], upstream: tuple[str, int], recorder: Recorder
+    ) -> None:
         self.host = listen[0]
         self.recorder = recorder
         self.first = (listen, upstream)
@@ -111,7 +148,9 @@ class Proxy:
         await self._listen(self.first[1], self.first[0][1])
 
     async def _listen(self, upstream: tuple[str, int], port: int = 0) -> int:
-        server = await asyncio.start_server(lambda r, w: self._serve(r, w, upstream), self.host, port)
+        server = await asyncio.start_server(
+            lambda r, w: self._serve(r, w, upstream), self.host, port
+        )
         self.servers.append(server)
         self.listeners[upstream] = server.sockets[0].getsockname()[1]
         return self.listeners[upstream]
@@ -129,14 +168,24 @@ class Proxy:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.recorder.out.close()
 
-    async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, upstream: tuple[str, int]) -> None:
+    async def _serve(
+        self,
+        client_r: asyncio.StreamReader,
+        client_w: asyncio.StreamWriter,
+        upstream: tuple[str, int],
+    ) -> None:
         self.tasks.add(asyncio.current_task())
         try:
             await self._forward(client_r, client_w, upstream)
         finally:
             self.tasks.discard(asyncio.current_task())
 
-    async def _forward(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, upstream: tuple[str, int]) -> None:
+    async def _forward(
+        self,
+        client_r: asyncio.StreamReader,
+        client_w: asyncio.StreamWriter,
+        upstream: tuple[str, int],
+    ) -> None:
         self.connections += 1
         peer = "{}:{}".format(*client_w.get_extra_info("peername")[:2])
         try:
@@ -146,8 +195,10 @@ class Proxy:
             return
         pending: deque = deque()
         name = f"conn{self.connections}@{peer}"
-        tasks = [asyncio.create_task(self._requests(client_r, up_w, pending, name, peer)),
-                 asyncio.create_task(self._responses(up_r, client_w, pending, name))]
+        tasks = [
+            asyncio.create_task(self._requests(client_r, up_w, pending, name, peer)),
+            asyncio.create_task(self._responses(up_r, client_w, pending, name)),
+        ]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -156,8 +207,11 @@ class Proxy:
             await asyncio.gather(*tasks, return_exceptions=True)
         for task in done:
             if task.exception() is not None:
-                print(f"coordspec record: {name} closed: {type(task.exception()).__name__}: {task.exception()}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"coordspec record: {name} closed: {type(task.exception()).__name__}: {task.exception()}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         for writer in (client_w, up_w):
             writer.close()
             with contextlib.suppress(Exception):
@@ -174,7 +228,9 @@ class Proxy:
                     self.recorder.skipped(f"request {key} v{version} from {name}: {exc}")
                     seen = None
                 if not (key == PRODUCE and seen == "acks=0"):  # no response will come
-                    pending.append((key, version, correlation, seen if isinstance(seen, rq.Request) else None))
+                    pending.append(
+                        (key, version, correlation, seen if isinstance(seen, rq.Request) else None)
+                    )
                 upstream.write(struct.pack(">i", len(frame)) + frame)
                 await upstream.drain()
 
@@ -186,10 +242,24 @@ class Proxy:
             body, _ = entity_reader(cls)(frame, offset)
             if key == PRODUCE:
                 return "acks=0" if body.acks == 0 else None
-            request = reference_request(api, version, header.correlation_id, self.recorder.now_ms(), body,
-                                        header.client_id, peer)
-            self.recorder.write("request", name, group_of(request), api, version, header.correlation_id,
-                                codec.request_fields(request))
+            request = reference_request(
+                api,
+                version,
+                header.correlation_id,
+                self.recorder.now_ms(),
+                body,
+                header.client_id,
+                peer,
+            )
+            self.recorder.write(
+                "request",
+                name,
+                group_of(request),
+                api,
+                version,
+                header.correlation_id,
+                codec.request_fields(request),
+            )
             return request
         return None
 
@@ -208,12 +278,21 @@ class Proxy:
                 client.write(struct.pack(">i", len(frame)) + frame)
                 await client.drain()
 
-    def _record_response(self, request: rq.Request, key: int, version: int, correlation: int, frame: bytes,
-                         name: str) -> None:
+    def _record_response(
+        self, request: rq.Request, key: int, version: int, correlation: int, frame: bytes, name: str
+    ) -> None:
         cls = kio.index.load_response_schema(key, version)
         offset = entity_reader(cls.__header_schema__)(frame, 0)[1]
         response = response_from(request.api, version, entity_reader(cls)(frame, offset)[0])
-        self.recorder.write("response", name, group_of(request), request.api, version, correlation, codec.encode(response))
+        self.recorder.write(
+            "response",
+            name,
+            group_of(request),
+            request.api,
+            version,
+            correlation,
+            codec.encode(response),
+        )
 
     async def _rewrite(self, key: int, version: int, frame: bytes) -> bytes:
         """Broker addresses in Metadata and FindCoordinator become this proxy's listeners."""
@@ -221,14 +300,23 @@ class Proxy:
         header, offset = entity_reader(cls.__header_schema__)(frame, 0)
         body, _ = entity_reader(cls)(frame, offset)
         if key == METADATA:
-            brokers = [dataclasses.replace(b, host=self.host, port=await self.local_port(b.host, b.port)) for b in body.brokers]
+            brokers = [
+                dataclasses.replace(b, host=self.host, port=await self.local_port(b.host, b.port))
+                for b in body.brokers
+            ]
             body = dataclasses.replace(body, brokers=tuple(brokers))
         elif version >= 4:
-            found = [dataclasses.replace(c, host=self.host, port=await self.local_port(c.host, c.port)) if c.port >= 0 else c
-                     for c in body.coordinators]
+            found = [
+                dataclasses.replace(c, host=self.host, port=await self.local_port(c.host, c.port))
+                if c.port >= 0
+                else c
+                for c in body.coordinators
+            ]
             body = dataclasses.replace(body, coordinators=tuple(found))
         elif body.port >= 0:
-            body = dataclasses.replace(body, host=self.host, port=await self.local_port(body.host, body.port))
+            body = dataclasses.replace(
+                body, host=self.host, port=await self.local_port(body.host, body.port)
+            )
         out = io.BytesIO()
         entity_writer(cls.__header_schema__)(out, header)
         entity_writer(cls)(out, body)

@@ -77,14 +77,23 @@ def parse(line: Line):
         record = parse_line(line.text)
     except ValidationError as exc:
         error = exc.errors()[0]
-        loc = error["loc"][1:] if error["loc"][:1] in (("request",), ("response",), ("time",), ("fault",), ("partition",)) else error["loc"]
+        loc = (
+            error["loc"][1:]
+            if error["loc"][:1]
+            in (("request",), ("response",), ("time",), ("fault",), ("partition",))
+            else error["loc"]
+        )
         where = ".".join(str(p) for p in loc)  # without the kind the models are picked by
         if error["type"] == "json_invalid":
             where = ""
-        raise TraceError(f"{line.path}:{line.number}: {where + ': ' if where else ''}{error['msg']}") from None
+        raise TraceError(
+            f"{line.path}:{line.number}: {where + ': ' if where else ''}{error['msg']}"
+        ) from None
     try:
         if isinstance(record, RequestRecord):
-            message = codec.decode_request(record.api, record.api_version, record.correlation_id, record.t_ms, record.fields)
+            message = codec.decode_request(
+                record.api, record.api_version, record.correlation_id, record.t_ms, record.fields
+            )
         elif isinstance(record, ResponseRecord):
             message = codec.decode_response(record.api, record.fields)
         else:
@@ -102,15 +111,23 @@ def _hints(cls: type) -> dict:
 
 def _check_fields(line: Line, record) -> None:
     """Name the field that does not decode (codec reports what, not where)."""
-    cls = getattr(request_types, record.api) if isinstance(record, RequestRecord) else codec.RESPONSES[record.api]
+    cls = (
+        getattr(request_types, record.api)
+        if isinstance(record, RequestRecord)
+        else codec.RESPONSES[record.api]
+    )
     hints = _hints(cls)
     for name, value in record.fields.items():
         if name not in hints or name in ("request_id", "api_version", "now_ms"):
-            raise TraceError(f"{line.path}:{line.number}: fields.{name}: not a field of {cls.__name__}")
+            raise TraceError(
+                f"{line.path}:{line.number}: fields.{name}: not a field of {cls.__name__}"
+            )
         try:
             codec.decode(hints[name], value)
         except (TypeError, ValueError, UsageError) as exc:
-            raise TraceError(f"{line.path}:{line.number}: fields.{name}: {_first_line(exc)}") from None
+            raise TraceError(
+                f"{line.path}:{line.number}: fields.{name}: {_first_line(exc)}"
+            ) from None
 
 
 def _first_line(exc: Exception) -> str:
@@ -127,9 +144,17 @@ def quick_key(line: Line) -> tuple[str, str, int]:
         run, t_ms = data["run"], data["t_ms"]
         if data.get("kind") == "partition":
             topic, number = data["topic"], data["partition"]
-            key = partitions.key_of(topic, number) if isinstance(topic, str) and type(number) is int else None
+            key = (
+                partitions.key_of(topic, number)
+                if isinstance(topic, str) and type(number) is int
+                else None
+            )
         else:
-            key = partitions.group_key(data["group_id"]) if isinstance(data["group_id"], str) else None
+            key = (
+                partitions.group_key(data["group_id"])
+                if isinstance(data["group_id"], str)
+                else None
+            )
         if isinstance(key, str) and isinstance(run, str) and type(t_ms) is int and t_ms >= 0:
             return key, run, t_ms
     except (ValueError, KeyError, TypeError, AttributeError):

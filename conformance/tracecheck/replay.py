@@ -45,7 +45,9 @@ class Settings:
     """What the replay needs besides the events; plain data, so Spark can ship it."""
 
     config: dict[str, int] = field(default_factory=dict)  # GroupConfig overrides for every key
-    scenarios: dict[str, dict[str, int]] = field(default_factory=dict)  # scenario name -> its broker: settings
+    scenarios: dict[str, dict[str, int]] = field(
+        default_factory=dict
+    )  # scenario name -> its broker: settings
     latency_ms: int | None = None  # None: by the trace's source
 
 
@@ -81,7 +83,9 @@ class KeyReport:
     events: int = 0
     unchecked: int = 0
     violations: list[Violation] = field(default_factory=list)
-    coverage: Counter = field(default_factory=Counter)  # (kind, name) -> count; kind: rule, state, transition, api
+    coverage: Counter = field(
+        default_factory=Counter
+    )  # (kind, name) -> count; kind: rule, state, transition, api
 
 
 def summary(line: Line, record) -> str:
@@ -115,54 +119,104 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
     report = KeyReport(group_id, run, events=len(parsed))
     if not parsed:
         return report
-    if not group_id:  # requests about no single group (a broker's ListGroups): nothing to replay them on
+    if (
+        not group_id
+    ):  # requests about no single group (a broker's ListGroups): nothing to replay them on
         report.unchecked = len(parsed)
         return report
     first = parsed[0][1]
     overrides = {**settings.config}
     if first.source.startswith("conformance:") and first.scenario in settings.scenarios:
         overrides.update(settings.scenarios[first.scenario])
-    latency = settings.latency_ms if settings.latency_ms is not None else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
+    latency = (
+        settings.latency_ms
+        if settings.latency_ms is not None
+        else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
+    )
     coverage = rules.Coverage()
     oracle = Oracle(dataclasses.replace(GroupConfig(), **overrides), latency, observer=coverage)
-    open_requests: dict[tuple[str, int], tuple[str, object]] = {}  # (client, correlation id) -> (oracle client, request)
+    open_requests: dict[
+        tuple[str, int], tuple[str, object]
+    ] = {}  # (client, correlation id) -> (oracle client, request)
 
-    def violate(index: int, kind: str, rule: str, invariant: str, message: str, allowed=(), broker=None) -> None:
+    def violate(
+        index: int, kind: str, rule: str, invariant: str, message: str, allowed=(), broker=None
+    ) -> None:
         line, record, _ = parsed[index]
         message_like = isinstance(record, (RequestRecord, ResponseRecord))
-        context = [summary(l, r) for l, r, _ in parsed[max(0, index - CONTEXT_BEFORE):index + CONTEXT_AFTER + 1]]
-        report.violations.append(Violation(
-            group_id, run, record.source, record.scenario or "", kind, rule, invariant,
-            record.api if message_like else "", record.api_version if message_like else -1,
-            record.client if message_like else "", line.path, line.number, record.t_ms, message,
-            [a.replace(TOKEN, "member #") for a in allowed],  # the oracle names unbound choices by placeholder
-            json.dumps(broker, sort_keys=True) if broker is not None else "", context))
+        context = [
+            summary(l, r)
+            for l, r, _ in parsed[max(0, index - CONTEXT_BEFORE) : index + CONTEXT_AFTER + 1]
+        ]
+        report.violations.append(
+            Violation(
+                group_id,
+                run,
+                record.source,
+                record.scenario or "",
+                kind,
+                rule,
+                invariant,
+                record.api if message_like else "",
+                record.api_version if message_like else -1,
+                record.client if message_like else "",
+                line.path,
+                line.number,
+                record.t_ms,
+                message,
+                [
+                    a.replace(TOKEN, "member #") for a in allowed
+                ],  # the oracle names unbound choices by placeholder
+                json.dumps(broker, sort_keys=True) if broker is not None else "",
+                context,
+            )
+        )
         report.unchecked = len(parsed) - index - 1
 
     for index, (line, record, message) in enumerate(parsed):
         try:
             if isinstance(record, RequestRecord):
-                client = f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
-                request = dataclasses.replace(message, request_id=index)  # unique in the key, unlike correlation ids
+                client = (
+                    f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
+                )
+                request = dataclasses.replace(
+                    message, request_id=index
+                )  # unique in the key, unlike correlation ids
                 open_requests[(record.client, record.correlation_id)] = (client, request)
                 oracle.request(client, request)
                 report.coverage[("api", f"{record.api} v{record.api_version}")] += 1
             elif isinstance(record, ResponseRecord):
                 opened = open_requests.pop((record.client, record.correlation_id), None)
                 if opened is None:
-                    violate(index, "trace", rules.API_RULES[record.api], "",
-                            f"a response to correlation id {record.correlation_id} of {record.client}, which has no request in flight")
+                    violate(
+                        index,
+                        "trace",
+                        rules.API_RULES[record.api],
+                        "",
+                        f"a response to correlation id {record.correlation_id} of {record.client}, which has no request in flight",
+                    )
                     break
                 client, request = opened
                 disagreement = oracle.response(client, message, record.t_ms)
                 if disagreement is not None:
-                    rule, invariant = rules.classify(record.api, request, disagreement.closest, record.fields)
+                    rule, invariant = rules.classify(
+                        record.api, request, disagreement.closest, record.fields
+                    )
                     if disagreement.closest is None and record.api in ("JoinGroup", "SyncGroup"):
                         rule = _parked_rule(oracle, record.api, group_id)
-                    violate(index, "oracle", rule, invariant, f"the reference does not allow this: {disagreement.message}",
-                            disagreement.allowed, record.fields)
+                    violate(
+                        index,
+                        "oracle",
+                        rule,
+                        invariant,
+                        f"the reference does not allow this: {disagreement.message}",
+                        disagreement.allowed,
+                        record.fields,
+                    )
                     break
-                report.coverage[("rule", rules.rule_for(record.api, rules.first_error(record.fields), request))] += 1
+                report.coverage[
+                    ("rule", rules.rule_for(record.api, rules.first_error(record.fields), request))
+                ] += 1
             elif isinstance(record, TimeRecord):
                 oracle.advance(record.t_ms)
             elif isinstance(record, FaultRecord):
@@ -191,11 +245,34 @@ def _check_partition(report: KeyReport, parsed: list) -> KeyReport:
     report.coverage[("partition", "partitions checked")] += 1
     if found is not None:
         line, record, _ = parsed[found.index]
-        context = [summary(l, r) for l, r, _ in parsed[max(0, found.index - CONTEXT_BEFORE):found.index + CONTEXT_AFTER + 1]]
-        report.violations.append(Violation(
-            "", report.run, record.source, record.scenario or "", "partition", found.rule, found.invariant, record.event, -1,
-            f"broker {record.broker}", line.path, line.number, record.t_ms, found.message, [], "", context,
-            partition=f"{record.topic}-{record.partition}"))
+        context = [
+            summary(l, r)
+            for l, r, _ in parsed[
+                max(0, found.index - CONTEXT_BEFORE) : found.index + CONTEXT_AFTER + 1
+            ]
+        ]
+        report.violations.append(
+            Violation(
+                "",
+                report.run,
+                record.source,
+                record.scenario or "",
+                "partition",
+                found.rule,
+                found.invariant,
+                record.event,
+                -1,
+                f"broker {record.broker}",
+                line.path,
+                line.number,
+                record.t_ms,
+                found.message,
+                [],
+                "",
+                context,
+                partition=f"{record.topic}-{record.partition}",
+            )
+        )
         report.unchecked = len(parsed) - found.index - 1
     return report
 
@@ -204,5 +281,8 @@ def _parked_rule(oracle: Oracle, api: str, group_id: str) -> str:
     """The broker answered a request the reference parks: which rule parks it."""
     if api == "SyncGroup":
         return "GM-21"
-    delayed = any((g := h.coordinator.groups.get(group_id)) is not None and g.in_initial_delay for h in oracle.hypotheses)
+    delayed = any(
+        (g := h.coordinator.groups.get(group_id)) is not None and g.in_initial_delay
+        for h in oracle.hypotheses
+    )
     return "GM-10" if delayed else "GM-13"

@@ -16,13 +16,23 @@ from coordspec.reference.group.requests import LoadGroups
 from coordspec.reference.group.transitions import TRANSITIONS
 
 API_RULES = {
-    "JoinGroup": "GM-13", "SyncGroup": "GM-20", "Heartbeat": "GM-30", "LeaveGroup": "GM-31",
-    "OffsetCommit": "GM-50", "OffsetFetch": "GM-54", "DescribeGroups": "GM-60", "ListGroups": "GM-61",
+    "JoinGroup": "GM-13",
+    "SyncGroup": "GM-20",
+    "Heartbeat": "GM-30",
+    "LeaveGroup": "GM-31",
+    "OffsetCommit": "GM-50",
+    "OffsetFetch": "GM-54",
+    "DescribeGroups": "GM-60",
+    "ListGroups": "GM-61",
     "DeleteGroups": "GM-62",
 }
 _ANY_API_ERROR_RULES = {
-    E.INVALID_SESSION_TIMEOUT: "GM-1", E.INVALID_GROUP_ID: "GM-1", E.FENCED_INSTANCE_ID: "GM-7",
-    E.UNKNOWN_MEMBER_ID: "GM-7", E.COORDINATOR_NOT_AVAILABLE: "GM-8", E.NOT_COORDINATOR: "GM-43",
+    E.INVALID_SESSION_TIMEOUT: "GM-1",
+    E.INVALID_GROUP_ID: "GM-1",
+    E.FENCED_INSTANCE_ID: "GM-7",
+    E.UNKNOWN_MEMBER_ID: "GM-7",
+    E.COORDINATOR_NOT_AVAILABLE: "GM-8",
+    E.NOT_COORDINATOR: "GM-43",
 }
 _ERROR_RULES = {
     ("JoinGroup", E.MEMBER_ID_REQUIRED): "GM-3",
@@ -91,7 +101,11 @@ def classify(api: str, request, allowed: dict | None, broker: dict) -> tuple[str
             return rule_for(api, expected or got, request), invariant
     if api == "JoinGroup" and allowed is not None and allowed.get("leader") != broker.get("leader"):
         return "GM-15", "LeaderIsMember"
-    if api == "JoinGroup" and allowed is not None and allowed.get("generation_id") != broker.get("generation_id"):
+    if (
+        api == "JoinGroup"
+        and allowed is not None
+        and allowed.get("generation_id") != broker.get("generation_id")
+    ):
         return "GM-17", ""
     return rule_for(api, first_error(broker), request), ""
 

@@ -29,7 +29,14 @@ from pathlib import Path
 from coordspec.conformance.suite.reference_target import ReferenceSession
 from coordspec.conformance.suite.trace import TraceWriter
 from coordspec.conformance.tracecheck import cluster_sim, planted
-from coordspec.conformance.tracecheck.consumers import SOURCE, Client, learn, message, request_for, run_name
+from coordspec.conformance.tracecheck.consumers import (
+    SOURCE,
+    Client,
+    learn,
+    message,
+    request_for,
+    run_name,
+)
 from coordspec.conformance.tracecheck.names import FAULTS
 from coordspec.conformance.tracecheck.records import Line, quick_key
 from coordspec.conformance.tracecheck.replay import Settings, check_key
@@ -44,8 +51,12 @@ class Options:
     steps: int = 60
     faults: tuple[str, ...] = FAULTS
     bug: str | None = None
-    cluster: bool = False  # whole clusters (conformance/tracecheck/cluster_sim.py), not one coordinator
-    token: str = ""  # this invocation's, in every run name: run names stay unique across invocations
+    cluster: bool = (
+        False  # whole clusters (conformance/tracecheck/cluster_sim.py), not one coordinator
+    )
+    token: str = (
+        ""  # this invocation's, in every run name: run names stay unique across invocations
+    )
 
 
 @dataclass
@@ -120,7 +131,9 @@ class _Run:
                 learn(c, request, response)
 
 
-def simulate_one(index: int, seed: int, options: Options, path: str, first_line: int, out: io.TextIOBase) -> RunResult:
+def simulate_one(
+    index: int, seed: int, options: Options, path: str, first_line: int, out: io.TextIOBase
+) -> RunResult:
     """Play one run, append its trace to ``out`` (lines numbered from ``first_line`` in
     ``path``), and check each of its keys (groups, and partitions of a cluster)."""
     buffer = io.StringIO()
@@ -141,11 +154,15 @@ def simulate_one(index: int, seed: int, options: Options, path: str, first_line:
         key, run, _ = quick_key(line)
         keys.setdefault((key, run), []).append(line)
     for (key, run), lines in keys.items():
-        result.violations += [dataclasses.asdict(v) for v in check_key(key, run, lines, Settings()).violations]
+        result.violations += [
+            dataclasses.asdict(v) for v in check_key(key, run, lines, Settings()).violations
+        ]
     return result
 
 
-def simulate_partition(indices, seed: int, options: Options, directory: str, partition: int) -> list[RunResult]:
+def simulate_partition(
+    indices, seed: int, options: Options, directory: str, partition: int
+) -> list[RunResult]:
     """Runs ``indices`` (run i has seed ``seed + i``), written to one file of ``directory``."""
     path = Path(directory) / f"sim-{partition:05d}.jsonl"
     results, line = [], 1
@@ -157,7 +174,9 @@ def simulate_partition(indices, seed: int, options: Options, directory: str, par
     return results
 
 
-def simulate(runs: int, seed: int, options: Options, directory: Path, spark=None) -> tuple[list[RunResult], float]:
+def simulate(
+    runs: int, seed: int, options: Options, directory: Path, spark=None
+) -> tuple[list[RunResult], float]:
     """All runs, on Spark executors when ``spark`` is a session; and the wall time."""
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -167,9 +186,13 @@ def simulate(runs: int, seed: int, options: Options, directory: Path, spark=None
     else:
         slices = max(1, min(runs, 4 * spark.sparkContext.defaultParallelism))
         target = str(directory.resolve())
-        results = (spark.sparkContext.parallelize(range(runs), slices)
-                   .mapPartitionsWithIndex(lambda p, it: simulate_partition(list(it), seed, options, target, p))
-                   .collect())
+        results = (
+            spark.sparkContext.parallelize(range(runs), slices)
+            .mapPartitionsWithIndex(
+                lambda p, it: simulate_partition(list(it), seed, options, target, p)
+            )
+            .collect()
+        )
     return sorted(results, key=lambda r: r.index), time.perf_counter() - started
 
 
@@ -183,12 +206,18 @@ def report(results: list[RunResult], options: Options, wall_s: float, directory:
     flags += f" --steps {options.steps}" if options.steps != default.steps else ""
     for r in results:
         found = [f"invariant {r.invariant}"] if r.invariant else []
-        found += [f"{v['rule']}{' (' + v['invariant'] + ')' if v['invariant'] else ''} in "
-                  f"{'partition ' + v['partition'] if v.get('partition') else 'group ' + v['group_id']} at {v['file']}:{v['line']}: {v['message']}"
-                  for v in r.violations]
+        found += [
+            f"{v['rule']}{' (' + v['invariant'] + ')' if v['invariant'] else ''} in "
+            f"{'partition ' + v['partition'] if v.get('partition') else 'group ' + v['group_id']} at {v['file']}:{v['line']}: {v['message']}"
+            for v in r.violations
+        ]
         for what in found:
-            lines.append(f"run {r.index} (seed {r.seed}): {what}\n  replay: coordspec simulate --runs 1 --seed {r.seed}{flags}")
+            lines.append(
+                f"run {r.index} (seed {r.seed}): {what}\n  replay: coordspec simulate --runs 1 --seed {r.seed}{flags}"
+            )
     bad = sum(1 for r in results if r.violations or r.invariant)
     events = sum(r.events for r in results)
-    lines.append(f"{len(results)} runs, {events} events, {bad} with a violation, in {wall_s:.2f} s; traces in {directory}")
+    lines.append(
+        f"{len(results)} runs, {events} events, {bad} with a violation, in {wall_s:.2f} s; traces in {directory}"
+    )
     return "\n".join(lines)

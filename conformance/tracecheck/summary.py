@@ -33,7 +33,9 @@ class Totals:
     files: int = 0
     keys: int = 0
     events: int = 0
-    unchecked: int = 0  # events after a key's first violation, or under no group (ListGroups of a broker)
+    unchecked: int = (
+        0  # events after a key's first violation, or under no group (ListGroups of a broker)
+    )
     wall_s: float = 0.0
     how: str = ""  # "one machine", "Spark local[2]" ...
 
@@ -57,9 +59,15 @@ class Findings:
 
 def headline(f: Findings) -> str:
     t = f.totals
-    verdict = f"{len(f.violations)} violation{'s' * (len(f.violations) != 1)}" if f.violations else "no violations"
-    return (f"{verdict}: {t.events} events in {t.keys} keys (groups, partitions) from {t.files} file{'s' * (t.files != 1)} "
-            f"checked in {t.wall_s:.2f} s ({t.how}); {t.unchecked} events unchecked")
+    verdict = (
+        f"{len(f.violations)} violation{'s' * (len(f.violations) != 1)}"
+        if f.violations
+        else "no violations"
+    )
+    return (
+        f"{verdict}: {t.events} events in {t.keys} keys (groups, partitions) from {t.files} file{'s' * (t.files != 1)} "
+        f"checked in {t.wall_s:.2f} s ({t.how}); {t.unchecked} events unchecked"
+    )
 
 
 def _coverage_lines(f: Findings) -> list[str]:
@@ -70,8 +78,10 @@ def _coverage_lines(f: Findings) -> list[str]:
     if replication:
         isr_rules = spec_rules(REPLICATION_SPEC, "ISR") or sorted(replication)
         isr_missing = [r for r in isr_rules if r not in rules]
-        partition_lines = [f"replication rules exercised: {len(isr_rules) - len(isr_missing)} of {len(isr_rules)}"
-                           + (f" (not exercised: {', '.join(isr_missing)})" if isr_missing else "")]
+        partition_lines = [
+            f"replication rules exercised: {len(isr_rules) - len(isr_missing)} of {len(isr_rules)}"
+            + (f" (not exercised: {', '.join(isr_missing)})" if isr_missing else "")
+        ]
     else:
         partition_lines = []
     return [
@@ -89,9 +99,17 @@ def violation_text(v: dict) -> str:
     if v.get("partition"):
         whose, what = f"partition {v['partition']}", f" {v['api']} by {v['client']}"
     else:
-        whose, what = f"group {v['group_id']}", f" {v['api']} v{v['api_version']} from {v['client']}" if v["api"] else ""
-    lines = [(f"VIOLATION {v['rule'] or v['kind']}{invariant}: {whose} (run {v['run']}) at "
-             f"{v['file']}:{v['line']} t={v['t_ms']} ms{what}"), f"  {v['message']}"]
+        whose, what = (
+            f"group {v['group_id']}",
+            f" {v['api']} v{v['api_version']} from {v['client']}" if v["api"] else "",
+        )
+    lines = [
+        (
+            f"VIOLATION {v['rule'] or v['kind']}{invariant}: {whose} (run {v['run']}) at "
+            f"{v['file']}:{v['line']} t={v['t_ms']} ms{what}"
+        ),
+        f"  {v['message']}",
+    ]
     if v["allowed"]:
         lines.append("  the reference allows:")
         lines.extend(f"    {a}" for a in v["allowed"])
@@ -118,7 +136,11 @@ def markdown(f: Findings) -> str:
     for v in f.sorted_violations():
         out += ["```", violation_text(v), "```", ""]
     out += ["", "## Coverage", ""] + [f"- {line}" for line in _coverage_lines(f)]
-    for kind, title in (("rule", "Spec rules"), ("state", "Group states"), ("transition", "Transitions")):
+    for kind, title in (
+        ("rule", "Spec rules"),
+        ("state", "Group states"),
+        ("transition", "Transitions"),
+    ):
         out += ["", f"### {title}", "", "| item | count |", "|---|---:|"]
         out += [f"| {name} | {n} |" for name, n in f.covered(kind).items()]
     return "\n".join(out) + "\n"
@@ -126,14 +148,32 @@ def markdown(f: Findings) -> str:
 
 def html_page(f: Findings) -> str:
     e = html.escape
-    parts = ["<!doctype html><meta charset='utf-8'><title>Trace check</title>",
-             ("<style>body{font-family:sans-serif;max-width:70em;margin:auto}pre{background:#f6f6f6;padding:.5em;"
-             "overflow-x:auto}.bad{color:#b00}td{padding:0 .6em}</style>"),
-             "<h1>Trace check</h1>", f"<p class='{'bad' if f.violations else ''}'>{e(headline(f))}</p>", "<h2>Violations</h2>"]
-    parts += [f"<pre>{e(violation_text(v))}</pre>" for v in f.sorted_violations()] or ["<p>None.</p>"]
-    parts += ["<h2>Coverage</h2><ul>"] + [f"<li>{e(line)}</li>" for line in _coverage_lines(f)] + ["</ul>"]
-    for kind, title in (("rule", "Spec rules"), ("state", "Group states"), ("transition", "Transitions")):
-        rows = "".join(f"<tr><td>{e(name)}</td><td>{n}</td></tr>" for name, n in f.covered(kind).items())
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>Trace check</title>",
+        (
+            "<style>body{font-family:sans-serif;max-width:70em;margin:auto}pre{background:#f6f6f6;padding:.5em;"
+            "overflow-x:auto}.bad{color:#b00}td{padding:0 .6em}</style>"
+        ),
+        "<h1>Trace check</h1>",
+        f"<p class='{'bad' if f.violations else ''}'>{e(headline(f))}</p>",
+        "<h2>Violations</h2>",
+    ]
+    parts += [f"<pre>{e(violation_text(v))}</pre>" for v in f.sorted_violations()] or [
+        "<p>None.</p>"
+    ]
+    parts += (
+        ["<h2>Coverage</h2><ul>"]
+        + [f"<li>{e(line)}</li>" for line in _coverage_lines(f)]
+        + ["</ul>"]
+    )
+    for kind, title in (
+        ("rule", "Spec rules"),
+        ("state", "Group states"),
+        ("transition", "Transitions"),
+    ):
+        rows = "".join(
+            f"<tr><td>{e(name)}</td><td>{n}</td></tr>" for name, n in f.covered(kind).items()
+        )
         parts.append(f"<h3>{title}</h3><table>{rows}</table>")
     return "\n".join(parts) + "\n"
 

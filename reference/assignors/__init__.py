@@ -15,7 +15,12 @@ from coordspec.reference.assignors.sticky import StickyAssignor
 
 ASSIGNORS: dict[str, Assignor] = {
     assignor.name: assignor
-    for assignor in (RangeAssignor(), RoundRobinAssignor(), StickyAssignor(), CooperativeStickyAssignor())
+    for assignor in (
+        RangeAssignor(),
+        RoundRobinAssignor(),
+        StickyAssignor(),
+        CooperativeStickyAssignor(),
+    )
 }
 
 __all__ = [

@@ -19,6 +19,8 @@ Assignment = dict[str, list[TopicPartition]]  # member id -> partitions, each li
 class Assignor(Protocol):
     name: str  # the protocol name members vote for: "range", "roundrobin", "sticky", "cooperative-sticky"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         """Every member id in ``subscriptions`` appears in the result, possibly with no partitions.
         Topics missing from ``partitions_per_topic`` are ignored, as Kafka ignores unknown topics."""

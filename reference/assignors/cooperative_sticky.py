@@ -21,7 +21,12 @@ import struct
 from collections.abc import Mapping
 
 from coordspec.reference.assignors.base import Assignment, TopicPartition
-from coordspec.reference.assignors.sticky import DEFAULT_GENERATION, MemberData, StickyOutcome, sticky_assign
+from coordspec.reference.assignors.sticky import (
+    DEFAULT_GENERATION,
+    MemberData,
+    StickyOutcome,
+    sticky_assign,
+)
 from coordspec.reference.consumer_protocol import Subscription
 
 
@@ -44,7 +49,9 @@ def owned_partitions(subscription: Subscription) -> tuple[TopicPartition, ...]:
     return tuple((tps.topic, p) for tps in subscription.owned_partitions for p in tps.partitions)
 
 
-def _changing_owner(subscriptions: Mapping[str, Subscription], assignment: Mapping[str, list[TopicPartition]]) -> dict[TopicPartition, str]:
+def _changing_owner(
+    subscriptions: Mapping[str, Subscription], assignment: Mapping[str, list[TopicPartition]]
+) -> dict[TopicPartition, str]:
     """Partitions a member gains that another member (or the same one, had it listed the
     partition twice) loses, with the member gaining them."""
     added: dict[TopicPartition, str] = {}
@@ -65,7 +72,9 @@ class CooperativeStickyAssignor:
             return MemberData(owned_partitions(subscription), subscription.generation_id)
         return MemberData(owned_partitions(subscription), decode_generation(subscription.user_data))
 
-    def assign_with_details(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> StickyOutcome:
+    def assign_with_details(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> StickyOutcome:
         outcome = sticky_assign(partitions_per_topic, subscriptions, self.member_data)
         withheld = outcome.partitions_transferring_ownership
         if withheld is None:
@@ -75,5 +84,7 @@ class CooperativeStickyAssignor:
         outcome.withheld = dict(withheld)
         return outcome
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         return self.assign_with_details(partitions_per_topic, subscriptions).sorted_assignment()

@@ -9,7 +9,12 @@ from collections.abc import Iterable, Mapping
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.assignors.base import Assignment
 from coordspec.reference.consumer_protocol import Assignment as EncodedAssignment
-from coordspec.reference.consumer_protocol import Subscription, TopicPartitions, decode_subscription, encode_assignment
+from coordspec.reference.consumer_protocol import (
+    Subscription,
+    TopicPartitions,
+    decode_subscription,
+    encode_assignment,
+)
 from coordspec.reference.group.responses import JoinGroupMember
 
 
@@ -19,7 +24,11 @@ def subscriptions_of(members: Iterable[JoinGroupMember]) -> dict[str, Subscripti
     for member in members:
         decoded = decode_subscription(member.metadata)
         subscriptions[member.member_id] = Subscription(
-            decoded.topics, decoded.user_data, decoded.owned_partitions, decoded.generation_id, decoded.rack_id,
+            decoded.topics,
+            decoded.user_data,
+            decoded.owned_partitions,
+            decoded.generation_id,
+            decoded.rack_id,
             member.group_instance_id,
         )
     return subscriptions
@@ -37,7 +46,9 @@ def encode_assignments(assignment: Assignment) -> dict[str, bytes]:
     return encoded
 
 
-def lead(protocol_name: str, partitions_per_topic: Mapping[str, int], members: Iterable[JoinGroupMember]) -> dict[str, bytes]:
+def lead(
+    protocol_name: str, partitions_per_topic: Mapping[str, int], members: Iterable[JoinGroupMember]
+) -> dict[str, bytes]:
     """The leader's SyncGroup assignments for the members JoinGroup listed."""
     assignor = ASSIGNORS[protocol_name]
     return encode_assignments(assignor.assign(partitions_per_topic, subscriptions_of(members)))

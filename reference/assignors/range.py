@@ -62,13 +62,17 @@ def _ranges(num_partitions: int, num_members: int) -> list[range]:
 class RangeAssignor:
     name = "range"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         assignment: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
         for topic, members in _members_per_topic(subscriptions).items():
             num_partitions = partitions_per_topic.get(topic, 0)
             if num_partitions <= 0:
                 continue
-            ordered = sorted(members, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id))
+            ordered = sorted(
+                members, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id)
+            )
             for member_id, partitions in zip(ordered, _ranges(num_partitions, len(ordered))):
                 assignment[member_id].extend((topic, p) for p in partitions)
         return {member_id: sorted(tps) for member_id, tps in assignment.items()}

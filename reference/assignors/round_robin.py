@@ -19,7 +19,9 @@ from coordspec.reference.assignors.range import java_string_key, member_order_ke
 from coordspec.reference.consumer_protocol import Subscription
 
 
-def _all_partitions_sorted(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> list[TopicPartition]:
+def _all_partitions_sorted(
+    partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+) -> list[TopicPartition]:
     topics = sorted({t for sub in subscriptions.values() for t in sub.topics}, key=java_string_key)
     return [(topic, p) for topic in topics for p in range(partitions_per_topic.get(topic, 0))]
 
@@ -27,9 +29,13 @@ def _all_partitions_sorted(partitions_per_topic: Mapping[str, int], subscription
 class RoundRobinAssignor:
     name = "roundrobin"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         assignment: dict[str, list[TopicPartition]] = {member_id: [] for member_id in subscriptions}
-        members = sorted(subscriptions, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id))
+        members = sorted(
+            subscriptions, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id)
+        )
         topics_of = {m: set(subscriptions[m].topics) for m in members}
         cursor = 0  # index of the member the circular iterator would return next
         for tp in _all_partitions_sorted(partitions_per_topic, subscriptions):

@@ -139,7 +139,9 @@ class JavaHashOrder:
         self._chain_lengths = Counter(self._bucket(k) for k in self._inserted)
 
 
-def java_hash_map_order(keys: Iterable[Hashable], hash_code: Callable[[Hashable], int] = java_string_hash) -> list:
+def java_hash_map_order(
+    keys: Iterable[Hashable], hash_code: Callable[[Hashable], int] = java_string_hash
+) -> list:
     """The order in which a default-capacity Java HashMap filled with ``keys`` (in this
     order) iterates them."""
     table = JavaHashOrder(hash_code)
@@ -226,7 +228,9 @@ def _grouped_topic_order(topics: Iterable[str]) -> list[str]:
     return sorted(inserted, key=lambda t: (spread[t] & (capacity - 1), -inserted[t]))
 
 
-def encode_user_data(partitions: Iterable[TopicPartition], generation: int, version: int = 1) -> bytes:
+def encode_user_data(
+    partitions: Iterable[TopicPartition], generation: int, version: int = 1
+) -> bytes:
     """StickyAssignor's subscription user data, byte for byte as Kafka writes it: the
     partitions grouped by topic (topics in the order of Kafka's grouping HashMap, each
     topic's partitions in the given order), then, in v1 (what Kafka sends), the
@@ -292,8 +296,11 @@ def wire_generation(subscription: Subscription) -> int:
     return subscription.generation_id if subscription.generation_id >= 0 else DEFAULT_GENERATION
 
 
-def sticky_assign(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription],
-                  member_data: Callable[[Subscription], MemberData]) -> StickyOutcome:
+def sticky_assign(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Mapping[str, Subscription],
+    member_data: Callable[[Subscription], MemberData],
+) -> StickyOutcome:
     if not subscriptions:
         return StickyOutcome({}, {})
     counts = _subscribed_partition_counts(partitions_per_topic, subscriptions)
@@ -303,18 +310,24 @@ def sticky_assign(partitions_per_topic: Mapping[str, int], subscriptions: Mappin
     if previous.all_subscriptions_equal:
         builder = _ConstrainedAssignment(counts, previous.owned, previous.claimed_by_many)
         return StickyOutcome(builder.build(), builder.transferring)
-    general = _GeneralAssignment(counts, previous.owned, members, subscriptions, data, previous.max_generation)
+    general = _GeneralAssignment(
+        counts, previous.owned, members, subscriptions, data, previous.max_generation
+    )
     return StickyOutcome(general.build(), None, general.movements)
 
 
-def _subscribed_partition_counts(partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> dict[str, int]:
+def _subscribed_partition_counts(
+    partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+) -> dict[str, int]:
     subscribed = {topic for sub in subscriptions.values() for topic in sub.topics}
     return {topic: n for topic, n in partitions_per_topic.items() if topic in subscribed and n > 0}
 
 
 @dataclass
 class _PreviousOwnership:
-    owned: dict[str, list[TopicPartition]]  # member -> partitions it keeps a claim on, in member order
+    owned: dict[
+        str, list[TopicPartition]
+    ]  # member -> partitions it keeps a claim on, in member order
     claimed_by_many: set[TopicPartition]  # claimed by several members of the same generation
     all_subscriptions_equal: bool
     max_generation: int
@@ -325,8 +338,12 @@ def _remove_first(items: list, item: object) -> None:
         items.remove(item)
 
 
-def _previous_ownership(counts: Mapping[str, int], members: list[str], subscriptions: Mapping[str, Subscription],
-                        data: Mapping[str, MemberData]) -> _PreviousOwnership:
+def _previous_ownership(
+    counts: Mapping[str, int],
+    members: list[str],
+    subscriptions: Mapping[str, Subscription],
+    data: Mapping[str, MemberData],
+) -> _PreviousOwnership:
     """Kafka's allSubscriptionsEqual, which also settles conflicting ownership claims.
 
     Two Kafka quirks are kept on purpose. The first member's topics become the reference
@@ -344,7 +361,9 @@ def _previous_ownership(counts: Mapping[str, int], members: list[str], subscript
         topics = subscriptions[member].topics
         if not reference_topics:
             reference_topics.update(topics)
-        elif equal and not (len(topics) == len(reference_topics) and reference_topics.issuperset(topics)):
+        elif equal and not (
+            len(topics) == len(reference_topics) and reference_topics.issuperset(topics)
+        ):
             equal = False
         generation = data[member].generation
         generation = DEFAULT_GENERATION if generation is None else generation
@@ -374,8 +393,12 @@ def _previous_ownership(counts: Mapping[str, int], members: list[str], subscript
 
 
 class _ConstrainedAssignment:
-    def __init__(self, counts: Mapping[str, int], owned: dict[str, list[TopicPartition]],
-                 claimed_by_many: set[TopicPartition]) -> None:
+    def __init__(
+        self,
+        counts: Mapping[str, int],
+        owned: dict[str, list[TopicPartition]],
+        claimed_by_many: set[TopicPartition],
+    ) -> None:
         self.counts = counts
         self.owned = owned
         self.claimed_by_many = claimed_by_many
@@ -428,7 +451,9 @@ class _ConstrainedAssignment:
         lists in step. A kept partition that does not exist (a number past the topic's
         count) stalls the walk, and every later partition counts as unassigned; kept as is."""
         kept_sorted = sorted(kept, key=lambda tp: (java_string_key(tp[0]), tp[1]))
-        all_partitions = [(t, p) for t in sorted(self.counts, key=java_string_key) for p in range(self.counts[t])]
+        all_partitions = [
+            (t, p) for t in sorted(self.counts, key=java_string_key) for p in range(self.counts[t])
+        ]
         return _difference_in_step(all_partitions, kept_sorted)
 
     def _deal_round_robin(self, unassigned: list[TopicPartition]) -> None:
@@ -465,15 +490,21 @@ class _ConstrainedAssignment:
         if not self.under_min:
             return
         if self.over_min != self.expected_over_min:
-            raise StickyAssignorError("We haven't reached the expected number of members with "
-                                      "more than the minQuota partitions, but no more partitions to be assigned")
+            raise StickyAssignorError(
+                "We haven't reached the expected number of members with "
+                "more than the minQuota partitions, but no more partitions to be assigned"
+            )
         for member in self.under_min:
             if len(self.assignment[member]) != self.min_quota:
-                raise StickyAssignorError(f"Consumer: [{member}] doesn't reach minQuota partitions, "
-                                          "and no more partitions to be assigned")
+                raise StickyAssignorError(
+                    f"Consumer: [{member}] doesn't reach minQuota partitions, "
+                    "and no more partitions to be assigned"
+                )
 
 
-def _difference_in_step(all_sorted: list[TopicPartition], subset_sorted: list[TopicPartition]) -> list[TopicPartition]:
+def _difference_in_step(
+    all_sorted: list[TopicPartition], subset_sorted: list[TopicPartition]
+) -> list[TopicPartition]:
     result, i = [], 0
     for tp in all_sorted:
         if i < len(subset_sorted) and subset_sorted[i] == tp:
@@ -515,7 +546,9 @@ class _PartitionMovements:
 
     def is_sticky(self) -> bool:
         # Kafka searches for cycles but only reports those of length two.
-        return not any((dst, src) in pairs for pairs in self._by_topic.values() for src, dst in pairs)
+        return not any(
+            (dst, src) in pairs for pairs in self._by_topic.values() for src, dst in pairs
+        )
 
     def _remove_record(self, tp: TopicPartition) -> tuple[str, str]:
         pair = self._pair_of.pop(tp)
@@ -571,8 +604,15 @@ def _balance_score(assignment: Mapping[str, list[TopicPartition]]) -> int:
 
 
 class _GeneralAssignment:
-    def __init__(self, counts: Mapping[str, int], owned: dict[str, list[TopicPartition]], members: list[str],
-                 subscriptions: Mapping[str, Subscription], data: Mapping[str, MemberData], max_generation: int) -> None:
+    def __init__(
+        self,
+        counts: Mapping[str, int],
+        owned: dict[str, list[TopicPartition]],
+        members: list[str],
+        subscriptions: Mapping[str, Subscription],
+        data: Mapping[str, MemberData],
+        max_generation: int,
+    ) -> None:
         self.counts = counts
         self.total = sum(counts.values())
         self.subscriptions = subscriptions
@@ -588,7 +628,9 @@ class _GeneralAssignment:
             for topic in topics:
                 self.topic_members[topic].append(member)
         self.member_topic_sets = {m: set(ts) for m, ts in self.member_topics.items()}
-        self.owner: dict[TopicPartition, str] = {tp: m for m, tps in self.current.items() for tp in tps}
+        self.owner: dict[TopicPartition, str] = {
+            tp: m for m, tps in self.current.items() for tp in tps
+        }
         # topics with fewer potential members first, then by name
         topic_order = sorted(counts, key=lambda t: (len(self.topic_members[t]), java_string_key(t)))
         self.sorted_partitions = [(t, p) for t in topic_order for p in range(counts[t])]
@@ -642,12 +684,16 @@ class _GeneralAssignment:
     def _unassigned(self, kept: list[TopicPartition]) -> list[TopicPartition]:
         if not kept:
             return list(self.sorted_partitions)
-        kept_sorted = sorted(kept, key=lambda tp: (len(self.topic_members[tp[0]]), java_string_key(tp[0]), tp[1]))
+        kept_sorted = sorted(
+            kept, key=lambda tp: (len(self.topic_members[tp[0]]), java_string_key(tp[0]), tp[1])
+        )
         return _difference_in_step(self.sorted_partitions, kept_sorted)
 
     # balancing
 
-    def _balance(self, previous: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]) -> None:
+    def _balance(
+        self, previous: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]
+    ) -> None:
         initializing = not self.current[self.by_size.last()]
         for tp in unassigned:
             if self.topic_members[tp[0]]:
@@ -666,7 +712,9 @@ class _GeneralAssignment:
         before = {m: list(tps) for m, tps in self.current.items()}
         owner_before = dict(self.owner)
         if not self.revocation_required:
-            self._reassign_until_balanced(unassigned, previous)  # first try moving only new partitions
+            self._reassign_until_balanced(
+                unassigned, previous
+            )  # first try moving only new partitions
         moved = self._reassign_until_balanced(self.sorted_partitions, previous)
         # Keep the moves only if they improved the balance (moves from the first pass never
         # trigger this check). Kafka does not roll back its movement records either.
@@ -719,7 +767,9 @@ class _GeneralAssignment:
                 return False
         return True
 
-    def _reassign_until_balanced(self, partitions: list[TopicPartition], previous: dict[TopicPartition, tuple[str, int]]) -> bool:
+    def _reassign_until_balanced(
+        self, partitions: list[TopicPartition], previous: dict[TopicPartition, tuple[str, int]]
+    ) -> bool:
         """Sweep ``partitions`` moving each from a member holding 2+ more than some other
         potential member, until a sweep moves nothing. Returns whether anything moved."""
         moved = False
@@ -743,7 +793,9 @@ class _GeneralAssignment:
         if member not in self.current:
             # The previous owner is a member set aside as unable to change (say, it now
             # subscribes to nothing). Kafka fails here with a NullPointerException.
-            raise StickyAssignorError(f"previous owner {member} of a movable partition is not taking part in the rebalance")
+            raise StickyAssignorError(
+                f"previous owner {member} of a movable partition is not taking part in the rebalance"
+            )
         return self.current[member]
 
     def _least_loaded_for(self, topic: str) -> str:
@@ -773,8 +825,12 @@ class StickyAssignor:
     def member_data(self, subscription: Subscription) -> MemberData:
         return decode_user_data(subscription.user_data)
 
-    def assign_with_details(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> StickyOutcome:
+    def assign_with_details(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> StickyOutcome:
         return sticky_assign(partitions_per_topic, subscriptions, self.member_data)
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]) -> Assignment:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> Assignment:
         return self.assign_with_details(partitions_per_topic, subscriptions).sorted_assignment()

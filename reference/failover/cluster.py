@@ -70,7 +70,9 @@ class FailoverCluster:
     ) -> None:
         factor = len(broker_ids) if replication_factor is None else replication_factor
         if not 1 <= factor <= len(broker_ids):
-            raise UsageError(f"FailoverCluster: replication factor {factor} needs 1..{len(broker_ids)} brokers")
+            raise UsageError(
+                f"FailoverCluster: replication factor {factor} needs 1..{len(broker_ids)} brokers"
+            )
         self.cluster = Cluster(broker_ids, replication_config, monitor=replication_monitor)
         self.offsets_partitions = offsets_partitions
         self.group_config = group_config or GroupConfig()
@@ -89,7 +91,8 @@ class FailoverCluster:
         # Kafka's partition assignment: replicas spread round-robin from each partition on.
         ordered = sorted(broker_ids)
         assignment = {
-            p: tuple(ordered[(p + i) % len(ordered)] for i in range(factor)) for p in range(offsets_partitions)
+            p: tuple(ordered[(p + i) % len(ordered)] for i in range(factor))
+            for p in range(offsets_partitions)
         }
         self._run(self.cluster.create_topic(OFFSETS_TOPIC, assignment))
         self.settle()
@@ -105,7 +108,9 @@ class FailoverCluster:
 
     def coordinator_for(self, group_id: str) -> int | None:
         """FindCoordinator: the leader ZooKeeper publishes for the group's partition."""
-        published = self.cluster.published().get(self.tp(partition_for(group_id, self.offsets_partitions)))
+        published = self.cluster.published().get(
+            self.tp(partition_for(group_id, self.offsets_partitions))
+        )
         if published is None or published[0].leader < 0:
             return None
         return published[0].leader
@@ -127,8 +132,10 @@ class FailoverCluster:
     def load(self, broker_id: int, partition: int) -> None:
         """The broker finished reading the partition's log: it serves from now on (CF-4)."""
         if (broker_id, partition) not in self.pending_loads:
-            raise UsageError(f"load: broker {broker_id} is not loading offsets partition {partition} "
-                             f"(loading: {sorted(self.pending_loads)})")
+            raise UsageError(
+                f"load: broker {broker_id} is not loading offsets partition {partition} "
+                f"(loading: {sorted(self.pending_loads)})"
+            )
         if not self.running(broker_id):
             raise UsageError(f"load: broker {broker_id} is not running")
         self.pending_loads.discard((broker_id, partition))
@@ -136,7 +143,12 @@ class FailoverCluster:
         if replica is None:
             return
         batches = tuple(record.value for record in replica.log.records)
-        self._handle(broker_id, LoadGroup(partition, replica.leader_epoch, batches, replica.log.high_watermark, self.now_ms))
+        self._handle(
+            broker_id,
+            LoadGroup(
+                partition, replica.leader_epoch, batches, replica.log.high_watermark, self.now_ms
+            ),
+        )
 
     def load_all(self) -> None:
         for broker_id, partition in sorted(self.pending_loads):
@@ -195,8 +207,14 @@ class FailoverCluster:
         incarnation = self._incarnations.get(broker_id, -1) + 1
         self._incarnations[broker_id] = incarnation
         choices = SeededChoices(self.seed * 1_000_003 + broker_id * 1_009 + incarnation)
-        host = CoordinatorHost(broker_id, self.offsets_partitions, self.group_config, choices, now_ms=self.now_ms,
-                               group_observer=self.group_observer)
+        host = CoordinatorHost(
+            broker_id,
+            self.offsets_partitions,
+            self.group_config,
+            choices,
+            now_ms=self.now_ms,
+            group_observer=self.group_observer,
+        )
         self.hosts[broker_id] = host
         self.monitor.watch(host)
 
@@ -216,14 +234,21 @@ class FailoverCluster:
     def _produce(self, broker_id: int, append: AppendToPartition) -> bool:
         """Append the batch as one record to the leader's log; True if the log refused it."""
         notices = self.cluster.produce(broker_id, self.tp(append.partition), value=append.records)
-        outcome = next(n.effect for n in notices if isinstance(n.effect, (ProduceAccepted, ProduceFailed)))
+        outcome = next(
+            n.effect for n in notices if isinstance(n.effect, (ProduceAccepted, ProduceFailed))
+        )
         if isinstance(outcome, ProduceAccepted) and outcome.offset != append.offset:
             raise AssertionError(
                 f"broker {broker_id} expected to append at offset {append.offset} of offsets partition "
                 f"{append.partition}, the log put it at {outcome.offset}"
             )
         if isinstance(outcome, ProduceFailed):
-            self._handle(broker_id, AppendFailed(append.partition, append.offset, ErrorCode[outcome.error], self.now_ms))
+            self._handle(
+                broker_id,
+                AppendFailed(
+                    append.partition, append.offset, ErrorCode[outcome.error], self.now_ms
+                ),
+            )
         self._run([n for n in notices if n.effect is not outcome])
         return isinstance(outcome, ProduceFailed)
 
@@ -255,7 +280,9 @@ class FailoverCluster:
         elif isinstance(effect, ReplicaStopped):
             self._handle(broker_id, ResignCoordinator(partition, None, self.now_ms))
         elif isinstance(effect, HighWatermarkMoved):
-            self._handle(broker_id, HighWatermarkUpdated(partition, effect.high_watermark, self.now_ms))
+            self._handle(
+                broker_id, HighWatermarkUpdated(partition, effect.high_watermark, self.now_ms)
+            )
         # ProduceAccepted / ProduceAcked / ProduceFailed of an appended batch: the high
         # watermark decides (Kafka 4.0 appends with acks=1 and waits for it).
 
@@ -264,7 +291,11 @@ class FailoverCluster:
         """A leader re-elected at a newer epoch sees LeadershipLost then BecameLeader at once."""
         for notice in rest:
             effect = notice.effect
-            if notice.broker_id == broker_id and getattr(effect, "topic", None) == OFFSETS_TOPIC \
-                    and effect.partition == partition and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower)):
+            if (
+                notice.broker_id == broker_id
+                and getattr(effect, "topic", None) == OFFSETS_TOPIC
+                and effect.partition == partition
+                and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower))
+            ):
                 return isinstance(effect, BecameLeader)
         return False

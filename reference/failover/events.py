@@ -93,4 +93,12 @@ class AppendFailed:
             raise UsageError("AppendFailed: error must not be NONE")
 
 
-HostEvent = Request | Tick | BecomeCoordinator | LoadGroup | ResignCoordinator | HighWatermarkUpdated | AppendFailed
+HostEvent = (
+    Request
+    | Tick
+    | BecomeCoordinator
+    | LoadGroup
+    | ResignCoordinator
+    | HighWatermarkUpdated
+    | AppendFailed
+)

@@ -59,7 +59,15 @@ from coordspec.reference.group.responses import (
 )
 
 MultiGroupRequest = DescribeGroups | DeleteGroups | ListGroups
-_HOST_EVENTS = (Request, Tick, BecomeCoordinator, LoadGroup, ResignCoordinator, HighWatermarkUpdated, AppendFailed)
+_HOST_EVENTS = (
+    Request,
+    Tick,
+    BecomeCoordinator,
+    LoadGroup,
+    ResignCoordinator,
+    HighWatermarkUpdated,
+    AppendFailed,
+)
 
 
 class HostObserver(Protocol):
@@ -85,7 +93,9 @@ class _FanOut:
     """A request for several groups, split by partition as Kafka's service splits it."""
 
     request: MultiGroupRequest
-    parts: list[tuple | None] = field(default_factory=list)  # per-partition entries, None while awaited
+    parts: list[tuple | None] = field(
+        default_factory=list
+    )  # per-partition entries, None while awaited
     slots: dict[str, int] = field(default_factory=dict)  # sub-request id -> index in parts
 
 
@@ -111,7 +121,9 @@ class CoordinatorHost:
         self.group_observer = group_observer  # a fresh one watches each partition's coordinator
         self.hosted: dict[int, HostedPartition] = {}
         self.committed: list[CommittedBatch] = []  # batches the last step saw committed
-        self._requests: dict[int | str, Request] = {}  # forwarded to a coordinator, awaiting its reply
+        self._requests: dict[
+            int | str, Request
+        ] = {}  # forwarded to a coordinator, awaiting its reply
         self._fan_outs: dict[int | str, _FanOut] = {}  # sub-request id -> the request it is part of
         self._closing: set[int] = set()  # partitions being unloaded: their new writes fail at once
         self._effects: list[HostEffect] = []
@@ -124,9 +136,15 @@ class CoordinatorHost:
             raise UsageError(f"CoordinatorHost.handle: {type(event).__name__} is not a host event")
         now_ms = event.now_ms
         if now_ms < self.now_ms:
-            raise UsageError(f"{type(event).__name__}: now_ms {now_ms} is before broker {self.broker_id}'s time {self.now_ms}")
-        if isinstance(event, Request) and (event.request_id in self._requests or event.request_id in self._fan_outs):
-            raise UsageError(f"{event.api}: request_id {event.request_id!r} is still awaiting its reply")
+            raise UsageError(
+                f"{type(event).__name__}: now_ms {now_ms} is before broker {self.broker_id}'s time {self.now_ms}"
+            )
+        if isinstance(event, Request) and (
+            event.request_id in self._requests or event.request_id in self._fan_outs
+        ):
+            raise UsageError(
+                f"{event.api}: request_id {event.request_id!r} is still awaiting its reply"
+            )
         self.now_ms = now_ms
         self._effects = []
         self.committed = []
@@ -159,13 +177,19 @@ class CoordinatorHost:
         """CF-13: timers due by now fire before the event, each at its own deadline, on
         every partition served (a resignation cancels them instead)."""
         for hosted in list(self.hosted.values()):
-            deadline = hosted.coordinator.next_deadline_ms() if hosted.coordinator is not None else None
+            deadline = (
+                hosted.coordinator.next_deadline_ms() if hosted.coordinator is not None else None
+            )
             if deadline is not None and deadline <= self.now_ms:
                 self._drive(hosted, Tick(self.now_ms))
 
     def next_deadline_ms(self) -> int | None:
         """The earliest timer of any partition this broker serves; ``Tick`` then."""
-        deadlines = [h.coordinator.next_deadline_ms() for h in self.hosted.values() if h.coordinator is not None]
+        deadlines = [
+            h.coordinator.next_deadline_ms()
+            for h in self.hosted.values()
+            if h.coordinator is not None
+        ]
         return min((d for d in deadlines if d is not None), default=None)
 
     # -- inspection ----------------------------------------------------------------
@@ -210,7 +234,9 @@ class CoordinatorHost:
         hosted.state = PartitionState.SERVING
         hosted.next_offset = len(event.batches)
         hosted.high_watermark = event.high_watermark
-        self._drive(hosted, LoadGroups(tuple(r for batch in event.batches for r in batch), self.now_ms))
+        self._drive(
+            hosted, LoadGroups(tuple(r for batch in event.batches for r in batch), self.now_ms)
+        )
 
     def _resign(self, event: ResignCoordinator) -> None:
         """Kafka's scheduleUnloadOperation: unload unless this epoch is not newer than ours.
@@ -220,7 +246,9 @@ class CoordinatorHost:
         deferred event queue's ``failAll``), then the groups unload, answering parked joins
         and syncs."""
         hosted = self.hosted.get(event.partition)
-        if hosted is None or (event.leader_epoch is not None and event.leader_epoch <= hosted.leader_epoch):
+        if hosted is None or (
+            event.leader_epoch is not None and event.leader_epoch <= hosted.leader_epoch
+        ):
             return
         if hosted.serving:
             self._closing.add(hosted.partition)
@@ -241,7 +269,9 @@ class CoordinatorHost:
         offset = hosted.next_offset
         hosted.next_offset += 1
         hosted.appends[offset] = (append.append_id, append.records)
-        self._effects.append(AppendToPartition(hosted.partition, hosted.leader_epoch, offset, append.records))
+        self._effects.append(
+            AppendToPartition(hosted.partition, hosted.leader_epoch, offset, append.records)
+        )
 
     def _advance(self, event: HighWatermarkUpdated) -> None:
         hosted = self.hosted.get(event.partition)
@@ -256,7 +286,9 @@ class CoordinatorHost:
         hosted.high_watermark = event.high_watermark
         for offset in sorted(o for o in hosted.appends if o < event.high_watermark):
             append_id, records = hosted.appends.pop(offset)
-            self.committed.append(CommittedBatch(hosted.partition, hosted.leader_epoch, offset, records))
+            self.committed.append(
+                CommittedBatch(hosted.partition, hosted.leader_epoch, offset, records)
+            )
             self._drive(hosted, AppendCompleted(append_id, self.now_ms))
         due = [d for d in hosted.deferred if d.end_offset <= event.high_watermark]
         hosted.deferred = [d for d in hosted.deferred if d.end_offset > event.high_watermark]
@@ -273,8 +305,10 @@ class CoordinatorHost:
         """The batch failed, and with it every later write (Kafka's failCurrentBatch)."""
         hosted = self.hosted.get(event.partition)
         if hosted is None or event.offset not in hosted.appends:
-            raise UsageError(f"AppendFailed: broker {self.broker_id} has no pending append at offset {event.offset} "
-                             f"of partition {event.partition}")
+            raise UsageError(
+                f"AppendFailed: broker {self.broker_id} has no pending append at offset {event.offset} "
+                f"of partition {event.partition}"
+            )
         failed = [hosted.appends.pop(o)[0] for o in sorted(hosted.appends) if o >= event.offset]
         hosted.next_offset = event.offset
         for append_id in failed:
@@ -324,7 +358,9 @@ class CoordinatorHost:
             ids = request.groups if isinstance(request, DescribeGroups) else request.groups_names
             invalid = tuple(g for g in ids if g is None)
             if invalid:
-                fan.parts.append(_entries(refusal(_sub(request, "", invalid), ErrorCode.INVALID_GROUP_ID)))
+                fan.parts.append(
+                    _entries(refusal(_sub(request, "", invalid), ErrorCode.INVALID_GROUP_ID))
+                )
             batches: dict[int, tuple] = {}
             for group_id in ids:
                 if group_id is not None:
@@ -335,7 +371,11 @@ class CoordinatorHost:
             sub = _sub(request, f"{request.request_id}/{partition}", group_ids)
             hosted = self.hosted.get(partition)
             if hosted is None or not hosted.serving:
-                error = ErrorCode.NOT_COORDINATOR if hosted is None else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                error = (
+                    ErrorCode.NOT_COORDINATOR
+                    if hosted is None
+                    else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                )
                 fan.parts.append(_entries(refusal(sub, error)))
                 continue
             fan.slots[sub.request_id] = len(fan.parts)
@@ -376,12 +416,21 @@ class CoordinatorHost:
         for effect in effects:
             if isinstance(effect, Reply):
                 request = self._requests.pop(effect.request_id)
-                if deferring is not None and effect.request_id == deferring.request_id and hosted.uncommitted():
-                    hosted.deferred.append(DeferredReply(hosted.next_offset, request, effect.response))
+                if (
+                    deferring is not None
+                    and effect.request_id == deferring.request_id
+                    and hosted.uncommitted()
+                ):
+                    hosted.deferred.append(
+                        DeferredReply(hosted.next_offset, request, effect.response)
+                    )
                 else:
                     self._deliver(request, effect.response)
         for append_id in refused:
-            self._drive(hosted, AppendCompleted(append_id, hosted.coordinator.now_ms, ErrorCode.NOT_COORDINATOR))
+            self._drive(
+                hosted,
+                AppendCompleted(append_id, hosted.coordinator.now_ms, ErrorCode.NOT_COORDINATOR),
+            )
 
     def _deliver(self, request: Request, response: Response) -> None:
         fan = self._fan_outs.pop(request.request_id, None)
@@ -403,7 +452,9 @@ def _sub(request: MultiGroupRequest, request_id: str, group_ids: tuple) -> Multi
         return DescribeGroups(request_id, request.api_version, request.now_ms, groups=group_ids)
     if isinstance(request, DeleteGroups):
         return DeleteGroups(request_id, request.api_version, request.now_ms, groups_names=group_ids)
-    return ListGroups(request_id, request.api_version, request.now_ms, states_filter=request.states_filter)
+    return ListGroups(
+        request_id, request.api_version, request.now_ms, states_filter=request.states_filter
+    )
 
 
 def _entries(response: Response) -> tuple:

@@ -66,12 +66,14 @@ INVARIANTS: dict[str, str] = {
 }
 
 # Answers that say nothing about a group's state: refusals, and the service's own checks.
-_STATELESS_ERRORS = frozenset({
-    ErrorCode.NOT_COORDINATOR,
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.INVALID_GROUP_ID,
-    ErrorCode.INVALID_SESSION_TIMEOUT,
-})
+_STATELESS_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.INVALID_GROUP_ID,
+        ErrorCode.INVALID_SESSION_TIMEOUT,
+    }
+)
 
 OffsetKey = tuple[str, str, int]  # group, topic, partition
 
@@ -94,16 +96,24 @@ class Monitor:
         self.hosts: dict[int, CoordinatorHost] = {}
         self.steps = 0
         self._leadership: dict[tuple[int, int], _Leadership] = {}  # (broker, partition)
-        self._newest_epoch: dict[int, int] = {}  # partition -> newest leader epoch any broker was told
-        self._last_commit: dict[int, tuple[int, int]] = {}  # partition -> (leader epoch, broker) of the last commit
+        self._newest_epoch: dict[
+            int, int
+        ] = {}  # partition -> newest leader epoch any broker was told
+        self._last_commit: dict[
+            int, tuple[int, int]
+        ] = {}  # partition -> (leader epoch, broker) of the last commit
         self._seq = 0  # appended batches, cluster-wide
         self._offset_writes: dict[OffsetKey, list[tuple[int, OffsetCommitValue | None]]] = {}
         self._group_tombstones: dict[str, list[int]] = {}
         self._acked_offsets: dict[OffsetKey, int] = {}  # -> seq of the acknowledged write
         # group -> (generation, seq of the batch) of the newest group record committed
         self._acked_generations: dict[str, tuple[int, int]] = {}
-        self._batches: dict[tuple[int, int], list[tuple[int, tuple]]] = {}  # (partition, offset) -> [(seq, records)]
-        self._tails: dict[tuple[int, int], dict[int, tuple]] = {}  # (broker, partition) -> loaded batches past the HW
+        self._batches: dict[
+            tuple[int, int], list[tuple[int, tuple]]
+        ] = {}  # (partition, offset) -> [(seq, records)]
+        self._tails: dict[
+            tuple[int, int], dict[int, tuple]
+        ] = {}  # (broker, partition) -> loaded batches past the HW
         self._requests: dict[tuple[int, int | str], Request] = {}
         self._commit_writes: dict[tuple[int, int | str], dict[OffsetKey, int]] = {}
 
@@ -134,7 +144,9 @@ class Monitor:
                 self._leadership[(broker, event.partition)] = _Leadership(event.leader_epoch)
             else:
                 seen.leader_epoch = max(seen.leader_epoch, event.leader_epoch)
-            self._newest_epoch[event.partition] = max(self._newest_epoch.get(event.partition, -1), event.leader_epoch)
+            self._newest_epoch[event.partition] = max(
+                self._newest_epoch.get(event.partition, -1), event.leader_epoch
+            )
         elif isinstance(event, LoadGroup):
             seen = self._leadership.get((broker, event.partition))
             if seen is not None and not seen.loaded:
@@ -143,7 +155,9 @@ class Monitor:
                 self._tails[(broker, event.partition)] = {o: event.batches[o] for o in tail}
         elif isinstance(event, ResignCoordinator):
             seen = self._leadership.get((broker, event.partition))
-            if seen is not None and (event.leader_epoch is None or event.leader_epoch > seen.leader_epoch):
+            if seen is not None and (
+                event.leader_epoch is None or event.leader_epoch > seen.leader_epoch
+            ):
                 del self._leadership[(broker, event.partition)]
                 self._tails.pop((broker, event.partition), None)
 
@@ -169,14 +183,18 @@ class Monitor:
 
     def _appended(self, host: CoordinatorHost, event: HostEvent, append: AppendToPartition) -> None:
         self._seq += 1
-        self._batches.setdefault((append.partition, append.offset), []).append((self._seq, append.records))
+        self._batches.setdefault((append.partition, append.offset), []).append(
+            (self._seq, append.records)
+        )
         for record in append.records:
             key = record.key
             if isinstance(key, OffsetCommitKey):
                 offset_key = (key.group, key.topic, key.partition)
                 self._offset_writes.setdefault(offset_key, []).append((self._seq, record.value))
                 if isinstance(event, OffsetCommit) and event.group_id == key.group:
-                    self._commit_writes.setdefault((host.broker_id, event.request_id), {})[offset_key] = self._seq
+                    self._commit_writes.setdefault((host.broker_id, event.request_id), {})[
+                        offset_key
+                    ] = self._seq
             elif isinstance(key, GroupMetadataKey) and record.value is None:
                 self._group_tombstones.setdefault(key.group, []).append(self._seq)
 
@@ -188,19 +206,29 @@ class Monitor:
                 for p in topic.partitions:
                     key = (request.group_id, topic.name, p.partition_index)
                     if p.error_code == ErrorCode.NONE and key in written:
-                        self._acked_offsets[key] = max(self._acked_offsets.get(key, 0), written[key])
+                        self._acked_offsets[key] = max(
+                            self._acked_offsets.get(key, 0), written[key]
+                        )
 
     def _committed(self, partition: int, offset: int, records: tuple) -> None:
         """A batch passed the high watermark: its group records' generations are acknowledged.
 
         Where the batch was appended (found by its content at that offset) orders it against
         tombstones; a batch the Monitor never saw appended counts as the oldest."""
-        seq = max((s for s, r in self._batches.get((partition, offset), ()) if r == records), default=0)
+        seq = max(
+            (s for s, r in self._batches.get((partition, offset), ()) if r == records), default=0
+        )
         for record in records:
-            if isinstance(record.key, GroupMetadataKey) and isinstance(record.value, GroupMetadataValue):
+            if isinstance(record.key, GroupMetadataKey) and isinstance(
+                record.value, GroupMetadataValue
+            ):
                 group_id, generation = record.key.group, record.value.generation
                 known = self._acked_generations.get(group_id)
-                if known is None or self._deleted_since(group_id, known[1]) or known[0] < generation:
+                if (
+                    known is None
+                    or self._deleted_since(group_id, known[1])
+                    or known[0] < generation
+                ):
                     self._acked_generations[group_id] = (generation, seq)
 
     # -- the state checks, also run on their own by Hypothesis @invariant rules ---------
@@ -229,7 +257,9 @@ class Monitor:
 
     def _check_commit_order(self, host: CoordinatorHost, partition: int, leader_epoch: int) -> None:
         last = self._last_commit.get(partition)
-        if last is not None and (leader_epoch < last[0] or (leader_epoch == last[0] and host.broker_id != last[1])):
+        if last is not None and (
+            leader_epoch < last[0] or (leader_epoch == last[0] and host.broker_id != last[1])
+        ):
             raise InvariantViolation(
                 "SingleActiveCoordinator",
                 f"broker {host.broker_id} got a write to offsets partition {partition} committed at leader epoch "
@@ -250,13 +280,20 @@ class Monitor:
                         f"broker {broker} serves offsets partition {partition} without having loaded it",
                     )
 
-    def _check_load_before_serve(self, host: CoordinatorHost, request: Request, reply: Reply) -> None:
+    def _check_load_before_serve(
+        self, host: CoordinatorHost, request: Request, reply: Reply
+    ) -> None:
         for group_id, error in _answers(request, reply.response):
             if group_id is None or error in _STATELESS_ERRORS:
                 continue
             partition = partition_for(group_id, self.offsets_partitions)
             seen = self._leadership.get((host.broker_id, partition))
-            if isinstance(request, Heartbeat) and seen is not None and not seen.loaded and error == ErrorCode.NONE:
+            if (
+                isinstance(request, Heartbeat)
+                and seen is not None
+                and not seen.loaded
+                and error == ErrorCode.NONE
+            ):
                 continue  # Kafka's blind answer to a heartbeat while loading (CF-5)
             if seen is None or not seen.loaded:
                 doing = "still loading" if seen is not None else "not leading"
@@ -274,7 +311,12 @@ class Monitor:
         for broker, host in self.hosts.items():
             seen = self._leadership.get((broker, partition))
             coordinator = host.serving(partition)
-            if seen is not None and seen.loaded and seen.leader_epoch == newest and coordinator is not None:
+            if (
+                seen is not None
+                and seen.loaded
+                and seen.leader_epoch == newest
+                and coordinator is not None
+            ):
                 return coordinator
         return None
 
@@ -319,7 +361,9 @@ class Monitor:
 def _answers(request: Request, response) -> list[tuple[str | None, ErrorCode]]:
     """(group id, error) for each group a reply speaks for."""
     if isinstance(request, (DescribeGroups, DeleteGroups)):
-        entries = response.groups if isinstance(response, DescribeGroupsResponse) else response.results
+        entries = (
+            response.groups if isinstance(response, DescribeGroupsResponse) else response.results
+        )
         return [(e.group_id, e.error_code) for e in entries]
     if isinstance(request, ListGroups):
         assert isinstance(response, ListGroupsResponse)

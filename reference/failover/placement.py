@@ -45,5 +45,7 @@ def kafka_abs(n: int) -> int:
 def partition_for(group_id: str, partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
     """The offsets partition whose leader coordinates ``group_id``."""
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
-        raise UsageError(f"partition_for: the offsets topic needs at least one partition, got {partitions!r}")
+        raise UsageError(
+            f"partition_for: the offsets topic needs at least one partition, got {partitions!r}"
+        )
     return kafka_abs(java_string_hash(group_id)) % partitions

@@ -71,7 +71,9 @@ def refusal(request: Request, error: ErrorCode) -> Response:
         return SyncGroupResponse(error)
     if isinstance(request, Heartbeat):
         # "The group is still loading, so blindly respond" (both coordinators).
-        return HeartbeatResponse(ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error)
+        return HeartbeatResponse(
+            ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
+        )
     if isinstance(request, LeaveGroup):
         return LeaveGroupResponse(error)
     if isinstance(request, OffsetCommit):
@@ -84,5 +86,7 @@ def refusal(request: Request, error: ErrorCode) -> Response:
         # DescribeGroupsRequest.getErrorDescribedGroupList: only the id and the error.
         return DescribeGroupsResponse(tuple(DescribedGroup(error, g, "") for g in request.groups))
     if isinstance(request, DeleteGroups):
-        return DeleteGroupsResponse(tuple(DeletableGroupResult(g, error) for g in request.groups_names))
+        return DeleteGroupsResponse(
+            tuple(DeletableGroupResult(g, error) for g in request.groups_names)
+        )
     raise UsageError(f"refusal: {type(request).__name__} is not a group request")

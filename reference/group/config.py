@@ -27,7 +27,9 @@ class GroupConfig:
         for field in fields(self):
             value = getattr(self, field.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise UsageError(f"GroupConfig.{field.name} must be a non-negative int, got {value!r}")
+                raise UsageError(
+                    f"GroupConfig.{field.name} must be a non-negative int, got {value!r}"
+                )
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise UsageError(
                 "GroupConfig: min_session_timeout_ms "

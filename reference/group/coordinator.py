@@ -60,6 +60,7 @@ class Observer(Protocol):
 
     def after(self, coordinator: GroupCoordinator, event: Event, effects: list[Effect]) -> None: ...
 
+
 _HANDLERS: dict[type, Callable] = {
     JoinGroup: membership.join_group,
     SyncGroup: membership.sync_group,
@@ -77,7 +78,11 @@ def _group_ids(request: Request) -> tuple[str, ...]:
     group_id = getattr(request, "group_id", None)
     if group_id is not None:
         return (group_id,)
-    return tuple(g for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ()) if g is not None)
+    return tuple(
+        g
+        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
+        if g is not None
+    )
 
 
 class GroupCoordinator:
@@ -101,25 +106,37 @@ class GroupCoordinator:
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
         self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
-        self._completing: int | None = None  # the append whose successful completion is being handled
+        self._completing: int | None = (
+            None  # the append whose successful completion is being handled
+        )
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
         # Groups the current step may have changed, for observers that check invariants.
         self.touched_groups: set[str] = set()
-        self.timers.schedule(lifecycle.RETENTION_TIMER, now_ms + self.config.offsets_retention_check_interval_ms)
+        self.timers.schedule(
+            lifecycle.RETENTION_TIMER, now_ms + self.config.offsets_retention_check_interval_ms
+        )
 
     # -- driving -------------------------------------------------------------------
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event; return the effects it caused, in order."""
         handler = _HANDLERS.get(type(event))
-        if handler is None and not isinstance(event, (Tick, AppendCompleted, LoadGroups, UnloadGroups)):
-            raise UsageError(f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event")
+        if handler is None and not isinstance(
+            event, (Tick, AppendCompleted, LoadGroups, UnloadGroups)
+        ):
+            raise UsageError(
+                f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event"
+            )
         now_ms = event.now_ms
         if now_ms < self.now_ms:
-            raise UsageError(f"{type(event).__name__}: now_ms {now_ms} is before the coordinator's time {self.now_ms}")
+            raise UsageError(
+                f"{type(event).__name__}: now_ms {now_ms} is before the coordinator's time {self.now_ms}"
+            )
         if handler is not None and event.request_id in self._open_requests:
-            raise UsageError(f"{event.api}: request_id {event.request_id!r} is still awaiting its reply")
+            raise UsageError(
+                f"{event.api}: request_id {event.request_id!r} is still awaiting its reply"
+            )
         self._effects = []
         self.touched_groups = set()
         self._fire_timers(now_ms)
@@ -184,7 +201,10 @@ class GroupCoordinator:
     def _load(self, records: tuple[Record, ...]) -> None:
         self.cause = "LoadGroups"
         if self.timers.deadline(lifecycle.RETENTION_TIMER) is None:
-            self.timers.schedule(lifecycle.RETENTION_TIMER, self.now_ms + self.config.offsets_retention_check_interval_ms)
+            self.timers.schedule(
+                lifecycle.RETENTION_TIMER,
+                self.now_ms + self.config.offsets_retention_check_interval_ms,
+            )
         for group_id, group in loader.replay(records).items():
             if group_id in self.groups:
                 raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
@@ -198,10 +218,18 @@ class GroupCoordinator:
         for group in self.groups.values():
             for member in group.members.values():
                 if member.awaiting_join is not None:
-                    self.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=member.member_id))
+                    self.reply_parked(
+                        member.awaiting_join,
+                        "JoinGroup",
+                        JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=member.member_id),
+                    )
                     member.awaiting_join = None
                 if member.awaiting_sync is not None:
-                    self.reply_parked(member.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+                    self.reply_parked(
+                        member.awaiting_sync,
+                        "SyncGroup",
+                        SyncGroupResponse(ErrorCode.NOT_COORDINATOR),
+                    )
                     member.awaiting_sync = None
             self._cancel_timers(group)
             if group.state != DEAD:
@@ -219,14 +247,28 @@ class GroupCoordinator:
         """A parked request Kafka never answers (GM-35): it is no longer awaiting a reply."""
         self._open_requests.discard(parked.request_id)
 
-    def _emit_reply(self, request_id: int | str, api: str, version: int, response: Response) -> None:
+    def _emit_reply(
+        self, request_id: int | str, api: str, version: int, response: Response
+    ) -> None:
         if request_id not in self._open_requests:
-            raise AssertionError(f"{api} reply to request {request_id!r}, which is not awaiting one")
+            raise AssertionError(
+                f"{api} reply to request {request_id!r}, which is not awaiting one"
+            )
         self._open_requests.discard(request_id)
         at_version = getattr(response, "at_version", None)
-        self._effects.append(Reply(request_id, api, version, at_version(version) if at_version else response, self._completing))
+        self._effects.append(
+            Reply(
+                request_id,
+                api,
+                version,
+                at_version(version) if at_version else response,
+                self._completing,
+            )
+        )
 
-    def write(self, group_id: str, records: tuple[Record, ...], on_written: OnWritten | None) -> None:
+    def write(
+        self, group_id: str, records: tuple[Record, ...], on_written: OnWritten | None
+    ) -> None:
         """Append records; ``on_written`` runs when the driver (or we) report the outcome."""
         self.appends_issued += 1
         append_id = self.appends_issued
@@ -241,7 +283,9 @@ class GroupCoordinator:
 
     def _complete_append(self, append_id: int, error: ErrorCode) -> None:
         if append_id not in self._pending_appends:
-            raise UsageError(f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})")
+            raise UsageError(
+                f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})"
+            )
         group_id, on_written = self._pending_appends.pop(append_id)
         self.cause = "AppendCompleted"
         self.touched_groups.add(group_id)
@@ -249,7 +293,10 @@ class GroupCoordinator:
         if error == ErrorCode.NONE and group is not None:
             group.in_log = True
         if on_written is not None:
-            completing, self._completing = self._completing, append_id if error == ErrorCode.NONE else None
+            completing, self._completing = (
+                self._completing,
+                append_id if error == ErrorCode.NONE else None,
+            )
             try:
                 on_written(error)
             finally:

@@ -38,9 +38,15 @@ def check_leader_is_member(group: Group) -> None:
     if group.state == DEAD:
         return
     if group.members and group.leader_id not in group.members:
-        raise InvariantViolation("LeaderIsMember", f"group {group.group_id!r}: leader {group.leader_id!r} is not a member")
+        raise InvariantViolation(
+            "LeaderIsMember",
+            f"group {group.group_id!r}: leader {group.leader_id!r} is not a member",
+        )
     if not group.members and group.leader_id is not None:
-        raise InvariantViolation("LeaderIsMember", f"group {group.group_id!r} has leader {group.leader_id!r} and no members")
+        raise InvariantViolation(
+            "LeaderIsMember",
+            f"group {group.group_id!r} has leader {group.leader_id!r} and no members",
+        )
 
 
 def check_stable_implies_all_synced(group: Group) -> None:
@@ -53,10 +59,15 @@ def check_stable_implies_all_synced(group: Group) -> None:
 
 
 def check_static_members_mapped(group: Group) -> None:
-    carried = {m.group_instance_id: m.member_id for m in group.members.values() if m.group_instance_id is not None}
+    carried = {
+        m.group_instance_id: m.member_id
+        for m in group.members.values()
+        if m.group_instance_id is not None
+    }
     if carried != group.static_members:
         raise InvariantViolation(
-            "StaticMembersMapped", f"group {group.group_id!r}: instance map {group.static_members} but members carry {carried}"
+            "StaticMembersMapped",
+            f"group {group.group_id!r}: instance map {group.static_members} but members carry {carried}",
         )
 
 
@@ -131,7 +142,8 @@ class Monitor:
         seen = self._generations.get(group.group_id)
         if seen is not None and seen[0] is group and group.generation_id < seen[1]:
             raise InvariantViolation(
-                "GenerationMonotonic", f"group {group.group_id!r} went from generation {seen[1]} to {group.generation_id}"
+                "GenerationMonotonic",
+                f"group {group.group_id!r} went from generation {seen[1]} to {group.generation_id}",
             )
         self._generations[group.group_id] = (group, group.generation_id)
 
@@ -139,7 +151,9 @@ class Monitor:
         response = reply.response
         if isinstance(response, OffsetCommitResponse):
             context = self._commits.pop(reply.request_id, None)
-            if context is not None and any(p.error_code == ErrorCode.NONE for t in response.topics for p in t.partitions):
+            if context is not None and any(
+                p.error_code == ErrorCode.NONE for t in response.topics for p in t.partitions
+            ):
                 check_commit_was_current(context)
         elif isinstance(response, SyncGroupResponse):
             request = self._syncs.pop(reply.request_id, None)
@@ -157,7 +171,9 @@ class Monitor:
         member = group.members.get(request.member_id)
         if member is not None and member.group_instance_id is not None:
             owner = member.group_instance_id
-        owners = self._owners.setdefault((group.group_id, self._incarnation(group), request.generation_id), {})
+        owners = self._owners.setdefault(
+            (group.group_id, self._incarnation(group), request.generation_id), {}
+        )
         for topic_partitions in decoded.partitions:
             for partition in topic_partitions.partitions:
                 key = (topic_partitions.topic, partition)
@@ -180,7 +196,10 @@ def check_commit_was_current(context: _CommitContext) -> None:
             )
         return
     member_known = req.member_id in context.members
-    instance_ok = req.group_instance_id is None or context.static_members.get(req.group_instance_id) == req.member_id
+    instance_ok = (
+        req.group_instance_id is None
+        or context.static_members.get(req.group_instance_id) == req.member_id
+    )
     if not (
         context.existed
         and req.generation_id == context.generation_id

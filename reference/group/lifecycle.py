@@ -32,7 +32,10 @@ RETENTION_TIMER = ("ExpireOffsets",)
 
 
 def describe_groups(c: GroupCoordinator, req: DescribeGroups) -> None:
-    described = tuple(describe(c.groups.get(group_id) if group_id is not None else None, group_id) for group_id in req.groups)
+    described = tuple(
+        describe(c.groups.get(group_id) if group_id is not None else None, group_id)
+        for group_id in req.groups
+    )
     c.reply(req, DescribeGroupsResponse(described))
 
 
@@ -49,7 +52,9 @@ def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
             group_instance_id=m.group_instance_id,
             client_id=m.client_id,
             client_host=m.client_host,
-            member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+            member_metadata=m.metadata(group.protocol_name)
+            if stable and group.protocol_name
+            else b"",
             member_assignment=m.assignment,
         )
         for m in group.members.values()
@@ -87,7 +92,10 @@ def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
 
     def finish() -> None:
         if not waiting:
-            c.reply(req, DeleteGroupsResponse(tuple(DeletableGroupResult(g, e) for g, e in results.items())))
+            c.reply(
+                req,
+                DeleteGroupsResponse(tuple(DeletableGroupResult(g, e) for g, e in results.items())),
+            )
 
     def deleted(group: Group):
         def on_written(error: ErrorCode) -> None:
@@ -133,13 +141,20 @@ def sweep_expired_offsets(c: GroupCoordinator) -> None:
     c.timers.schedule(RETENTION_TIMER, c.now_ms + c.config.offsets_retention_check_interval_ms)
 
 
-def expiry_written(c: GroupCoordinator, group: Group, expired: list[tuple[str, int]], delete_group: bool):
+def expiry_written(
+    c: GroupCoordinator, group: Group, expired: list[tuple[str, int]], delete_group: bool
+):
     def on_written(error: ErrorCode) -> None:
         if error != ErrorCode.NONE:
             return
         for key in expired:
             group.offsets.pop(key, None)
-        if delete_group and c.groups.get(group.group_id) is group and group.state == EMPTY and not group.offsets:
+        if (
+            delete_group
+            and c.groups.get(group.group_id) is group
+            and group.state == EMPTY
+            and not group.offsets
+        ):
             c.drop_group(group.group_id)
 
     return on_written

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import UsageError
 from coordspec.reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
-from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue, Record
+from coordspec.reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
 from coordspec.reference.group.requests import Protocol
 from coordspec.reference.group.state import Group, Member
 from coordspec.reference.group.transitions import EMPTY, STABLE
@@ -33,9 +39,13 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
                 groups.pop(key.group, None)
             elif isinstance(value, GroupMetadataValue):
                 previous = groups.get(key.group)
-                groups[key.group] = group_from_value(key.group, value, previous.offsets if previous else {})
+                groups[key.group] = group_from_value(
+                    key.group, value, previous.offsets if previous else {}
+                )
             else:
-                raise UsageError(f"record {index}: a group metadata key with a {type(value).__name__} value")
+                raise UsageError(
+                    f"record {index}: a group metadata key with a {type(value).__name__} value"
+                )
         elif isinstance(key, OffsetCommitKey):
             group = groups.get(key.group)
             if value is None:
@@ -46,7 +56,9 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
                     group = groups[key.group] = Group(key.group, in_log=True)
                 group.offsets[(key.topic, key.partition)] = value
             else:
-                raise UsageError(f"record {index}: an offset commit key with a {type(value).__name__} value")
+                raise UsageError(
+                    f"record {index}: an offset commit key with a {type(value).__name__} value"
+                )
         else:
             raise UsageError(f"record {index}: unknown key {key!r}")
     return groups
@@ -56,7 +68,9 @@ def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) ->
     group = Group(
         group_id,
         state=STABLE if value.members else EMPTY,
-        state_timestamp_ms=value.current_state_timestamp if value.current_state_timestamp >= 0 else None,
+        state_timestamp_ms=value.current_state_timestamp
+        if value.current_state_timestamp >= 0
+        else None,
         protocol_type=value.protocol_type or None,
         protocol_name=value.protocol,
         generation_id=value.generation,
@@ -70,7 +84,9 @@ def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) ->
             group_instance_id=m.group_instance_id,
             client_id=m.client_id,
             client_host=m.client_host,
-            rebalance_timeout_ms=m.rebalance_timeout if m.rebalance_timeout != -1 else m.session_timeout,
+            rebalance_timeout_ms=m.rebalance_timeout
+            if m.rebalance_timeout != -1
+            else m.session_timeout,
             session_timeout_ms=m.session_timeout,
             protocol_type=value.protocol_type,
             protocols=(Protocol(value.protocol or "", m.subscription),),

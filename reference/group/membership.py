@@ -34,7 +34,15 @@ from coordspec.reference.group.responses import (
     SyncGroupResponse,
 )
 from coordspec.reference.group.state import Group, Member, Parked
-from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE, Outcome
+from coordspec.reference.group.transitions import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    OUTCOMES,
+    PREPARING,
+    STABLE,
+    Outcome,
+)
 
 if TYPE_CHECKING:
     from coordspec.reference.group.coordinator import GroupCoordinator
@@ -74,7 +82,9 @@ def join_group(c: GroupCoordinator, req: JoinGroup) -> None:
 
 def empty_group_record(group: Group) -> Record:
     timestamp = group.state_timestamp_ms if group.state_timestamp_ms is not None else -1
-    return Record(GroupMetadataKey(group.group_id), GroupMetadataValue("", 0, None, None, timestamp, ()))
+    return Record(
+        GroupMetadataKey(group.group_id), GroupMetadataValue("", 0, None, None, timestamp, ())
+    )
 
 
 def new_group_written(c: GroupCoordinator, group: Group, req: JoinGroup):
@@ -85,8 +95,15 @@ def new_group_written(c: GroupCoordinator, group: Group, req: JoinGroup):
         if error == ErrorCode.NONE or c.groups.get(group.group_id) is not group:
             return
         for member in group.members.values():
-            if member.awaiting_join is not None and member.awaiting_join.request_id == req.request_id:
-                c.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(append_error_to_response_error(error)))
+            if (
+                member.awaiting_join is not None
+                and member.awaiting_join.request_id == req.request_id
+            ):
+                c.reply_parked(
+                    member.awaiting_join,
+                    "JoinGroup",
+                    JoinGroupResponse(append_error_to_response_error(error)),
+                )
                 member.awaiting_join = None
         c.drop_group(group.group_id)
 
@@ -100,7 +117,9 @@ def accept_joining_member(c: GroupCoordinator, group: Group, member_id: str) -> 
     if group.state in (EMPTY, DEAD):
         return True
     if group.state == PREPARING:
-        return (member is not None and member.awaiting_join is not None) or group.num_awaiting_join() < max_size
+        return (
+            member is not None and member.awaiting_join is not None
+        ) or group.num_awaiting_join() < max_size
     return member is not None or len(group.members) < max_size
 
 
@@ -153,7 +172,11 @@ def join_existing_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> N
         return
     unchanged = member.matches(req.protocols)
     leader_in_stable = group.state == STABLE and group.is_leader(member_id)
-    if OUTCOMES[("JoinGroup", group.state)] == Outcome.ANSWER and unchanged and not leader_in_stable:
+    if (
+        OUTCOMES[("JoinGroup", group.state)] == Outcome.ANSWER
+        and unchanged
+        and not leader_in_stable
+    ):
         # GM-12: nothing changed for this member; it gets the current generation back.
         c.reply(req, current_generation_response(group, member_id))
         return
@@ -172,7 +195,9 @@ def current_generation_response(group: Group, member_id: str) -> JoinGroupRespon
     )
 
 
-def add_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, req: JoinGroup, member_id: str) -> None:
+def add_member_then_rebalance_or_complete_join(
+    c: GroupCoordinator, group: Group, req: JoinGroup, member_id: str
+) -> None:
     member = Member(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
@@ -193,12 +218,16 @@ def add_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group
     maybe_prepare_rebalance_or_complete_join(c, group)
 
 
-def update_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, member: Member, req: JoinGroup) -> None:
+def update_member_then_rebalance_or_complete_join(
+    c: GroupCoordinator, group: Group, member: Member, req: JoinGroup
+) -> None:
     update_member(c, member, req)
     maybe_prepare_rebalance_or_complete_join(c, group)
 
 
-def update_static_member_then_rebalance_or_complete_join(c: GroupCoordinator, group: Group, req: JoinGroup, new_member_id: str) -> None:
+def update_static_member_then_rebalance_or_complete_join(
+    c: GroupCoordinator, group: Group, req: JoinGroup, new_member_id: str
+) -> None:
     """GM-6: a static member rejoining without its id takes over from its previous id."""
     instance_id = req.group_instance_id
     assert instance_id is not None
@@ -206,11 +235,17 @@ def update_static_member_then_rebalance_or_complete_join(c: GroupCoordinator, gr
     leader_before = group.leader_id
     new_member = replace_static_member(c, group, instance_id, old_member_id, new_member_id)
     reschedule_heartbeat(c, group, new_member)
-    old_settings = (new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms)
+    old_settings = (
+        new_member.protocols,
+        new_member.rebalance_timeout_ms,
+        new_member.session_timeout_ms,
+    )
     update_member(c, new_member, req)
     if group.state == STABLE:
         if group.protocol_name == group.select_protocol(c.choices):
-            persist_static_replacement(c, group, req, new_member, old_member_id, leader_before, old_settings)
+            persist_static_replacement(
+                c, group, req, new_member, old_member_id, leader_before, old_settings
+            )
         else:
             maybe_prepare_rebalance_or_complete_join(c, group)
     elif group.state == COMPLETING:
@@ -230,14 +265,24 @@ def update_member(c: GroupCoordinator, member: Member, req: JoinGroup) -> None:
     member.awaiting_join = Parked(req.request_id, req.api_version)
 
 
-def replace_static_member(c: GroupCoordinator, group: Group, instance_id: str, old_member_id: str, new_member_id: str) -> Member:
+def replace_static_member(
+    c: GroupCoordinator, group: Group, instance_id: str, old_member_id: str, new_member_id: str
+) -> Member:
     old = group.members.pop(old_member_id)
     if old.awaiting_join is not None:
-        c.reply_parked(old.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
+        c.reply_parked(
+            old.awaiting_join,
+            "JoinGroup",
+            JoinGroupResponse(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id),
+        )
     if old.awaiting_sync is not None:
-        c.reply_parked(old.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
+        c.reply_parked(
+            old.awaiting_sync, "SyncGroup", SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID)
+        )
     # The new id inherits everything but the parked requests (which were just fenced).
-    new = dataclasses.replace(old, member_id=new_member_id, awaiting_join=None, awaiting_sync=None, is_new=False)
+    new = dataclasses.replace(
+        old, member_id=new_member_id, awaiting_join=None, awaiting_sync=None, is_new=False
+    )
     group.members[new_member_id] = new
     if group.leader_id == old_member_id:
         group.leader_id = new_member_id
@@ -264,9 +309,13 @@ def persist_static_replacement(
         if parked is None or c.groups.get(group.group_id) is not group:
             return
         if error != ErrorCode.NONE:
-            new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms = old_settings
+            new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms = (
+                old_settings
+            )
             new_member.awaiting_join = None
-            old_member = replace_static_member(c, group, instance_id, new_member.member_id, old_member_id)
+            old_member = replace_static_member(
+                c, group, instance_id, new_member.member_id, old_member_id
+            )
             reschedule_heartbeat(c, group, old_member)
             response = JoinGroupResponse(
                 error_code=append_error_to_response_error(error),
@@ -337,7 +386,12 @@ def sync_group(c: GroupCoordinator, req: SyncGroup) -> None:
     else:
         remove_pending_sync_member(c, group, req.member_id)
         member = group.members[req.member_id]
-        c.reply(req, SyncGroupResponse(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment))
+        c.reply(
+            req,
+            SyncGroupResponse(
+                ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment
+            ),
+        )
 
 
 def validate_sync(group: Group, req: SyncGroup) -> ErrorCode | None:
@@ -363,10 +417,16 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
     generation = req.generation_id
 
     def on_written(error: ErrorCode) -> None:
-        if c.groups.get(group.group_id) is not group or group.state != COMPLETING or group.generation_id != generation:
+        if (
+            c.groups.get(group.group_id) is not group
+            or group.state != COMPLETING
+            or group.generation_id != generation
+        ):
             return
         if error != ErrorCode.NONE:
-            reset_and_propagate_assignment_with_error(c, group, append_error_to_response_error(error))
+            reset_and_propagate_assignment_with_error(
+                c, group, append_error_to_response_error(error)
+            )
             maybe_prepare_rebalance_or_complete_join(c, group)
             return
         set_and_propagate_assignment(c, group, assignment)
@@ -410,7 +470,10 @@ def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
         return
     group = c.groups.get(req.group_id)
     if group is None:
-        unknown = tuple(LeaveMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID) for m in req.members)
+        unknown = tuple(
+            LeaveMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            for m in req.members
+        )
         c.reply(req, LeaveGroupResponse(ErrorCode.NONE, unknown))
         return
     if group.state == DEAD:
@@ -428,7 +491,9 @@ def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
     c.reply(req, LeaveGroupResponse(ErrorCode.NONE, tuple(answers)))
 
 
-def leave_one(c: GroupCoordinator, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+def leave_one(
+    c: GroupCoordinator, group: Group, member_id: str, instance_id: str | None
+) -> ErrorCode:
     """GM-31: remove one listed identity; the caller rebalances once for the batch."""
     if not member_id:
         static_id = group.static_members.get(instance_id) if instance_id is not None else None
@@ -460,5 +525,3 @@ def remove_current_member(c: GroupCoordinator, group: Group, member_id: str) -> 
         c.abandon(member.awaiting_sync)
         member.awaiting_sync = None
     group.remove(member_id, c.choices)
-
-

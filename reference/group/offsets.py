@@ -22,7 +22,14 @@ from coordspec.reference.group.responses import (
     OffsetFetchResponse,
 )
 from coordspec.reference.group.state import Group
-from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, OUTCOMES, PREPARING, STABLE
+from coordspec.reference.group.transitions import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    OUTCOMES,
+    PREPARING,
+    STABLE,
+)
 
 if TYPE_CHECKING:
     from coordspec.reference.group.coordinator import GroupCoordinator
@@ -32,7 +39,10 @@ def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitRe
     """OffsetCommit has no top-level error: a group-level error goes on every partition."""
     return OffsetCommitResponse(
         tuple(
-            CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, error) for p in t.partitions))
+            CommitTopicResponse(
+                t.name,
+                tuple(CommitPartitionResponse(p.partition_index, error) for p in t.partitions),
+            )
             for t in req.topics
         )
     )
@@ -47,7 +57,11 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
     if group is None:
         if req.generation_id >= 0:
             # GM-50: v9 names the missing group; older versions keep ILLEGAL_GENERATION.
-            error = ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+            error = (
+                ErrorCode.GROUP_ID_NOT_FOUND
+                if req.api_version >= 9
+                else ErrorCode.ILLEGAL_GENERATION
+            )
             c.reply(req, commit_error_response(req, error))
             return
         # GM-51: a commit outside group management creates a "simple" group.
@@ -66,7 +80,9 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
         for p in topic.partitions:
             metadata = p.committed_metadata
             if metadata is not None and len(metadata) > c.config.offset_metadata_max_bytes:
-                answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                answers.append(
+                    CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+                )
                 continue
             answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.NONE))
             value = OffsetCommitValue(
@@ -74,9 +90,13 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
                 leader_epoch=p.committed_leader_epoch if req.api_version >= 6 else -1,
                 metadata=metadata or "",
                 commit_timestamp=c.now_ms,
-                expire_timestamp=c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1,
+                expire_timestamp=c.now_ms + req.retention_time_ms
+                if req.retention_time_ms != -1
+                else -1,
             )
-            accepted.append(Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), value))
+            accepted.append(
+                Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), value)
+            )
         topics.append(CommitTopicResponse(topic.name, tuple(answers)))
     response = OffsetCommitResponse(tuple(topics))
     if not accepted:
@@ -144,7 +164,9 @@ def fetch_offsets(c: GroupCoordinator, req: OffsetFetch) -> None:
         topics = tuple(FetchTopicResponse(t, tuple(ps)) for t, ps in by_topic.items())
     else:
         topics = tuple(
-            FetchTopicResponse(t.name, tuple(fetched(p, offsets.get((t.name, p))) for p in t.partition_indexes))
+            FetchTopicResponse(
+                t.name, tuple(fetched(p, offsets.get((t.name, p))) for p in t.partition_indexes)
+            )
             for t in req.topics
         )
     c.reply(req, OffsetFetchResponse(ErrorCode.NONE, topics))
@@ -165,7 +187,11 @@ def expiration_base(group: Group) -> str | None:
         return "commit"
     if group.state == EMPTY:
         return "empty"
-    if group.protocol_type == "consumer" and group.state == STABLE and group.subscribed_topics is not None:
+    if (
+        group.protocol_type == "consumer"
+        and group.state == STABLE
+        and group.subscribed_topics is not None
+    ):
         return "commit"
     return None
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group.records import GroupMetadataKey, GroupMetadataValue, MemberMetadata, Record
+from coordspec.reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    Record,
+)
 from coordspec.reference.group.responses import JoinGroupResponse, SyncGroupResponse
 from coordspec.reference.group.state import Group, Member
 from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
@@ -51,7 +56,9 @@ def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
             client_host=m.client_host,
             rebalance_timeout=m.rebalance_timeout_ms,
             session_timeout=m.session_timeout_ms,
-            subscription=m.metadata(group.protocol_name) if group.protocol_name is not None else b"",
+            subscription=m.metadata(group.protocol_name)
+            if group.protocol_name is not None
+            else b"",
             assignment=assignment.get(m.member_id, b""),
         )
         for m in group.members.values()
@@ -61,7 +68,9 @@ def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
         generation=group.generation_id,
         protocol=group.protocol_name,
         leader=group.leader_id,
-        current_state_timestamp=group.state_timestamp_ms if group.state_timestamp_ms is not None else -1,
+        current_state_timestamp=group.state_timestamp_ms
+        if group.state_timestamp_ms is not None
+        else -1,
         members=members,
     )
     return Record(GroupMetadataKey(group.group_id), value)
@@ -104,7 +113,11 @@ def maybe_complete_join_else_schedule(c: GroupCoordinator, group: Group) -> None
 
 def maybe_complete_join_phase(c: GroupCoordinator, group: Group) -> None:
     """Complete early once everyone rejoined, except during the initial rebalance delay."""
-    if group.state != PREPARING or not group.has_all_members_joined() or group.previous_state == EMPTY:
+    if (
+        group.state != PREPARING
+        or not group.has_all_members_joined()
+        or group.previous_state == EMPTY
+    ):
         return
     complete_join(c, group)
 
@@ -128,7 +141,9 @@ def complete_join(c: GroupCoordinator, group: Group) -> None:
     """GM-14: drop dynamic members that did not rejoin, then form the next generation."""
     c.timers.cancel(join_key(group.group_id))
     group.in_initial_delay = False
-    for member in [m for m in group.members.values() if m.awaiting_join is None and not m.is_static]:
+    for member in [
+        m for m in group.members.values() if m.awaiting_join is None and not m.is_static
+    ]:
         group.remove(member.member_id, c.choices)
         c.timers.cancel(session_key(group.group_id, member.member_id))
     if group.state == DEAD:
@@ -203,7 +218,9 @@ def remove_pending_sync_member(c: GroupCoordinator, group: Group, member_id: str
     c.timers.cancel(sync_key(group.group_id))
 
 
-def set_and_propagate_assignment(c: GroupCoordinator, group: Group, assignment: dict[str, bytes]) -> None:
+def set_and_propagate_assignment(
+    c: GroupCoordinator, group: Group, assignment: dict[str, bytes]
+) -> None:
     """GM-22: store the leader's assignment and answer every parked SyncGroup."""
     for member in group.members.values():
         member.assignment = assignment.get(member.member_id, b"")
@@ -211,7 +228,9 @@ def set_and_propagate_assignment(c: GroupCoordinator, group: Group, assignment: 
     propagate_assignment(c, group, ErrorCode.NONE)
 
 
-def reset_and_propagate_assignment_with_error(c: GroupCoordinator, group: Group, error: ErrorCode) -> None:
+def reset_and_propagate_assignment_with_error(
+    c: GroupCoordinator, group: Group, error: ErrorCode
+) -> None:
     assert group.state == COMPLETING, f"group {group.group_id} resets assignments in {group.state}"
     for member in group.members.values():
         member.assignment = b""
@@ -252,7 +271,11 @@ def on_pending_sync_timer(c: GroupCoordinator, group: Group) -> None:
 def answer_parked_join_unknown(c: GroupCoordinator, member: Member) -> None:
     """A member removed while parked in JoinGroup learns it with UNKNOWN_MEMBER_ID."""
     if member.awaiting_join is not None:
-        c.reply_parked(member.awaiting_join, "JoinGroup", JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+        c.reply_parked(
+            member.awaiting_join,
+            "JoinGroup",
+            JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""),
+        )
         member.awaiting_join = None
 
 
@@ -279,5 +302,3 @@ def remove_pending_member(c: GroupCoordinator, group: Group, member_id: str) -> 
     c.timers.cancel(session_key(group.group_id, member_id))
     if group.state == PREPARING:
         maybe_complete_join_phase(c, group)
-
-

@@ -16,15 +16,15 @@ from coordspec.reference.errors import ErrorCode, UsageError
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
 VERSIONS: dict[str, range] = {
-    "JoinGroup": range(0, 10),
-    "SyncGroup": range(0, 6),
-    "Heartbeat": range(0, 5),
-    "LeaveGroup": range(0, 6),
+    "JoinGroup": range(10),
+    "SyncGroup": range(6),
+    "Heartbeat": range(5),
+    "LeaveGroup": range(6),
     "OffsetCommit": range(2, 10),
     "OffsetFetch": range(1, 10),
-    "DescribeGroups": range(0, 6),
-    "ListGroups": range(0, 6),
-    "DeleteGroups": range(0, 3),
+    "DescribeGroups": range(6),
+    "ListGroups": range(6),
+    "DeleteGroups": range(3),
 }
 
 API_KEYS: dict[str, int] = {
@@ -98,7 +98,10 @@ class JoinGroup(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(all(isinstance(p, Protocol) for p in self.protocols), "JoinGroup: protocols must be Protocol values")
+        _require(
+            all(isinstance(p, Protocol) for p in self.protocols),
+            "JoinGroup: protocols must be Protocol values",
+        )
         _require(
             self.group_instance_id is None or self.api_version >= 5,
             f"JoinGroup: group_instance_id needs v5+, got v{self.api_version}",
@@ -133,7 +136,10 @@ class SyncGroup(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(all(isinstance(a, Assignment) for a in self.assignments), "SyncGroup: assignments must be Assignment values")
+        _require(
+            all(isinstance(a, Assignment) for a in self.assignments),
+            "SyncGroup: assignments must be Assignment values",
+        )
         _require(
             self.group_instance_id is None or self.api_version >= 3,
             f"SyncGroup: group_instance_id needs v3+, got v{self.api_version}",
@@ -169,7 +175,10 @@ class LeaveGroup(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(all(isinstance(m, MemberIdentity) for m in self.members), "LeaveGroup: members must be MemberIdentity values")
+        _require(
+            all(isinstance(m, MemberIdentity) for m in self.members),
+            "LeaveGroup: members must be MemberIdentity values",
+        )
         if self.api_version < 3:
             _require(
                 len(self.members) == 1 and self.members[0].group_instance_id is None,
@@ -202,7 +211,10 @@ class OffsetCommit(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(all(isinstance(t, CommitTopic) for t in self.topics), "OffsetCommit: topics must be CommitTopic values")
+        _require(
+            all(isinstance(t, CommitTopic) for t in self.topics),
+            "OffsetCommit: topics must be CommitTopic values",
+        )
         _require(
             self.group_instance_id is None or self.api_version >= 7,
             f"OffsetCommit: group_instance_id needs v7+, got v{self.api_version}",
@@ -227,7 +239,10 @@ class OffsetFetch(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(self.topics is not None or self.api_version >= 2, "OffsetFetch: all-partitions fetch (topics=None) needs v2+")
+        _require(
+            self.topics is not None or self.api_version >= 2,
+            "OffsetFetch: all-partitions fetch (topics=None) needs v2+",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,4 +306,3 @@ class UnloadGroups:
 Event = Request | Tick | AppendCompleted | LoadGroups | UnloadGroups
 GROUP_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
 ALL_REQUESTS = (*GROUP_REQUESTS, DescribeGroups, ListGroups, DeleteGroups)
-

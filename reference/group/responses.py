@@ -43,7 +43,12 @@ class JoinGroupResponse:
             leader=self.leader,
             skip_assignment=False,
             member_id=self.member_id,
-            members=tuple(JoinGroupMember(m.member_id, m.group_instance_id if version >= 5 else None, m.metadata) for m in self.members),
+            members=tuple(
+                JoinGroupMember(
+                    m.member_id, m.group_instance_id if version >= 5 else None, m.metadata
+                )
+                for m in self.members
+            ),
         )
 
 
@@ -129,21 +134,34 @@ class OffsetFetchResponse:
         topics = self.topics
         if version < 5:
             topics = tuple(
-                FetchTopicResponse(t.name, tuple(_replace_epoch(p) for p in t.partitions)) for t in topics
+                FetchTopicResponse(t.name, tuple(_replace_epoch(p) for p in t.partitions))
+                for t in topics
             )
         if version >= 2 or self.error_code == ErrorCode.NONE:
             return OffsetFetchResponse(self.error_code, topics)
         return OffsetFetchResponse(
             ErrorCode.NONE,
             tuple(
-                FetchTopicResponse(t.name, tuple(FetchPartitionResponse(p.partition_index, error_code=self.error_code) for p in t.partitions))
+                FetchTopicResponse(
+                    t.name,
+                    tuple(
+                        FetchPartitionResponse(p.partition_index, error_code=self.error_code)
+                        for p in t.partitions
+                    ),
+                )
                 for t in topics
             ),
         )
 
 
 def _replace_epoch(partition: FetchPartitionResponse) -> FetchPartitionResponse:
-    return FetchPartitionResponse(partition.partition_index, partition.committed_offset, -1, partition.metadata, partition.error_code)
+    return FetchPartitionResponse(
+        partition.partition_index,
+        partition.committed_offset,
+        -1,
+        partition.metadata,
+        partition.error_code,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +194,14 @@ class DescribeGroupsResponse:
             return self
         return DescribeGroupsResponse(
             tuple(
-                DescribedGroup(g.error_code, g.group_id, g.group_state, g.protocol_type, g.protocol_data,
-                               tuple(dataclasses.replace(m, group_instance_id=None) for m in g.members))
+                DescribedGroup(
+                    g.error_code,
+                    g.group_id,
+                    g.group_state,
+                    g.protocol_type,
+                    g.protocol_data,
+                    tuple(dataclasses.replace(m, group_instance_id=None) for m in g.members),
+                )
                 for g in self.groups
             )
         )
@@ -199,7 +223,10 @@ class ListGroupsResponse:
         """Groups carry their state from v4."""
         if version >= 4:
             return self
-        return ListGroupsResponse(self.error_code, tuple(ListedGroup(g.group_id, g.protocol_type, "") for g in self.groups))
+        return ListGroupsResponse(
+            self.error_code,
+            tuple(ListedGroup(g.group_id, g.protocol_type, "") for g in self.groups),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,9 @@ class Member:
         for protocol in self.protocols:
             if protocol.name == protocol_name:
                 return protocol.metadata
-        raise InvariantViolation("SelectedProtocolSupported", f"member {self.member_id} lacks protocol {protocol_name}")
+        raise InvariantViolation(
+            "SelectedProtocolSupported", f"member {self.member_id} lacks protocol {protocol_name}"
+        )
 
     def matches(self, protocols: tuple[Protocol, ...]) -> bool:
         """Same names, same order, same metadata bytes (ClassicGroupMember.matches)."""
@@ -61,7 +63,10 @@ class Member:
         for protocol in self.protocols:
             if protocol.name in candidates:
                 return protocol.name
-        raise InvariantViolation("SelectedProtocolSupported", f"member {self.member_id} supports none of {sorted(candidates)}")
+        raise InvariantViolation(
+            "SelectedProtocolSupported",
+            f"member {self.member_id} supports none of {sorted(candidates)}",
+        )
 
     def has_satisfied_heartbeat(self) -> bool:
         """A member waiting on the coordinator is not expired, unless it is new."""
@@ -82,7 +87,9 @@ class Group:
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
-    pending_members: dict[str, None] = field(default_factory=dict)  # ids given out by MEMBER_ID_REQUIRED
+    pending_members: dict[str, None] = field(
+        default_factory=dict
+    )  # ids given out by MEMBER_ID_REQUIRED
     pending_sync: dict[str, None] = field(default_factory=dict)  # members yet to send SyncGroup
     new_member_added: bool = False
     # Whether a write naming this group has completed: Describe/ListGroups read only
@@ -103,7 +110,8 @@ class Group:
     def transition_to(self, target: GroupState, cause: str, now_ms: int) -> None:
         if not is_allowed(self.state, target, cause):
             raise InvariantViolation(
-                "ValidTransition", f"group {self.group_id!r}: {self.state} -> {target} caused by {cause} is not in TRANSITIONS"
+                "ValidTransition",
+                f"group {self.group_id!r}: {self.state} -> {target} caused by {cause} is not in TRANSITIONS",
             )
         self.previous_state = self.state
         self.state = target
@@ -152,7 +160,9 @@ class Group:
         return sum(1 for m in self.members.values() if m.awaiting_join is not None)
 
     def has_all_members_joined(self) -> bool:
-        return not self.pending_members and all(m.awaiting_join is not None for m in self.members.values())
+        return not self.pending_members and all(
+            m.awaiting_join is not None for m in self.members.values()
+        )
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -194,7 +204,8 @@ class Group:
         """What the leader's JoinGroup response lists: every member's chosen metadata."""
         assert self.protocol_name is not None
         return tuple(
-            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()
+            JoinGroupMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+            for m in self.members.values()
         )
 
     def compute_subscribed_topics(self) -> set[str] | None:
@@ -212,4 +223,3 @@ class Group:
         except MalformedConsumerProtocol:
             return None
         return topics
-

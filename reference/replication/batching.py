@@ -40,7 +40,9 @@ def multi_bytes(ops: Iterable[WriteOp]) -> int:
     return _REQUEST_OVERHEAD + sum(op_bytes(op) for op in ops)
 
 
-def pack(head: tuple[WriteOp, ...], groups: Iterable[tuple[K, tuple[WriteOp, ...]]], budget: int) -> Iterator[tuple[list[K], tuple[WriteOp, ...]]]:
+def pack(
+    head: tuple[WriteOp, ...], groups: Iterable[tuple[K, tuple[WriteOp, ...]]], budget: int
+) -> Iterator[tuple[list[K], tuple[WriteOp, ...]]]:
     """Pack keyed ``groups`` of ops (a group stays whole, in order) into multis that each
     start with ``head`` and stay within ``budget`` bytes; yield each multi's keys and ops."""
     fixed = multi_bytes(head)
@@ -50,7 +52,9 @@ def pack(head: tuple[WriteOp, ...], groups: Iterable[tuple[K, tuple[WriteOp, ...
     for key, group in groups:
         cost = sum(op_bytes(op) for op in group)
         if fixed + cost > budget:
-            raise UsageError(f"pack: a group of {len(group)} ops ({cost} bytes) does not fit a budget of {budget} bytes")
+            raise UsageError(
+                f"pack: a group of {len(group)} ops ({cost} bytes) does not fit a budget of {budget} bytes"
+            )
         if ops and size + cost > budget:
             yield keys, head + tuple(ops)
             keys, ops, size = [], [], fixed
@@ -61,7 +65,9 @@ def pack(head: tuple[WriteOp, ...], groups: Iterable[tuple[K, tuple[WriteOp, ...
         yield keys, head + tuple(ops)
 
 
-def max_ops_per_multi(budget: int = DEFAULT_MULTI_BYTE_BUDGET, path_bytes: int = 40, data_bytes: int = 80) -> int:
+def max_ops_per_multi(
+    budget: int = DEFAULT_MULTI_BYTE_BUDGET, path_bytes: int = 40, data_bytes: int = 80
+) -> int:
     """How many partition-state writes fit in one multi after the epoch check, for states
     of ``data_bytes`` on paths of ``path_bytes`` (Kafka's state JSON is ~70 bytes)."""
     head = _REQUEST_OVERHEAD + _HEADER + 4 + len("/controller_epoch") + 4

@@ -40,7 +40,13 @@ from __future__ import annotations
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.config import ReplicationConfig
 from coordspec.reference.replication.controller import Controller
-from coordspec.reference.replication.effects import Effect, IsrUpdated, ProduceFailed, ReplicaStopped, ZkCall
+from coordspec.reference.replication.effects import (
+    Effect,
+    IsrUpdated,
+    ProduceFailed,
+    ReplicaStopped,
+    ZkCall,
+)
 from coordspec.reference.replication.events import (
     BrokerTick,
     ControllerStartup,
@@ -66,13 +72,36 @@ from coordspec.reference.replication.znodes import (
     encode_isr_change,
     state_path,
 )
-from coordspec.reference.zookeeper import Code, Create, GetData, GetDataResult, SetData, SetDataResult
+from coordspec.reference.zookeeper import (
+    Code,
+    Create,
+    GetData,
+    GetDataResult,
+    SetData,
+    SetDataResult,
+)
 
-_BROKER_EVENTS = (ZkSessionStarted, ZkSessionExpired, ZkResult, ZkWatch, DeliverRequest, Produce, Fetch, FetchResponse, BrokerTick)
+_BROKER_EVENTS = (
+    ZkSessionStarted,
+    ZkSessionExpired,
+    ZkResult,
+    ZkWatch,
+    DeliverRequest,
+    Produce,
+    Fetch,
+    FetchResponse,
+    BrokerTick,
+)
 
 
 class Broker:
-    def __init__(self, broker_id: int, config: ReplicationConfig | None = None, *, logs: dict[TopicPartition, ReplicaLog] | None = None) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: ReplicationConfig | None = None,
+        *,
+        logs: dict[TopicPartition, ReplicaLog] | None = None,
+    ) -> None:
         if not isinstance(broker_id, int) or isinstance(broker_id, bool) or broker_id < 0:
             raise UsageError(f"Broker: broker_id must be a non-negative int, got {broker_id!r}")
         self.broker_id = broker_id
@@ -89,7 +118,9 @@ class Broker:
 
     def handle(self, event) -> list[Effect]:
         if not isinstance(event, _BROKER_EVENTS):
-            raise UsageError(f"Broker {self.broker_id}: {type(event).__name__} is not a broker event")
+            raise UsageError(
+                f"Broker {self.broker_id}: {type(event).__name__} is not a broker event"
+            )
         if isinstance(event, ZkSessionStarted):
             return self._session_started(event.now_ms)
         if isinstance(event, ZkSessionExpired):
@@ -107,7 +138,11 @@ class Broker:
         if isinstance(event, Produce):
             partition = self.partitions.get(TopicPartition(event.topic, event.partition))
             if partition is None:
-                return [ProduceFailed(event.topic, event.partition, event.payload_id, "UNKNOWN_TOPIC_OR_PARTITION")]
+                return [
+                    ProduceFailed(
+                        event.topic, event.partition, event.payload_id, "UNKNOWN_TOPIC_OR_PARTITION"
+                    )
+                ]
             return partition.append(event.payload_id, event.value, self.config.min_insync_replicas)
         if isinstance(event, Fetch):
             return self._serve_fetch(event)
@@ -123,7 +158,11 @@ class Broker:
 
     def next_deadline_ms(self) -> int | None:
         """When a ``BrokerTick`` may shrink an ISR."""
-        deadlines = [d for p in self.partitions.values() if (d := p.next_shrink_deadline_ms(self.config.replica_lag_time_max_ms)) is not None]
+        deadlines = [
+            d
+            for p in self.partitions.values()
+            if (d := p.next_shrink_deadline_ms(self.config.replica_lag_time_max_ms)) is not None
+        ]
         return min(deadlines, default=None)
 
     def leads(self, tp: TopicPartition) -> bool:
@@ -140,23 +179,43 @@ class Broker:
 
     def _session_started(self, now_ms: int) -> list[Effect]:
         effects: list[Effect] = [self._call(("path",), Create(path)) for path in PERSISTENT_PATHS]
-        effects.append(self._call(("register",), Create(broker_path(self.broker_id), encode_broker_registration(9092 + self.broker_id, now_ms), ephemeral=True)))
+        effects.append(
+            self._call(
+                ("register",),
+                Create(
+                    broker_path(self.broker_id),
+                    encode_broker_registration(9092 + self.broker_id, now_ms),
+                    ephemeral=True,
+                ),
+            )
+        )
         # An ISR write whose result the old session never saw: learn what ZooKeeper holds.
         for partition in self.partitions.values():
             if partition.pending_isr is not None:
-                effects.append(self._call(("reread", partition.tp, partition.leader_epoch), GetData(state_path(partition.tp))))
+                effects.append(
+                    self._call(
+                        ("reread", partition.tp, partition.leader_epoch),
+                        GetData(state_path(partition.tp)),
+                    )
+                )
         return effects
 
     def _result(self, event: ZkResult) -> list[Effect]:
         purpose = self._calls.pop(event.call_id, None)
         if purpose is None:
-            raise UsageError(f"Broker {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding")
+            raise UsageError(
+                f"Broker {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding"
+            )
         kind, *args = purpose
         if kind == "controller":
-            return self._from_controller(self.controller.handle(ZkResult(event.now_ms, args[0], event.result)))
+            return self._from_controller(
+                self.controller.handle(ZkResult(event.now_ms, args[0], event.result))
+            )
         if kind == "register":
             if event.result.code == Code.NODEEXISTS:
-                raise UsageError(f"Broker {self.broker_id}: {broker_path(self.broker_id)} exists; start a broker again only after its old session is gone")
+                raise UsageError(
+                    f"Broker {self.broker_id}: {broker_path(self.broker_id)} exists; start a broker again only after its old session is gone"
+                )
             if event.result.code != Code.OK:
                 return []  # the session ended before the registration: a new session registers
             self.registered = True
@@ -169,7 +228,10 @@ class Broker:
 
     def _from_controller(self, effects: list[Effect]) -> list[Effect]:
         """The controller's effects, its ZooKeeper calls renumbered into this broker's."""
-        return [self._call(("controller", e.call_id), e.op) if isinstance(e, ZkCall) else e for e in effects]
+        return [
+            self._call(("controller", e.call_id), e.op) if isinstance(e, ZkCall) else e
+            for e in effects
+        ]
 
     # -- controller requests (ISR-11) ----------------------------------------------------------
 
@@ -190,7 +252,9 @@ class Broker:
                 continue
             partition = self.partitions.get(decision.tp)
             if partition is None:
-                partition = self.partitions[decision.tp] = Partition(decision.tp, self.broker_id, self.logs.setdefault(decision.tp, ReplicaLog()))
+                partition = self.partitions[decision.tp] = Partition(
+                    decision.tp, self.broker_id, self.logs.setdefault(decision.tp, ReplicaLog())
+                )
             if decision.leader_epoch > partition.leader_epoch:  # an older or equal epoch is stale
                 effects += partition.apply(now_ms, decision, self.config.min_insync_replicas)
         return effects
@@ -215,7 +279,20 @@ class Broker:
         tp = TopicPartition(fetch.topic, fetch.partition)
         partition = self.partitions.get(tp)
         if partition is None:
-            return [FetchResponse(fetch.now_ms, self.broker_id, fetch.topic, fetch.partition, fetch.leader_epoch, "NOT_LEADER_OR_FOLLOWER", None, fetch.fetch_offset, (), 0)]
+            return [
+                FetchResponse(
+                    fetch.now_ms,
+                    self.broker_id,
+                    fetch.topic,
+                    fetch.partition,
+                    fetch.leader_epoch,
+                    "NOT_LEADER_OR_FOLLOWER",
+                    None,
+                    fetch.fetch_offset,
+                    (),
+                    0,
+                )
+            ]
         response, effects = partition.serve_fetch(fetch, self.config.min_insync_replicas)
         if response.error is not None or response.diverging is not None:
             # Kafka 2.6 updates a follower's fetch state, and maybe expands the ISR, only on a
@@ -237,7 +314,9 @@ class Broker:
 
     def _write_isr(self, partition: Partition, isr: tuple[int, ...]) -> list[Effect]:
         """ShrinkIsr / ExpandIsr: a SetData conditional on the zk_version the leader holds."""
-        state = PartitionState(self.broker_id, partition.leader_epoch, isr, partition.controller_epoch)
+        state = PartitionState(
+            self.broker_id, partition.leader_epoch, isr, partition.controller_epoch
+        )
         partition.pending_isr = isr
         op = SetData(state_path(partition.tp), state.encode(), partition.zk_version)
         effects: list[Effect] = [self._call(("isr", partition.tp, partition.leader_epoch, isr), op)]
@@ -246,19 +325,31 @@ class Broker:
 
     def _current_leader(self, tp: TopicPartition, leader_epoch: int) -> Partition | None:
         partition = self.partitions.get(tp)
-        if partition is None or partition.role != Role.LEADER or partition.leader_epoch != leader_epoch:
+        if (
+            partition is None
+            or partition.role != Role.LEADER
+            or partition.leader_epoch != leader_epoch
+        ):
             return None
         return partition
 
-    def _isr_written(self, result, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...]) -> list[Effect]:
+    def _isr_written(
+        self, result, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...]
+    ) -> list[Effect]:
         partition = self._current_leader(tp, leader_epoch)
         if partition is None:
             return []  # leadership changed meanwhile; the new decision replaced the proposal
         if isinstance(result, SetDataResult) and result.code == Code.OK:
             partition.isr_written(isr, result.stat.version)
-            notify = self._call(("notify",), Create(ISR_CHANGE_PREFIX, encode_isr_change([tp]), sequential=True))
+            notify = self._call(
+                ("notify",), Create(ISR_CHANGE_PREFIX, encode_isr_change([tp]), sequential=True)
+            )
             updated = IsrUpdated(tp.topic, tp.partition, leader_epoch, isr, result.stat.version)
-            return [updated, notify, *partition.advance_high_watermark(self.config.min_insync_replicas)]
+            return [
+                updated,
+                notify,
+                *partition.advance_high_watermark(self.config.min_insync_replicas),
+            ]
         if result.code == Code.SESSIONEXPIRED:
             return []  # the new session re-reads
         return [self._call(("reread", tp, leader_epoch), GetData(state_path(tp)))]
@@ -269,5 +360,7 @@ class Broker:
             return []
         if isinstance(result, GetDataResult) and result.code == Code.OK:
             published = PartitionState.decode(state_path(tp), result.data)
-            return partition.resolve_conflict(published, result.stat.version, self.config.min_insync_replicas)
+            return partition.resolve_conflict(
+                published, result.stat.version, self.config.min_insync_replicas
+            )
         return partition.resolve_conflict(None, -1, self.config.min_insync_replicas)

@@ -130,7 +130,9 @@ class Cluster:
         broker_factory=Broker,
     ) -> None:
         if not broker_ids or len(set(broker_ids)) != len(broker_ids):
-            raise UsageError(f"Cluster: broker ids must be distinct and at least one, got {broker_ids!r}")
+            raise UsageError(
+                f"Cluster: broker ids must be distinct and at least one, got {broker_ids!r}"
+            )
         self.config = config or ReplicationConfig()
         self.zk = ZooKeeperServer(zookeeper or ZooKeeperConfig(tick_time_ms=500))
         self.now_ms = 0
@@ -143,7 +145,9 @@ class Cluster:
         self._next_session = ADMIN_SESSION + 1
         self._next_payload = 1
         self._owners: dict[int, int] = {}  # session id -> broker id
-        self.zk.handle(OpenSession(self.now_ms, ADMIN_SESSION, self.config.zookeeper_session_timeout_ms))
+        self.zk.handle(
+            OpenSession(self.now_ms, ADMIN_SESSION, self.config.zookeeper_session_timeout_ms)
+        )
         for path in PERSISTENT_PATHS:
             self.zk.handle(Request(self.now_ms, ADMIN_SESSION, Create(path)))
         for broker_id in broker_ids:
@@ -170,7 +174,9 @@ class Cluster:
             notices += self._expiries()
             for slot in self.slots.values():
                 if slot.running:
-                    notices += self._run(slot.broker_id, slot.broker.handle(BrokerTick(self.now_ms)))
+                    notices += self._run(
+                        slot.broker_id, slot.broker.handle(BrokerTick(self.now_ms))
+                    )
             if self.now_ms >= target:
                 break
         return self._checked(notices)
@@ -181,7 +187,9 @@ class Cluster:
         notices: list[Notice] = []
         for watch in watches:
             if slot.running:
-                notices += self._run(broker_id, slot.broker.handle(ZkWatch(self.now_ms, watch.path, watch.type)))
+                notices += self._run(
+                    broker_id, slot.broker.handle(ZkWatch(self.now_ms, watch.path, watch.type))
+                )
         return self._checked(notices)
 
     def deliverable(self) -> list[int]:
@@ -200,10 +208,16 @@ class Cluster:
 
     def deliver(self, index: int) -> list[Notice]:
         if index not in self.deliverable():
-            raise UsageError(f"deliver: request {index} cannot be delivered now (deliverable: {self.deliverable()})")
+            raise UsageError(
+                f"deliver: request {index} cannot be delivered now (deliverable: {self.deliverable()})"
+            )
         message = self.in_flight.pop(index)
         broker = self.slots[message.destination].broker
-        return self._checked(self._run(message.destination, broker.handle(DeliverRequest(self.now_ms, message.request))))
+        return self._checked(
+            self._run(
+                message.destination, broker.handle(DeliverRequest(self.now_ms, message.request))
+            )
+        )
 
     def settle(self, max_steps: int = 10_000) -> list[Notice]:
         """Deliver watches and requests until none is left for a running broker."""
@@ -223,7 +237,12 @@ class Cluster:
         slot = self._running(broker_id, "produce")
         payload_id = self._next_payload
         self._next_payload += 1
-        return self._checked(self._run(broker_id, slot.broker.handle(Produce(self.now_ms, tp.topic, tp.partition, payload_id, value))))
+        return self._checked(
+            self._run(
+                broker_id,
+                slot.broker.handle(Produce(self.now_ms, tp.topic, tp.partition, payload_id, value)),
+            )
+        )
 
     def replicate(self, broker_id: int, tp: TopicPartition) -> list[Notice]:
         """One fetch of ``broker_id`` from the broker it follows for ``tp``, and its answer.
@@ -260,8 +279,13 @@ class Cluster:
         slot = self._slot(broker_id, "restart")
         if slot.broker is not None:
             raise UsageError(f"restart: broker {broker_id} is running")
-        if slot.session_id is not None and self.zk.session_state(slot.session_id) == SessionState.OPEN:
-            raise UsageError(f"restart: broker {broker_id}'s old session {slot.session_id} is still open (its registration would block the new one)")
+        if (
+            slot.session_id is not None
+            and self.zk.session_state(slot.session_id) == SessionState.OPEN
+        ):
+            raise UsageError(
+                f"restart: broker {broker_id}'s old session {slot.session_id} is still open (its registration would block the new one)"
+            )
         return self._checked(self._start(broker_id))
 
     def pause(self, broker_id: int) -> list[Notice]:
@@ -291,7 +315,10 @@ class Cluster:
     # -- administration (an admin client's own session) ------------------------------------------
 
     def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> list[Notice]:
-        self._admin(Create(topic_path(topic), TopicAssignment.of(assignment).encode()), f"create_topic {topic!r}")
+        self._admin(
+            Create(topic_path(topic), TopicAssignment.of(assignment).encode()),
+            f"create_topic {topic!r}",
+        )
         return self._checked([])
 
     def delete_topic(self, topic: str) -> list[Notice]:
@@ -299,7 +326,10 @@ class Cluster:
         return self._checked([])
 
     def reassign(self, targets: dict[TopicPartition, tuple[int, ...]]) -> list[Notice]:
-        self._admin(Create(REASSIGN_PARTITIONS, encode_reassignment(targets)), "reassign (one at a time: Kafka's legacy path)")
+        self._admin(
+            Create(REASSIGN_PARTITIONS, encode_reassignment(targets)),
+            "reassign (one at a time: Kafka's legacy path)",
+        )
         return self._checked([])
 
     def _admin(self, op, what: str) -> None:
@@ -334,7 +364,13 @@ class Cluster:
         return [b for b, s in self.slots.items() if s.broker is not None and s.broker.leads(tp)]
 
     def followers(self, tp: TopicPartition) -> list[int]:
-        return [b for b, s in self.slots.items() if s.broker is not None and tp in s.broker.partitions and s.broker.partitions[tp].role == Role.FOLLOWER]
+        return [
+            b
+            for b, s in self.slots.items()
+            if s.broker is not None
+            and tp in s.broker.partitions
+            and s.broker.partitions[tp].role == Role.FOLLOWER
+        ]
 
     # -- internals -------------------------------------------------------------------------
 
@@ -342,12 +378,16 @@ class Cluster:
         try:
             return self.slots[broker_id]
         except KeyError:
-            raise UsageError(f"{step}: no broker {broker_id} (brokers: {sorted(self.slots)})") from None
+            raise UsageError(
+                f"{step}: no broker {broker_id} (brokers: {sorted(self.slots)})"
+            ) from None
 
     def _running(self, broker_id: int, step: str) -> BrokerSlot:
         slot = self._slot(broker_id, step)
         if not slot.running:
-            raise UsageError(f"{step}: broker {broker_id} is {'paused' if slot.broker else 'crashed'}")
+            raise UsageError(
+                f"{step}: broker {broker_id} is {'paused' if slot.broker else 'crashed'}"
+            )
         return slot
 
     def _start(self, broker_id: int) -> list[Notice]:
@@ -360,7 +400,9 @@ class Cluster:
         slot.session_id = self._next_session
         self._next_session += 1
         self._owners[slot.session_id] = broker_id
-        self._zk_event(OpenSession(self.now_ms, slot.session_id, self.config.zookeeper_session_timeout_ms))
+        self._zk_event(
+            OpenSession(self.now_ms, slot.session_id, self.config.zookeeper_session_timeout_ms)
+        )
         return self._run(broker_id, slot.broker.handle(ZkSessionStarted(self.now_ms)))
 
     def _renew_session(self, broker_id: int) -> list[Notice]:
@@ -394,7 +436,11 @@ class Cluster:
             if isinstance(effect, WatchFired):
                 owner = self._owners.get(effect.session_id)
                 slot = self.slots.get(owner) if owner is not None else None
-                if slot is not None and slot.session_id == effect.session_id and slot.broker is not None:
+                if (
+                    slot is not None
+                    and slot.session_id == effect.session_id
+                    and slot.broker is not None
+                ):
                     slot.inbox.append(ZkWatch(self.now_ms, effect.path, effect.type))
         return effects
 
@@ -402,8 +448,15 @@ class Cluster:
         """Run ``op`` on the broker's session (the admin's for None); record accepted
         partition-state writes for NoWriteWithStaleVersion."""
         session = ADMIN_SESSION if broker_id is None else self.slots[broker_id].session_id
-        writes = [o for o in (op.ops if isinstance(op, Multi) else (op,)) if isinstance(o, (SetData, Delete)) and state_path_partition(o.path)]
-        before = {o.path: (self.zk.tree.node(o.path).version if self.zk.tree.node(o.path) else None) for o in writes}
+        writes = [
+            o
+            for o in (op.ops if isinstance(op, Multi) else (op,))
+            if isinstance(o, (SetData, Delete)) and state_path_partition(o.path)
+        ]
+        before = {
+            o.path: (self.zk.tree.node(o.path).version if self.zk.tree.node(o.path) else None)
+            for o in writes
+        }
         effects = self._zk_event(Request(self.now_ms, session, op))
         result = next(e.result for e in effects if isinstance(e, Reply))
         if result.code == Code.OK:

@@ -21,9 +21,16 @@ class ReplicationConfig:
     multi_byte_budget: int = DEFAULT_MULTI_BYTE_BUDGET
 
     def __post_init__(self) -> None:
-        for name in ("min_insync_replicas", "replica_lag_time_max_ms", "zookeeper_session_timeout_ms", "multi_byte_budget"):
+        for name in (
+            "min_insync_replicas",
+            "replica_lag_time_max_ms",
+            "zookeeper_session_timeout_ms",
+            "multi_byte_budget",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise UsageError(f"ReplicationConfig: {name} must be a positive int, got {value!r}")
         if self.multi_byte_budget >= JUTE_MAXBUFFER:
-            raise UsageError(f"ReplicationConfig: multi_byte_budget {self.multi_byte_budget} must stay below ZooKeeper's jute.maxbuffer ({JUTE_MAXBUFFER})")
+            raise UsageError(
+                f"ReplicationConfig: multi_byte_budget {self.multi_byte_budget} must stay below ZooKeeper's jute.maxbuffer ({JUTE_MAXBUFFER})"
+            )

@@ -50,10 +50,30 @@ from collections.abc import Callable, Generator
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.batching import pack
 from coordspec.reference.replication.config import ReplicationConfig
-from coordspec.reference.replication.effects import BecameController, Effect, LeadersChanged, ResignedController, SendRequest, ZkCall
-from coordspec.reference.replication.election import elect_leader, elect_reassigned_leader, init_leader
-from coordspec.reference.replication.events import ControllerStartup, ZkResult, ZkSessionExpired, ZkWatch
-from coordspec.reference.replication.messages import LeaderAndIsr, LeaderAndIsrPartition, StopReplica
+from coordspec.reference.replication.effects import (
+    BecameController,
+    Effect,
+    LeadersChanged,
+    ResignedController,
+    SendRequest,
+    ZkCall,
+)
+from coordspec.reference.replication.election import (
+    elect_leader,
+    elect_reassigned_leader,
+    init_leader,
+)
+from coordspec.reference.replication.events import (
+    ControllerStartup,
+    ZkResult,
+    ZkSessionExpired,
+    ZkWatch,
+)
+from coordspec.reference.replication.messages import (
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+    StopReplica,
+)
 from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     CONTROLLER,
@@ -112,11 +132,15 @@ class Controller:
         self.controller_epoch = -1
         self.epoch_zk_version = -1
         self.live_brokers: set[int] = set()
-        self.broker_sessions: dict[int, int] = {}  # broker id -> the session owning its registration
+        self.broker_sessions: dict[
+            int, int
+        ] = {}  # broker id -> the session owning its registration
         self.assignments: dict[str, TopicAssignment] = {}
         self.states: dict[TopicPartition, tuple[PartitionState, int]] = {}  # state, zk_version
         self.partition_dirs: dict[str, set[int] | None] = {}  # None: no /partitions znode yet
-        self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # partition -> target replicas
+        self.reassignments: dict[
+            TopicPartition, tuple[int, ...]
+        ] = {}  # partition -> target replicas
         self._queue: deque[Callable[[], Job]] = deque()  # controller events waiting their turn
         self._job: Job | None = None
         self._waiting: dict[int, int] = {}  # call id -> position in the round
@@ -133,7 +157,9 @@ class Controller:
 
     def handle(self, event) -> list[Effect]:
         if not isinstance(event, (ControllerStartup, ZkResult, ZkWatch, ZkSessionExpired)):
-            raise UsageError(f"Controller {self.broker_id}: {type(event).__name__} is not a controller event")
+            raise UsageError(
+                f"Controller {self.broker_id}: {type(event).__name__} is not a controller event"
+            )
         self.now_ms = event.now_ms
         self._effects = []
         if isinstance(event, ControllerStartup):
@@ -161,13 +187,17 @@ class Controller:
         }
         if path == CONTROLLER:
             self._queue.append(self._elect)
-        elif self.active and path in jobs:  # a watch of an earlier term is spent: the next term sets its own
+        elif (
+            self.active and path in jobs
+        ):  # a watch of an earlier term is spent: the next term sets its own
             self._queue.append(jobs[path])
 
     def _result(self, event: ZkResult) -> None:
         position = self._waiting.pop(event.call_id, None)
         if position is None:
-            raise UsageError(f"Controller {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding (outstanding: {sorted(self._waiting)})")
+            raise UsageError(
+                f"Controller {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding (outstanding: {sorted(self._waiting)})"
+            )
         self._round[position] = event.result
 
     def _run(self) -> None:
@@ -236,7 +266,9 @@ class Controller:
         claim = Multi(
             (
                 Create(CONTROLLER, encode_controller(self.broker_id, self.now_ms), ephemeral=True),
-                SetData(CONTROLLER_EPOCH, encode_controller_epoch(epoch + 1), epoch_read.stat.version),
+                SetData(
+                    CONTROLLER_EPOCH, encode_controller_epoch(epoch + 1), epoch_read.stat.version
+                ),
             )
         )
         (outcome,) = yield [claim]
@@ -282,20 +314,30 @@ class Controller:
         numbers = sorted(int(i) for i in ids if i.isdigit())
         found = yield [Exists(broker_path(b)) for b in numbers]
         self._check_session(found)
-        sessions = {b: r.stat.ephemeral_owner for b, r in zip(numbers, found, strict=True) if r.code == Code.OK}
+        sessions = {
+            b: r.stat.ephemeral_owner
+            for b, r in zip(numbers, found, strict=True)
+            if r.code == Code.OK
+        }
         return sessions
 
     def _read_topics(self, topics: list[str]) -> Job:
         """Assignments, partition znodes and states of ``topics`` into the caches."""
         topics = sorted(topics)
-        results = yield [GetData(topic_path(t)) for t in topics] + [GetChildren(partitions_path(t)) for t in topics]
+        results = yield [GetData(topic_path(t)) for t in topics] + [
+            GetChildren(partitions_path(t)) for t in topics
+        ]
         self._check_session(results)
         reads: list[TopicPartition] = []
-        for topic, assignment, dirs in zip(topics, results[: len(topics)], results[len(topics) :], strict=True):
+        for topic, assignment, dirs in zip(
+            topics, results[: len(topics)], results[len(topics) :], strict=True
+        ):
             if assignment.code != Code.OK:
                 continue  # deleted meanwhile
             self.assignments[topic] = TopicAssignment.decode(topic_path(topic), assignment.data)
-            self.partition_dirs[topic] = {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+            self.partition_dirs[topic] = (
+                {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+            )
             reads += [TopicPartition(topic, p) for p in sorted(self.partition_dirs[topic] or ())]
         yield from self._read_states(reads)
 
@@ -304,7 +346,10 @@ class Controller:
         self._check_session(results)
         for tp, result in zip(tps, results, strict=True):
             if result.code == Code.OK:
-                self.states[tp] = (PartitionState.decode(state_path(tp), result.data), result.stat.version)
+                self.states[tp] = (
+                    PartitionState.decode(state_path(tp), result.data),
+                    result.stat.version,
+                )
             else:
                 self.states.pop(tp, None)
 
@@ -315,7 +360,9 @@ class Controller:
         self._check_session([brokers])
         sessions = yield from self._read_brokers(brokers.children)
         now_live = set(sessions)
-        bounced = {b for b in now_live & self.live_brokers if sessions[b] != self.broker_sessions.get(b)}
+        bounced = {
+            b for b in now_live & self.live_brokers if sessions[b] != self.broker_sessions.get(b)
+        }
         started = (now_live - self.live_brokers) | bounced
         gone = (self.live_brokers - now_live) | bounced
         self.broker_sessions = sessions
@@ -333,7 +380,11 @@ class Controller:
     # -- ChangeLeaders: InitLeaders and ElectLeader for many partitions, batched (ISR-4, ISR-5) --------
 
     def _all_partitions(self) -> list[TopicPartition]:
-        return [TopicPartition(t, p) for t, a in sorted(self.assignments.items()) for p in sorted(a.partitions)]
+        return [
+            TopicPartition(t, p)
+            for t, a in sorted(self.assignments.items())
+            for p in sorted(a.partitions)
+        ]
 
     def _replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         """The full replica set (during a reassignment: target then original replicas)."""
@@ -356,12 +407,20 @@ class Controller:
             ops.append(Create(state_path(tp), state.encode()))
             return state, tuple(ops)
         published, zk_version = self.states[tp]
-        state = elect_leader(replicas, published, self.live_brokers, self.controller_epoch, unclean=self.config.unclean_leader_election_enable)
+        state = elect_leader(
+            replicas,
+            published,
+            self.live_brokers,
+            self.controller_epoch,
+            unclean=self.config.unclean_leader_election_enable,
+        )
         if state is None:
             return None
         return state, (SetData(state_path(tp), state.encode(), zk_version),)
 
-    def _change_leaders(self, tps: list[TopicPartition], reason: str, decide: Callable | None = None) -> Job:
+    def _change_leaders(
+        self, tps: list[TopicPartition], reason: str, decide: Callable | None = None
+    ) -> Job:
         """Decide every partition of ``tps``, write all decisions batched (or one at a
         time), retry those whose write met a newer version, then send LeaderAndIsr."""
         decide = decide or self._decide
@@ -393,7 +452,9 @@ class Controller:
     def _reread_dirs(self, topic: str) -> Job:
         (dirs,) = yield [GetChildren(partitions_path(topic))]
         self._check_session([dirs])
-        self.partition_dirs[topic] = {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+        self.partition_dirs[topic] = (
+            {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+        )
 
     def _write(self, groups: list[tuple[object, tuple[WriteOp, ...]]]) -> Job:
         """Write ``groups`` (key, ops) as multis headed by the epoch check: all at once,
@@ -401,7 +462,10 @@ class Controller:
         result: (keys, multi, result) per multi. Resigns if the epoch check failed."""
         head = (Check(CONTROLLER_EPOCH, self.epoch_zk_version),)
         if self.config.batch_writes:
-            packed = [(keys, Multi(ops)) for keys, ops in pack(head, groups, self.config.multi_byte_budget)]
+            packed = [
+                (keys, Multi(ops))
+                for keys, ops in pack(head, groups, self.config.multi_byte_budget)
+            ]
             results = yield [multi for _, multi in packed]
         else:
             packed, results = [], []
@@ -416,13 +480,17 @@ class Controller:
         if any(r.code != Code.OK and self._epoch_failed(r) for r in results):
             self._resign("controller epoch moved on")
             raise _Resigned()
-        return [(keys, multi, result) for (keys, multi), result in zip(packed, results, strict=False)]
+        return [
+            (keys, multi, result) for (keys, multi), result in zip(packed, results, strict=False)
+        ]
 
     @staticmethod
     def _epoch_failed(result: MultiResult) -> bool:
         return bool(result.results) and result.results[0].code != Code.OK
 
-    def _learn_written(self, multi: Multi, result: MultiResult, decided: dict[TopicPartition, PartitionState]) -> None:
+    def _learn_written(
+        self, multi: Multi, result: MultiResult, decided: dict[TopicPartition, PartitionState]
+    ) -> None:
         """Cache the states a successful multi wrote, with the versions ZooKeeper gave them."""
         for op, op_result in zip(multi.ops, result.results, strict=True):
             tp = state_path_partition(op.path)
@@ -442,12 +510,25 @@ class Controller:
                 continue
             state, zk_version = self.states[tp]
             replicas = self._replicas(tp)
-            decision = LeaderAndIsrPartition(tp.topic, tp.partition, state.leader, state.leader_epoch, state.isr, zk_version, replicas, state.controller_epoch)
+            decision = LeaderAndIsrPartition(
+                tp.topic,
+                tp.partition,
+                state.leader,
+                state.leader_epoch,
+                state.isr,
+                zk_version,
+                replicas,
+                state.controller_epoch,
+            )
             for broker in replicas:
                 if broker in brokers and broker in self.live_brokers:
                     requests.setdefault(broker, []).append(decision)
         for broker, decisions in sorted(requests.items()):
-            self._effects.append(SendRequest(broker, LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions))))
+            self._effects.append(
+                SendRequest(
+                    broker, LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions))
+                )
+            )
 
     # -- TopicChange: new topics (ISR-8) -------------------------------------------------------------
 
@@ -461,7 +542,12 @@ class Controller:
         if not new:
             return
         yield from self._read_topics(new)
-        tps = [TopicPartition(t, p) for t in new if t in self.assignments for p in sorted(self.assignments[t].partitions)]
+        tps = [
+            TopicPartition(t, p)
+            for t in new
+            if t in self.assignments
+            for p in sorted(self.assignments[t].partitions)
+        ]
         yield from self._change_leaders(tps, "InitLeaders")
 
     def _forget_topic(self, topic: str) -> None:
@@ -486,7 +572,14 @@ class Controller:
                         if broker in self.live_brokers:
                             stopping.setdefault(broker, []).append(tp)
                 for broker, stopped in sorted(stopping.items()):
-                    self._effects.append(SendRequest(broker, StopReplica(self.broker_id, self.controller_epoch, tuple(stopped), delete=True)))
+                    self._effects.append(
+                        SendRequest(
+                            broker,
+                            StopReplica(
+                                self.broker_id, self.controller_epoch, tuple(stopped), delete=True
+                            ),
+                        )
+                    )
             yield from self._remove_topic_znodes(topic)
             self._forget_topic(topic)
         if not self.reassignments:
@@ -504,7 +597,9 @@ class Controller:
             yield from self._read_states(tps)
             groups: list[tuple[object, tuple[WriteOp, ...]]] = []
             for tp in tps:
-                state_delete = (Delete(state_path(tp), self.states[tp][1]),) if tp in self.states else ()
+                state_delete = (
+                    (Delete(state_path(tp), self.states[tp][1]),) if tp in self.states else ()
+                )
                 groups.append((tp, state_delete + (Delete(partition_path(tp)),)))
             tail: tuple[WriteOp, ...] = ()
             if self.partition_dirs.get(topic) is not None:
@@ -528,7 +623,14 @@ class Controller:
             return
         notes = yield [GetData(path) for path in paths]
         self._check_session(notes)
-        changed = sorted({tp for path, note in zip(paths, notes, strict=True) if note.code == Code.OK for tp in decode_isr_change(path, note.data)})
+        changed = sorted(
+            {
+                tp
+                for path, note in zip(paths, notes, strict=True)
+                if note.code == Code.OK
+                for tp in decode_isr_change(path, note.data)
+            }
+        )
         yield from self._read_states([tp for tp in changed if tp.topic in self.assignments])
         yield from self._write([(path, (Delete(path),)) for path in paths])
         if any(tp in self.reassignments for tp in changed):
@@ -548,20 +650,35 @@ class Controller:
         targets = decode_reassignment(REASSIGN_PARTITIONS, request.data)
         for tp, target in sorted(targets.items()):
             assignment = self.assignments.get(tp.topic)
-            if assignment is None or tp.partition not in assignment.partitions or not target or tp in self.reassignments:
+            if (
+                assignment is None
+                or tp.partition not in assignment.partitions
+                or not target
+                or tp in self.reassignments
+            ):
                 continue
             # The original replicas: a reassignment a former controller started has added some.
             adding = assignment.adding_replicas.get(tp.partition, ())
             original = tuple(r for r in assignment.partitions[tp.partition] if r not in adding)
-            full = target + tuple(r for r in original if r not in target)  # ReplicaAssignment.reassignTo
+            full = target + tuple(
+                r for r in original if r not in target
+            )  # ReplicaAssignment.reassignTo
             self.reassignments[tp] = target
             updated = TopicAssignment(
                 {**assignment.partitions, tp.partition: full},
-                {**assignment.adding_replicas, tp.partition: tuple(r for r in full if r not in original)},
-                {**assignment.removing_replicas, tp.partition: tuple(r for r in full if r not in target)},
+                {
+                    **assignment.adding_replicas,
+                    tp.partition: tuple(r for r in full if r not in original),
+                },
+                {
+                    **assignment.removing_replicas,
+                    tp.partition: tuple(r for r in full if r not in target),
+                },
             )
             yield from self._write_assignment(tp.topic, updated)
-            if tp in self.states:  # bump the leader epoch so every replica learns the new replica set
+            if (
+                tp in self.states
+            ):  # bump the leader epoch so every replica learns the new replica set
                 yield from self._change_leaders([tp], "Reassign", decide=self._bump_epoch)
         yield from self._complete_reassignments()
 
@@ -589,11 +706,19 @@ class Controller:
             assignment = self.assignments[tp.topic]
             adding = {p: r for p, r in assignment.adding_replicas.items() if p != tp.partition}
             removing = {p: r for p, r in assignment.removing_replicas.items() if p != tp.partition}
-            yield from self._write_assignment(tp.topic, TopicAssignment({**assignment.partitions, tp.partition: target}, adding, removing))
+            yield from self._write_assignment(
+                tp.topic,
+                TopicAssignment({**assignment.partitions, tp.partition: target}, adding, removing),
+            )
             del self.reassignments[tp]
             dropped = [b for b in old if b not in target and b in self.live_brokers]
             for broker in dropped:
-                self._effects.append(SendRequest(broker, StopReplica(self.broker_id, self.controller_epoch, (tp,), delete=True)))
+                self._effects.append(
+                    SendRequest(
+                        broker,
+                        StopReplica(self.broker_id, self.controller_epoch, (tp,), delete=True),
+                    )
+                )
         if not self.reassignments:
             (exists,) = yield [Exists(REASSIGN_PARTITIONS)]
             self._check_session([exists])

@@ -8,7 +8,9 @@ from __future__ import annotations
 from coordspec.reference.replication.znodes import NO_LEADER, PartitionState
 
 
-def init_leader(replicas: tuple[int, ...], live: set[int], controller_epoch: int) -> PartitionState | None:
+def init_leader(
+    replicas: tuple[int, ...], live: set[int], controller_epoch: int
+) -> PartitionState | None:
     """InitLeaders (ISR-8): a new partition's leader is its first live replica in
     assignment order, its ISR the live replicas; with no live replica it stays new (no
     state is written) until one registers."""
@@ -18,7 +20,14 @@ def init_leader(replicas: tuple[int, ...], live: set[int], controller_epoch: int
     return PartitionState(alive[0], 0, alive, controller_epoch)
 
 
-def elect_leader(replicas: tuple[int, ...], state: PartitionState, live: set[int], controller_epoch: int, *, unclean: bool) -> PartitionState | None:
+def elect_leader(
+    replicas: tuple[int, ...],
+    state: PartitionState,
+    live: set[int],
+    controller_epoch: int,
+    *,
+    unclean: bool,
+) -> PartitionState | None:
     """ElectLeader (ISR-6, ISR-7): the state after brokers came or went.
 
     A live leader keeps leading and its dead ISR members leave the ISR. Otherwise the
@@ -44,7 +53,9 @@ def elect_leader(replicas: tuple[int, ...], state: PartitionState, live: set[int
     return state.next(NO_LEADER, isr, controller_epoch)
 
 
-def elect_reassigned_leader(targets: tuple[int, ...], state: PartitionState, live: set[int], controller_epoch: int) -> PartitionState | None:
+def elect_reassigned_leader(
+    targets: tuple[int, ...], state: PartitionState, live: set[int], controller_epoch: int
+) -> PartitionState | None:
     """A reassignment's end (ISR-10): the leader must be a target replica; the first target
     in order that is live and in the ISR leads; the ISR loses the replicas being removed."""
     isr = tuple(r for r in state.isr if r in targets)

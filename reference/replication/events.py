@@ -114,4 +114,14 @@ class BrokerTick:
 
 
 ControllerEvent = ControllerStartup | ZkResult | ZkWatch | ZkSessionExpired
-BrokerEvent = ZkSessionStarted | ZkSessionExpired | ZkResult | ZkWatch | DeliverRequest | Produce | Fetch | FetchResponse | BrokerTick
+BrokerEvent = (
+    ZkSessionStarted
+    | ZkSessionExpired
+    | ZkResult
+    | ZkWatch
+    | DeliverRequest
+    | Produce
+    | Fetch
+    | FetchResponse
+    | BrokerTick
+)

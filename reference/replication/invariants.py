@@ -41,7 +41,9 @@ def check_no_write_with_stale_version(writes: list[StateWrite]) -> None:
 def check_leader_in_isr(cluster: Cluster) -> None:
     for tp, (state, _) in cluster.published().items():
         if state.leader != NO_LEADER and state.leader not in state.isr:
-            raise InvariantViolation("LeaderInIsr", f"{tp}: leader {state.leader} is not in the ISR {list(state.isr)}")
+            raise InvariantViolation(
+                "LeaderInIsr", f"{tp}: leader {state.leader} is not in the ISR {list(state.isr)}"
+            )
 
 
 def can_commit(cluster: Cluster, broker_id: int, tp: TopicPartition) -> bool:
@@ -55,18 +57,34 @@ def can_commit(cluster: Cluster, broker_id: int, tp: TopicPartition) -> bool:
         if member == broker_id:
             continue
         other = cluster.slots.get(member)
-        replica = other.broker.partitions.get(tp) if other is not None and other.broker is not None else None
-        if replica is None or replica.role != Role.FOLLOWER or replica.leader != broker_id or replica.leader_epoch != partition.leader_epoch:
+        replica = (
+            other.broker.partitions.get(tp)
+            if other is not None and other.broker is not None
+            else None
+        )
+        if (
+            replica is None
+            or replica.role != Role.FOLLOWER
+            or replica.leader != broker_id
+            or replica.leader_epoch != partition.leader_epoch
+        ):
             return False
     return True
 
 
 def check_at_most_one_leader_can_commit(cluster: Cluster) -> None:
-    partitions = {tp for slot in cluster.slots.values() if slot.broker is not None for tp in slot.broker.partitions}
+    partitions = {
+        tp
+        for slot in cluster.slots.values()
+        if slot.broker is not None
+        for tp in slot.broker.partitions
+    }
     for tp in sorted(partitions):
         able = [b for b in cluster.leaders(tp) if can_commit(cluster, b, tp)]
         if len(able) > 1:
-            raise InvariantViolation("AtMostOneLeaderCanCommit", f"{tp}: brokers {able} can all commit")
+            raise InvariantViolation(
+                "AtMostOneLeaderCanCommit", f"{tp}: brokers {able} can all commit"
+            )
 
 
 def check_no_committed_record_lost(cluster: Cluster) -> None:
@@ -79,7 +97,11 @@ def check_no_committed_record_lost(cluster: Cluster) -> None:
         if slot is None or slot.broker is None:
             continue
         partition = slot.broker.partitions.get(tp)
-        if partition is None or partition.role != Role.LEADER or partition.leader_epoch != state.leader_epoch:
+        if (
+            partition is None
+            or partition.role != Role.LEADER
+            or partition.leader_epoch != state.leader_epoch
+        ):
             continue  # not yet leading at the published epoch
         log = partition.log.records
         for offset, record in sorted(records.items()):
@@ -97,10 +119,15 @@ def check_controller_epoch_monotonic(cluster: Cluster, previous: int | None) -> 
     if epoch is None:
         return previous
     if previous is not None and epoch < previous:
-        raise InvariantViolation("ControllerEpochMonotonic", f"/controller_epoch went from {previous} to {epoch}")
+        raise InvariantViolation(
+            "ControllerEpochMonotonic", f"/controller_epoch went from {previous} to {epoch}"
+        )
     for tp, (state, _) in cluster.published().items():
         if state.controller_epoch > epoch:
-            raise InvariantViolation("ControllerEpochMonotonic", f"{tp} carries controller epoch {state.controller_epoch} > /controller_epoch {epoch}")
+            raise InvariantViolation(
+                "ControllerEpochMonotonic",
+                f"{tp} carries controller epoch {state.controller_epoch} > /controller_epoch {epoch}",
+            )
     return epoch
 
 

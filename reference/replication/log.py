@@ -36,7 +36,9 @@ class ReplicaLog:
     def append(self, record: Record) -> int:
         """Append one record; its offset."""
         if self.records and record.leader_epoch < self.records[-1].leader_epoch:
-            raise UsageError(f"append: record of leader epoch {record.leader_epoch} after epoch {self.records[-1].leader_epoch}")
+            raise UsageError(
+                f"append: record of leader epoch {record.leader_epoch} after epoch {self.records[-1].leader_epoch}"
+            )
         self.records.append(record)
         return len(self.records) - 1
 

@@ -18,7 +18,9 @@ class LeaderAndIsrPartition:
     isr: tuple[int, ...]
     zk_version: int
     replicas: tuple[int, ...]
-    controller_epoch: int  # of the controller that made this decision (may be older than the request's)
+    controller_epoch: (
+        int  # of the controller that made this decision (may be older than the request's)
+    )
 
     @property
     def tp(self) -> TopicPartition:

@@ -99,7 +99,9 @@ class Partition:
             effects += self.advance_high_watermark(min_insync)  # the ISR may be this broker alone
         else:
             self.become_follower(decision.leader, decision.leader_epoch)
-            effects.append(BecameFollower(self.tp.topic, self.tp.partition, self.leader_epoch, self.leader))
+            effects.append(
+                BecameFollower(self.tp.topic, self.tp.partition, self.leader_epoch, self.leader)
+            )
         return effects
 
     def become_follower(self, leader: int, leader_epoch: int) -> None:
@@ -113,8 +115,13 @@ class Partition:
         return effects
 
     def _lose_leadership(self) -> list[Effect]:
-        effects: list[Effect] = [LeadershipLost(self.tp.topic, self.tp.partition, self.leader_epoch)]
-        effects += [ProduceFailed(self.tp.topic, self.tp.partition, a.payload_id, "NOT_LEADER_OR_FOLLOWER") for a in self.pending_acks]
+        effects: list[Effect] = [
+            LeadershipLost(self.tp.topic, self.tp.partition, self.leader_epoch)
+        ]
+        effects += [
+            ProduceFailed(self.tp.topic, self.tp.partition, a.payload_id, "NOT_LEADER_OR_FOLLOWER")
+            for a in self.pending_acks
+        ]
         self.pending_acks = []
         self.role = Role.NONE
         return effects
@@ -129,7 +136,10 @@ class Partition:
             return [ProduceFailed(topic, number, payload_id, "NOT_ENOUGH_REPLICAS")]
         offset = self.log.append(Record(self.leader_epoch, payload_id, value))
         self.pending_acks.append(PendingAck(offset, payload_id))
-        return [ProduceAccepted(topic, number, payload_id, self.leader_epoch, offset), *self.advance_high_watermark(min_insync)]
+        return [
+            ProduceAccepted(topic, number, payload_id, self.leader_epoch, offset),
+            *self.advance_high_watermark(min_insync),
+        ]
 
     def maximal_isr(self) -> tuple[int, ...]:
         """The ISR the HW must wait for: while an ISR write is in flight, the union of the
@@ -156,9 +166,13 @@ class Partition:
         while self.pending_acks and self.pending_acks[0].offset < candidate:
             ack = self.pending_acks.pop(0)
             if len(self.isr) >= min_insync:
-                effects.append(ProduceAcked(topic, number, ack.payload_id, self.leader_epoch, ack.offset))
+                effects.append(
+                    ProduceAcked(topic, number, ack.payload_id, self.leader_epoch, ack.offset)
+                )
             else:
-                effects.append(ProduceFailed(topic, number, ack.payload_id, "NOT_ENOUGH_REPLICAS_AFTER_APPEND"))
+                effects.append(
+                    ProduceFailed(topic, number, ack.payload_id, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
+                )
         return effects
 
     # -- replication (ISR-13, ISR-14) ----------------------------------------------------
@@ -166,20 +180,41 @@ class Partition:
     def fetch_request(self, now_ms: int) -> Fetch | None:
         if self.role != Role.FOLLOWER:
             return None
-        return Fetch(now_ms, self.broker_id, self.tp.topic, self.tp.partition, self.leader_epoch, self.log.log_end_offset, self.log.last_epoch)
+        return Fetch(
+            now_ms,
+            self.broker_id,
+            self.tp.topic,
+            self.tp.partition,
+            self.leader_epoch,
+            self.log.log_end_offset,
+            self.log.last_epoch,
+        )
 
     def serve_fetch(self, fetch: Fetch, min_insync: int) -> tuple[FetchResponse, list[Effect]]:
         """The leader's side of a follower's fetch."""
 
         def answer(error: str | None, diverging=None, records=()) -> FetchResponse:
             return FetchResponse(
-                fetch.now_ms, self.broker_id, fetch.topic, fetch.partition, fetch.leader_epoch, error, diverging, fetch.fetch_offset, tuple(records), self.log.high_watermark
+                fetch.now_ms,
+                self.broker_id,
+                fetch.topic,
+                fetch.partition,
+                fetch.leader_epoch,
+                error,
+                diverging,
+                fetch.fetch_offset,
+                tuple(records),
+                self.log.high_watermark,
             )
 
         if self.role != Role.LEADER or fetch.replica_id not in self.followers:
             return answer("NOT_LEADER_OR_FOLLOWER"), []
         if fetch.leader_epoch != self.leader_epoch:
-            return answer("FENCED_LEADER_EPOCH" if fetch.leader_epoch < self.leader_epoch else "UNKNOWN_LEADER_EPOCH"), []
+            return answer(
+                "FENCED_LEADER_EPOCH"
+                if fetch.leader_epoch < self.leader_epoch
+                else "UNKNOWN_LEADER_EPOCH"
+            ), []
         epoch, end = self.log.end_offset_for_epoch(fetch.last_fetched_epoch)
         if epoch != fetch.last_fetched_epoch or end < fetch.fetch_offset:
             return answer(None, diverging=(epoch, end)), []
@@ -196,7 +231,12 @@ class Partition:
 
     def apply_fetch_response(self, response: FetchResponse) -> list[Effect]:
         """The follower's side: truncate where the logs diverge, or append and take the HW."""
-        if self.role != Role.FOLLOWER or response.leader_id != self.leader or response.leader_epoch != self.leader_epoch or response.error:
+        if (
+            self.role != Role.FOLLOWER
+            or response.leader_id != self.leader
+            or response.leader_epoch != self.leader_epoch
+            or response.error
+        ):
             return []
         if response.diverging is not None:
             epoch, leader_end = response.diverging
@@ -218,7 +258,11 @@ class Partition:
     def isr_to_shrink(self, now_ms: int, lag_max_ms: int) -> tuple[int, ...] | None:
         if self.role != Role.LEADER or self.pending_isr is not None:
             return None
-        keep = tuple(r for r in self.isr if r == self.broker_id or now_ms - self.followers[r].last_caught_up_ms <= lag_max_ms)
+        keep = tuple(
+            r
+            for r in self.isr
+            if r == self.broker_id or now_ms - self.followers[r].last_caught_up_ms <= lag_max_ms
+        )
         return keep if keep != self.isr else None
 
     def isr_to_expand(self, replica_id: int) -> tuple[int, ...] | None:
@@ -226,31 +270,49 @@ class Partition:
         if self.role != Role.LEADER or self.pending_isr is not None or replica_id in self.isr:
             return None
         follower = self.followers.get(replica_id)
-        if follower is None or follower.log_end_offset < max(self.log.high_watermark, self.epoch_start_offset):
+        if follower is None or follower.log_end_offset < max(
+            self.log.high_watermark, self.epoch_start_offset
+        ):
             return None
         return self.isr + (replica_id,)
 
     def isr_written(self, isr: tuple[int, ...], zk_version: int) -> None:
         self.isr, self.zk_version, self.pending_isr = isr, zk_version, None
 
-    def resolve_conflict(self, published: PartitionState | None, zk_version: int, min_insync: int) -> list[Effect]:
+    def resolve_conflict(
+        self, published: PartitionState | None, zk_version: int, min_insync: int
+    ) -> list[Effect]:
         """StepDown (ISR-17): an ISR write failed; ``published`` is the state re-read from
         ZooKeeper (None: the znode is gone, the topic was deleted). A leader still named at
         its own epoch adopts the published ISR and version; otherwise it stops leading, and
         follows the published leader if that is another broker."""
         self.pending_isr = None
-        if published is not None and published.leader == self.broker_id and published.leader_epoch == self.leader_epoch:
+        if (
+            published is not None
+            and published.leader == self.broker_id
+            and published.leader_epoch == self.leader_epoch
+        ):
             self.isr_written(published.isr, zk_version)
             return self.advance_high_watermark(min_insync)
         effects = self._lose_leadership()
         if published is not None and published.leader not in (NO_LEADER, self.broker_id):
             self.become_follower(published.leader, published.leader_epoch)
-            self.isr, self.zk_version, self.controller_epoch = published.isr, zk_version, published.controller_epoch
-            effects.append(BecameFollower(self.tp.topic, self.tp.partition, self.leader_epoch, self.leader))
+            self.isr, self.zk_version, self.controller_epoch = (
+                published.isr,
+                zk_version,
+                published.controller_epoch,
+            )
+            effects.append(
+                BecameFollower(self.tp.topic, self.tp.partition, self.leader_epoch, self.leader)
+            )
         return effects
 
     def next_shrink_deadline_ms(self, lag_max_ms: int) -> int | None:
         if self.role != Role.LEADER:
             return None
-        times = [self.followers[r].last_caught_up_ms + lag_max_ms + 1 for r in self.isr if r != self.broker_id]
+        times = [
+            self.followers[r].last_caught_up_ms + lag_max_ms + 1
+            for r in self.isr
+            if r != self.broker_id
+        ]
         return min(times) if times else None

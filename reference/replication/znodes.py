@@ -26,7 +26,14 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = ISR_CHANGE_NOTIFICATION + "/isr_change_"
 
 # Created by every broker at start-up when missing (KafkaZkClient.createTopLevelPaths).
-PERSISTENT_PATHS = ("/brokers", BROKER_IDS, TOPICS, "/admin", DELETE_TOPICS, ISR_CHANGE_NOTIFICATION)
+PERSISTENT_PATHS = (
+    "/brokers",
+    BROKER_IDS,
+    TOPICS,
+    "/admin",
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+)
 
 
 class TopicPartition(NamedTuple):
@@ -64,7 +71,13 @@ def delete_topic_path(topic: str) -> str:
 def state_path_partition(path: str) -> TopicPartition | None:
     """The partition whose state znode ``path`` is, or None."""
     parts = path.split("/")
-    if len(parts) == 7 and parts[:3] == ["", "brokers", "topics"] and parts[4] == "partitions" and parts[6] == "state" and parts[5].isdigit():
+    if (
+        len(parts) == 7
+        and parts[:3] == ["", "brokers", "topics"]
+        and parts[4] == "partitions"
+        and parts[6] == "state"
+        and parts[5].isdigit()
+    ):
         return TopicPartition(parts[3], int(parts[5]))
     return None
 
@@ -91,7 +104,9 @@ def _field(path: str, value: dict, name: str, kind: type):
 
 
 def _brokers(path: str, value: object) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(isinstance(b, int) and not isinstance(b, bool) for b in value):
+    if not isinstance(value, list) or not all(
+        isinstance(b, int) and not isinstance(b, bool) for b in value
+    ):
         raise UsageError(f"{path}: expected a list of broker ids, got {value!r}")
     return tuple(value)
 
@@ -121,8 +136,10 @@ class PartitionState:
         # Formatted by hand: a failover encodes one state per partition, and json.dumps
         # costs most of the controller's time there. Same bytes as _dumps (a test checks).
         isr = ",".join(str(int(b)) for b in self.isr)
-        return (f'{{"controller_epoch":{int(self.controller_epoch)},"leader":{int(self.leader)},"version":1,'
-                f'"leader_epoch":{int(self.leader_epoch)},"isr":[{isr}]}}').encode()
+        return (
+            f'{{"controller_epoch":{int(self.controller_epoch)},"leader":{int(self.leader)},"version":1,'
+            f'"leader_epoch":{int(self.leader_epoch)},"isr":[{isr}]}}'
+        ).encode()
 
     @staticmethod
     def decode(path: str, data: bytes) -> PartitionState:
@@ -156,7 +173,12 @@ class TopicAssignment:
             return {str(p): list(r) for p, r in sorted(mapping.items())}
 
         return _dumps(
-            {"version": 2, "partitions": table(self.partitions), "adding_replicas": table(self.adding_replicas), "removing_replicas": table(self.removing_replicas)}
+            {
+                "version": 2,
+                "partitions": table(self.partitions),
+                "adding_replicas": table(self.adding_replicas),
+                "removing_replicas": table(self.removing_replicas),
+            }
         )
 
     @staticmethod
@@ -166,10 +188,14 @@ class TopicAssignment:
         def table(name: str) -> dict[int, tuple[int, ...]]:
             raw = value.get(name, {})
             if not isinstance(raw, dict) or not all(k.isdigit() for k in raw):
-                raise UsageError(f"{path}: field {name!r} must map partition numbers to replicas, got {raw!r}")
+                raise UsageError(
+                    f"{path}: field {name!r} must map partition numbers to replicas, got {raw!r}"
+                )
             return {int(p): _brokers(path, r) for p, r in raw.items()}
 
-        return TopicAssignment(table("partitions"), table("adding_replicas"), table("removing_replicas"))
+        return TopicAssignment(
+            table("partitions"), table("adding_replicas"), table("removing_replicas")
+        )
 
 
 # -- /admin/reassign_partitions ---------------------------------------------------------
@@ -177,7 +203,13 @@ class TopicAssignment:
 
 def encode_reassignment(targets: dict[TopicPartition, tuple[int, ...]]) -> bytes:
     return _dumps(
-        {"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition, "replicas": list(r)} for tp, r in sorted(targets.items())]}
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": list(r)}
+                for tp, r in sorted(targets.items())
+            ],
+        }
     )
 
 
@@ -190,7 +222,9 @@ def decode_reassignment(path: str, data: bytes) -> dict[TopicPartition, tuple[in
     for entry in entries:
         if not isinstance(entry, dict):
             raise UsageError(f"{path}: each reassignment must be an object, got {entry!r}")
-        tp = TopicPartition(_field(path, entry, "topic", str), _field(path, entry, "partition", int))
+        tp = TopicPartition(
+            _field(path, entry, "topic", str), _field(path, entry, "partition", int)
+        )
         targets[tp] = _brokers(path, entry.get("replicas"))
     return targets
 
@@ -199,7 +233,12 @@ def decode_reassignment(path: str, data: bytes) -> dict[TopicPartition, tuple[in
 
 
 def encode_isr_change(partitions: list[TopicPartition]) -> bytes:
-    return _dumps({"version": 1, "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions]})
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions],
+        }
+    )
 
 
 def decode_isr_change(path: str, data: bytes) -> list[TopicPartition]:
@@ -207,7 +246,10 @@ def decode_isr_change(path: str, data: bytes) -> list[TopicPartition]:
     entries = value.get("partitions")
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise UsageError(f"{path}: field 'partitions' must be a list of objects, got {entries!r}")
-    return [TopicPartition(_field(path, e, "topic", str), _field(path, e, "partition", int)) for e in entries]
+    return [
+        TopicPartition(_field(path, e, "topic", str), _field(path, e, "partition", int))
+        for e in entries
+    ]
 
 
 # -- /brokers/ids/<id>, /controller, /controller_epoch -----------------------------------

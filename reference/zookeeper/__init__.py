@@ -8,9 +8,34 @@ Inputs are in :mod:`coordspec.reference.zookeeper.events` (with operations from
 
 from coordspec.reference.zookeeper.codes import Code
 from coordspec.reference.zookeeper.config import ZooKeeperConfig
-from coordspec.reference.zookeeper.effects import Effect, EventType, Reply, SessionClosed, SessionExpired, SessionOpened, WatchFired
-from coordspec.reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
-from coordspec.reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
+from coordspec.reference.zookeeper.effects import (
+    Effect,
+    EventType,
+    Reply,
+    SessionClosed,
+    SessionExpired,
+    SessionOpened,
+    WatchFired,
+)
+from coordspec.reference.zookeeper.events import (
+    CloseSession,
+    Event,
+    OpenSession,
+    Ping,
+    Request,
+    Tick,
+)
+from coordspec.reference.zookeeper.ops import (
+    Check,
+    Create,
+    Delete,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    Op,
+    SetData,
+)
 from coordspec.reference.zookeeper.paths import is_valid_path
 from coordspec.reference.zookeeper.results import (
     CheckResult,

@@ -24,11 +24,17 @@ def _is_int(value: object) -> bool:
 
 
 def _check_time(name: str, now_ms: object) -> None:
-    _require(_is_int(now_ms) and now_ms >= 0, f"{name}: now_ms must be a non-negative int, got {now_ms!r}")
+    _require(
+        _is_int(now_ms) and now_ms >= 0,
+        f"{name}: now_ms must be a non-negative int, got {now_ms!r}",
+    )
 
 
 def _check_session(name: str, session_id: object) -> None:
-    _require(_is_int(session_id) and session_id > 0, f"{name}: session_id must be a positive int, got {session_id!r}")
+    _require(
+        _is_int(session_id) and session_id > 0,
+        f"{name}: session_id must be a positive int, got {session_id!r}",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +48,10 @@ class OpenSession:
     def __post_init__(self) -> None:
         _check_time("OpenSession", self.now_ms)
         _check_session("OpenSession", self.session_id)
-        _require(_is_int(self.timeout_ms) and self.timeout_ms >= 0, f"OpenSession: timeout_ms must be a non-negative int, got {self.timeout_ms!r}")
+        _require(
+            _is_int(self.timeout_ms) and self.timeout_ms >= 0,
+            f"OpenSession: timeout_ms must be a non-negative int, got {self.timeout_ms!r}",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +89,10 @@ class Request:
     def __post_init__(self) -> None:
         _check_time("Request", self.now_ms)
         _check_session("Request", self.session_id)
-        _require(isinstance(self.op, OPS), f"Request: op must be a ZooKeeper operation, got {type(self.op).__name__}")
+        _require(
+            isinstance(self.op, OPS),
+            f"Request: op must be a ZooKeeper operation, got {type(self.op).__name__}",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,9 +132,15 @@ class Multi:
     def __post_init__(self) -> None:
         if isinstance(self.ops, list):
             object.__setattr__(self, "ops", tuple(self.ops))
-        _require(isinstance(self.ops, tuple), f"Multi: ops must be a tuple, got {type(self.ops).__name__}")
+        _require(
+            isinstance(self.ops, tuple),
+            f"Multi: ops must be a tuple, got {type(self.ops).__name__}",
+        )
         for op in self.ops:
-            _require(isinstance(op, WRITE_OPS), f"Multi: {type(op).__name__} is not a write operation (Create, Delete, SetData, Check)")
+            _require(
+                isinstance(op, WRITE_OPS),
+                f"Multi: {type(op).__name__} is not a write operation (Create, Delete, SetData, Check)",
+            )
 
 
 Op = WriteOp | ReadOp | Multi

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coordspec.reference.zookeeper.codes import Code
-from coordspec.reference.zookeeper.ops import Check, Create, Delete, Exists, GetChildren, GetData, Multi, Op, SetData
+from coordspec.reference.zookeeper.ops import (
+    Check,
+    Create,
+    Delete,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    Op,
+    SetData,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +85,21 @@ class ErrorResult:
 @dataclass(frozen=True, slots=True)
 class MultiResult:
     code: Code  # OK, or the code of the operation that failed
-    results: tuple[CreateResult | DeleteResult | SetDataResult | CheckResult | ErrorResult, ...] = ()
+    results: tuple[
+        CreateResult | DeleteResult | SetDataResult | CheckResult | ErrorResult, ...
+    ] = ()
 
 
-Result = CreateResult | DeleteResult | SetDataResult | CheckResult | GetDataResult | ExistsResult | GetChildrenResult | MultiResult
+Result = (
+    CreateResult
+    | DeleteResult
+    | SetDataResult
+    | CheckResult
+    | GetDataResult
+    | ExistsResult
+    | GetChildrenResult
+    | MultiResult
+)
 
 _RESULT_OF: dict[type, type] = {
     Create: CreateResult,
@@ -99,5 +120,9 @@ def failure(op: Op, code: Code) -> Result:
 
 def failed_multi(size: int, index: int, code: Code) -> MultiResult:
     """ZooKeeper's answer when op ``index`` of a ``size``-op Multi failed with ``code``."""
-    results = [ErrorResult(Code.OK)] * index + [ErrorResult(code)] + [ErrorResult(Code.RUNTIMEINCONSISTENCY)] * (size - index - 1)
+    results = (
+        [ErrorResult(Code.OK)] * index
+        + [ErrorResult(code)]
+        + [ErrorResult(Code.RUNTIMEINCONSISTENCY)] * (size - index - 1)
+    )
     return MultiResult(code, tuple(results))

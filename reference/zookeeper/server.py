@@ -20,9 +20,31 @@ from __future__ import annotations
 from coordspec.reference.errors import UsageError
 from coordspec.reference.zookeeper.codes import Code, KeeperError
 from coordspec.reference.zookeeper.config import ZooKeeperConfig
-from coordspec.reference.zookeeper.effects import Effect, Reply, SessionClosed, SessionExpired, SessionOpened
-from coordspec.reference.zookeeper.events import CloseSession, Event, OpenSession, Ping, Request, Tick
-from coordspec.reference.zookeeper.ops import Check, Exists, GetChildren, GetData, Multi, Op, ReadOp, WriteOp
+from coordspec.reference.zookeeper.effects import (
+    Effect,
+    Reply,
+    SessionClosed,
+    SessionExpired,
+    SessionOpened,
+)
+from coordspec.reference.zookeeper.events import (
+    CloseSession,
+    Event,
+    OpenSession,
+    Ping,
+    Request,
+    Tick,
+)
+from coordspec.reference.zookeeper.ops import (
+    Check,
+    Exists,
+    GetChildren,
+    GetData,
+    Multi,
+    Op,
+    ReadOp,
+    WriteOp,
+)
 from coordspec.reference.zookeeper.results import (
     ExistsResult,
     GetChildrenResult,
@@ -38,7 +60,9 @@ from coordspec.reference.zookeeper.watches import WatchManager
 
 
 class ZooKeeperServer:
-    def __init__(self, config: ZooKeeperConfig | None = None, *, now_ms: int = 0, system_nodes: bool = True) -> None:
+    def __init__(
+        self, config: ZooKeeperConfig | None = None, *, now_ms: int = 0, system_nodes: bool = True
+    ) -> None:
         self.config = config or ZooKeeperConfig()
         self.now_ms = now_ms
         self.tree = DataTree(system_nodes=system_nodes)
@@ -51,13 +75,22 @@ class ZooKeeperServer:
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event; return the effects it caused, in order."""
         if not isinstance(event, (OpenSession, CloseSession, Ping, Request, Tick)):
-            raise UsageError(f"ZooKeeperServer.handle: {type(event).__name__} is not a ZooKeeper event")
+            raise UsageError(
+                f"ZooKeeperServer.handle: {type(event).__name__} is not a ZooKeeper event"
+            )
         if event.now_ms < self.now_ms:
-            raise UsageError(f"{type(event).__name__}: now_ms {event.now_ms} is before the server's time {self.now_ms}")
+            raise UsageError(
+                f"{type(event).__name__}: now_ms {event.now_ms} is before the server's time {self.now_ms}"
+            )
         if isinstance(event, Request) and isinstance(event.op, Check):
             raise UsageError("Request: ZooKeeper 3.8 accepts Check only inside a Multi")
-        if isinstance(event, (CloseSession, Ping, Request)) and event.session_id not in self.sessions.sessions:
-            raise UsageError(f"{type(event).__name__}: session {event.session_id} was never opened (sessions: {sorted(self.sessions.sessions)})")
+        if (
+            isinstance(event, (CloseSession, Ping, Request))
+            and event.session_id not in self.sessions.sessions
+        ):
+            raise UsageError(
+                f"{type(event).__name__}: session {event.session_id} was never opened (sessions: {sorted(self.sessions.sessions)})"
+            )
         self._effects = []
         self._expire_due(event.now_ms)
         self.now_ms = event.now_ms
@@ -80,7 +113,9 @@ class ZooKeeperServer:
 
     def _open(self, event: OpenSession) -> None:
         if event.session_id in self.sessions.sessions:
-            raise UsageError(f"OpenSession: session id {event.session_id} is already used (ids are never reused)")
+            raise UsageError(
+                f"OpenSession: session id {event.session_id} is already used (ids are never reused)"
+            )
         timeout_ms = self.config.negotiate(event.timeout_ms)
         self.sessions.open(event.session_id, timeout_ms, self.now_ms)
         self._effects.append(SessionOpened(event.session_id, timeout_ms))
@@ -175,10 +210,14 @@ class ZooKeeperServer:
     # -- inspection ------------------------------------------------------------------
 
     def live_sessions(self) -> list[int]:
-        return [s.session_id for s in self.sessions.sessions.values() if s.state == SessionState.OPEN]
+        return [
+            s.session_id for s in self.sessions.sessions.values() if s.state == SessionState.OPEN
+        ]
 
     def session_state(self, session_id: int) -> SessionState:
         try:
             return self.sessions.sessions[session_id].state
         except KeyError:
-            raise UsageError(f"no session {session_id} (sessions: {sorted(self.sessions.sessions)})") from None
+            raise UsageError(
+                f"no session {session_id} (sessions: {sorted(self.sessions.sessions)})"
+            ) from None

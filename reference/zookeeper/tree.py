@@ -14,7 +14,13 @@ from coordspec.reference.zookeeper import paths
 from coordspec.reference.zookeeper.codes import Code, KeeperError
 from coordspec.reference.zookeeper.effects import EventType
 from coordspec.reference.zookeeper.ops import Check, Create, Delete, SetData, WriteOp
-from coordspec.reference.zookeeper.results import CheckResult, CreateResult, DeleteResult, SetDataResult, Stat
+from coordspec.reference.zookeeper.results import (
+    CheckResult,
+    CreateResult,
+    DeleteResult,
+    SetDataResult,
+    Stat,
+)
 
 
 @dataclass(slots=True)
@@ -128,7 +134,10 @@ class Txn:
         parent.children_created += 1
         parent.children.add(paths.split(path)[1])
         self._staged[path] = Node(op.data, ephemeral_owner=self.session_id if op.ephemeral else 0)
-        self._events += [(path, EventType.NodeCreated), (paths.watch_path(parent_path), EventType.NodeChildrenChanged)]
+        self._events += [
+            (path, EventType.NodeCreated),
+            (paths.watch_path(parent_path), EventType.NodeChildrenChanged),
+        ]
         return CreateResult(Code.OK, path)
 
     def _delete(self, op: Delete) -> DeleteResult:
@@ -149,7 +158,10 @@ class Txn:
         parent_path, name = paths.split(path)
         self._writable(parent_path).children.discard(name)
         self._staged[path] = None
-        self._events += [(path, EventType.NodeDeleted), (paths.watch_path(parent_path), EventType.NodeChildrenChanged)]
+        self._events += [
+            (path, EventType.NodeDeleted),
+            (paths.watch_path(parent_path), EventType.NodeChildrenChanged),
+        ]
 
     def _set_data(self, op: SetData) -> SetDataResult:
         if not paths.is_valid_path(op.path):
