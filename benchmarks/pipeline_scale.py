@@ -35,7 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from coordspec.conformance.tracecheck import pipeline, simulate
+from coordspec.conformance.simulate import groups
+from coordspec.conformance.tracecheck import pipeline
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.summary import Findings
@@ -46,9 +47,9 @@ BUGGED_EVERY = 20  # one base run in 20 has a planted bug
 def base_runs(directory: Path, runs: int) -> list[tuple[str, list[str]]]:
     """Simulated runs as (group id, trace lines): run ``sim-<seed>-<token>`` is group ``sim-<seed>``."""
     bugged = max(1, runs // BUGGED_EVERY)
-    clean, _ = simulate.simulate(runs - bugged, 0, simulate.Options(), directory / "clean")
-    buggy, _ = simulate.simulate(
-        bugged, runs - bugged, simulate.Options(bug="stale-commit"), directory / "bug"
+    clean, _ = groups.simulate(runs - bugged, 0, groups.Options(), directory / "clean")
+    buggy, _ = groups.simulate(
+        bugged, runs - bugged, groups.Options(bug="stale-commit"), directory / "bug"
     )
     by_group: dict[str, list[str]] = {}
     for d in ("clean", "bug"):

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ValidationError
 
-from coordspec.conformance.suite import codec  # the trace format's values
+from coordspec.reference.group import json_values
 from coordspec.reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
@@ -56,7 +56,7 @@ def _json(value: Any) -> str:
         return int.__repr__(value)  # error codes too: an IntEnum is written as its number
     if dataclasses.is_dataclass(value):
         return _object_writer(kind, frozenset())(value)
-    return _COMPACT.encode(codec.encode(value))
+    return _COMPACT.encode(json_values.encode(value))
 
 
 @functools.cache
@@ -64,7 +64,7 @@ def _object_writer(cls: type, leave_out: frozenset[str]) -> Callable[[Any], str]
     """Writes an instance of the dataclass ``cls`` as a JSON object without the fields
     ``leave_out``: JSON text made directly, with no dict of JSON values in between."""
     members = [
-        (_STRING(name) + ":", name) for name, _ in codec.fields(cls) if name not in leave_out
+        (_STRING(name) + ":", name) for name, _ in json_values.fields(cls) if name not in leave_out
     ]
 
     def write(value: Any) -> str:
@@ -179,7 +179,7 @@ class Trace:
     def request(self, now_ms: int, client: str, request: Any) -> None:
         group_id = group_key(request)
         self._open[request.request_id] = (client, group_id)
-        fields = _object_writer(type(request), codec.REQUEST_ENVELOPE)(request)
+        fields = _object_writer(type(request), json_values.REQUEST_ENVELOPE)(request)
         self._write(
             now_ms,
             "request",

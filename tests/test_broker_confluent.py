@@ -19,10 +19,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordspec.broker.testing import BrokerProcess
-from coordspec.conformance.suite.codec import decode_request, decode_response
-from coordspec.conformance.suite.trace import validate_file
+from coordspec.conformance.trace.format import validate_file
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.reference.group.json_values import decode_request, decode_response
 
 BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
 PARTITIONS = 4

@@ -1,6 +1,6 @@
 """The broker's trace writer (broker/trace.py) makes its JSON text itself, for speed: every
 request and response of the whole catalog, at every API version, comes out as the trace
-format's own encoding says (``codec.encode``), and a turn of the event loop flushes its lines
+format's own encoding says (``json_values.encode``), and a turn of the event loop flushes its lines
 once, before the callbacks queued after them (a group's write starts from one)."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import json
 import pytest
 
 from coordspec.broker.trace import Trace, group_key
-from coordspec.conformance.suite import codec, run
-from coordspec.conformance.tracecheck.records import Line, parse
+from coordspec.conformance.suite import run
+from coordspec.conformance.trace.records import Line, parse
+from coordspec.reference.group import json_values
 
 COMPACT = {"separators": (",", ":")}
 
@@ -30,7 +31,7 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
     messages = []
     for record in catalog:
         if record["kind"] == "request":
-            message = codec.decode_request(
+            message = json_values.decode_request(
                 record["api"],
                 record["api_version"],
                 record["correlation_id"],
@@ -38,9 +39,9 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
                 record["fields"],
             )
             trace.request(record["t_ms"], record["client"], message)
-            expected = codec.request_fields(message)
+            expected = json_values.request_fields(message)
         elif record["kind"] == "response":
-            message = codec.decode_response(record["api"], record["fields"])
+            message = json_values.decode_response(record["api"], record["fields"])
             trace.response(
                 record["t_ms"],
                 record["api"],
@@ -48,7 +49,7 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
                 record["correlation_id"],
                 message,
             )
-            expected = codec.encode(message)
+            expected = json_values.encode(message)
         else:
             continue
         messages.append((record, expected))
@@ -85,7 +86,7 @@ def test_every_message_of_the_catalog_is_written_as_the_format_encodes_it(tmp_pa
 
 def test_a_response_names_the_client_and_group_of_its_request(tmp_path, catalog):
     record = next(r for r in catalog if r["kind"] == "request" and r["api"] == "JoinGroup")
-    request = codec.decode_request("JoinGroup", record["api_version"], 7, 0, record["fields"])
+    request = json_values.decode_request("JoinGroup", record["api_version"], 7, 0, record["fields"])
     response = next(r for r in catalog if r["kind"] == "response" and r["api"] == "JoinGroup")
     trace = Trace(tmp_path / "trace.jsonl", 1, 0)
     trace.request(5, "client-1/127.0.0.1:4000", request)
@@ -94,7 +95,7 @@ def test_a_response_names_the_client_and_group_of_its_request(tmp_path, catalog)
         "JoinGroup",
         record["api_version"],
         7,
-        codec.decode_response("JoinGroup", response["fields"]),
+        json_values.decode_response("JoinGroup", response["fields"]),
     )
     trace.close()
     first, second = (
@@ -113,7 +114,7 @@ def test_a_response_names_the_client_and_group_of_its_request(tmp_path, catalog)
 def test_a_turns_lines_are_flushed_once_before_the_callbacks_queued_after_them(tmp_path, catalog):
     path = tmp_path / "trace.jsonl"
     record = next(r for r in catalog if r["kind"] == "request" and r["api"] == "Heartbeat")
-    request = codec.decode_request("Heartbeat", record["api_version"], 1, 0, record["fields"])
+    request = json_values.decode_request("Heartbeat", record["api_version"], 1, 0, record["fields"])
 
     async def write_then_look() -> tuple[int, int]:
         trace = Trace(path, 1, 0)

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Produc
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordspec.broker.cluster.launcher import Cluster
-from coordspec.conformance.suite.trace import validate_file
+from coordspec.conformance.trace.format import validate_file
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.summary import Findings

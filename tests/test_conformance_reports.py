@@ -9,10 +9,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from coordspec.conformance.suite import SuiteError, run
-from coordspec.conformance.suite.codec import decode_request, decode_response
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.suite.reference_target import ReferenceTarget
-from coordspec.conformance.suite.trace import TraceError, parse_line, validate_file
+from coordspec.conformance.trace.format import TraceError, parse_line, validate_file
+from coordspec.reference.group.json_values import decode_request, decode_response
 
 SOME = [
     SCENARIO_DIR / f"{name}.yaml"

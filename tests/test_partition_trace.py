@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from coordspec.conformance.tracecheck import cluster_sim, pipeline, simulate
+from coordspec.conformance.simulate import clusters, groups
+from coordspec.conformance.trace.records import Line, parse, quick_key
+from coordspec.conformance.tracecheck import pipeline
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.partitions import group_of, is_partition_key
-from coordspec.conformance.tracecheck.records import Line, parse, quick_key
 from coordspec.conformance.tracecheck.replay import Settings, check_key
 
 LEADER = {
@@ -253,17 +254,17 @@ def test_a_partition_record_missing_what_its_event_needs_is_one_line(tmp_path, c
 def planted_traces(tmp_path_factory) -> Path:
     """Cluster runs with each replication bug planted, in one directory."""
     root = tmp_path_factory.mktemp("planted")
-    for bug in cluster_sim.BUGS:
-        results, _ = simulate.simulate(30, 0, simulate.Options(cluster=True, bug=bug), root / bug)
-        assert any(v["rule"] == cluster_sim.BUGS[bug] for r in results for v in r.violations), bug
+    for bug in clusters.BUGS:
+        results, _ = groups.simulate(30, 0, groups.Options(cluster=True, bug=bug), root / bug)
+        assert any(v["rule"] == clusters.BUGS[bug] for r in results for v in r.violations), bug
     return root
 
 
 def test_the_one_machine_checker_finds_what_the_simulator_reported(planted_traces):
-    for bug in cluster_sim.BUGS:
+    for bug in clusters.BUGS:
         findings = check_files([planted_traces / bug], Settings(), out=io.StringIO())
         rules = {v["rule"] for v in findings.violations if v["partition"]}
-        assert cluster_sim.BUGS[bug] in rules
+        assert clusters.BUGS[bug] in rules
 
 
 @pytest.fixture(scope="module")
@@ -303,9 +304,9 @@ def test_spark_and_one_machine_report_the_same_partition_violations(
 
 
 def test_cluster_runs_fan_out_over_executors_with_the_same_results(spark, tmp_path):
-    options = simulate.Options(cluster=True, bug="isr-write-skips-version")
-    on_spark, _ = simulate.simulate(8, 0, options, tmp_path / "spark", spark)
-    here, _ = simulate.simulate(8, 0, options, tmp_path / "here")
+    options = groups.Options(cluster=True, bug="isr-write-skips-version")
+    on_spark, _ = groups.simulate(8, 0, options, tmp_path / "spark", spark)
+    here, _ = groups.simulate(8, 0, options, tmp_path / "here")
     assert [
         (r.seed, r.events, r.invariant, [v["rule"] for v in r.violations]) for r in on_spark
     ] == [(r.seed, r.events, r.invariant, [v["rule"] for v in r.violations]) for r in here]

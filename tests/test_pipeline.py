@@ -12,12 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from coordspec.conformance.simulate import groups
+from coordspec.conformance.simulate.planted import PlantedTarget
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR
-from coordspec.conformance.tracecheck import pipeline, simulate
+from coordspec.conformance.tracecheck import pipeline
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.cli import main
-from coordspec.conformance.tracecheck.planted import PlantedTarget
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.scenarios import scenario_settings
 
@@ -153,9 +154,9 @@ def test_missing_input_and_missing_java_are_one_line(tmp_path, monkeypatch, caps
 
 
 def test_simulated_runs_fan_out_over_executors_with_the_same_results(spark, tmp_path):
-    options = simulate.Options(bug="stale-commit")
-    on_spark, _ = simulate.simulate(12, 3, options, tmp_path / "spark", spark)
-    here, _ = simulate.simulate(12, 3, options, tmp_path / "here")
+    options = groups.Options(bug="stale-commit")
+    on_spark, _ = groups.simulate(12, 3, options, tmp_path / "spark", spark)
+    here, _ = groups.simulate(12, 3, options, tmp_path / "here")
     assert [(r.seed, r.events, [v["rule"] for v in r.violations]) for r in on_spark] == [
         (r.seed, r.events, [v["rule"] for v in r.violations]) for r in here
     ]

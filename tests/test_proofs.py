@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from coordspec.conformance.proofs import PROVED, VIOLATED, fencing, run_all, stickiness
-from coordspec.conformance.proofs import assignor_validity as av
+from coordspec.conformance.formal.proofs import PROVED, VIOLATED, fencing, run_all, stickiness
+from coordspec.conformance.formal.proofs import assignor_validity as av
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.consumer_protocol import Subscription
 

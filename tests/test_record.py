@@ -1,4 +1,4 @@
-"""The recording proxy (conformance/tracecheck/proxy.py) with real clients behind it:
+"""The recording proxy (conformance/trace/proxy.py) with real clients behind it:
 confluent-kafka against librdkafka's mock cluster, kafka-python against the project's
 broker. Clients stay behind the proxy (Metadata and FindCoordinator name its listeners),
 the group protocol is recorded as a trace, and the trace checker reads it."""
@@ -18,7 +18,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from coordspec.broker.testing import BrokerProcess
 from coordspec.conformance.suite.mock_target import MockCluster
-from coordspec.conformance.tracecheck import proxy
+from coordspec.conformance.trace import proxy
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.cli import main
 from coordspec.conformance.tracecheck.replay import Settings

@@ -1,4 +1,4 @@
-"""The simulator (conformance/tracecheck/simulate.py, and cluster_sim.py for --cluster): clean
+"""The simulator (conformance/simulate/groups.py, and clusters.py for --cluster): clean
 runs with every fault pass the trace check, planted bugs are found with their rule, and a
 reported seed replays the run."""
 
@@ -9,14 +9,14 @@ from collections import Counter
 
 import pytest
 
-from coordspec.conformance.tracecheck import cluster_sim, names, planted, simulate
+from coordspec.conformance.simulate import clusters, groups, names, planted
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.cli import main
 from coordspec.conformance.tracecheck.replay import Settings
 
 
 def test_clean_runs_with_every_fault_have_no_violation_and_exercise_the_states(tmp_path):
-    results, _ = simulate.simulate(40, 0, simulate.Options(), tmp_path)
+    results, _ = groups.simulate(40, 0, groups.Options(), tmp_path)
     assert [r for r in results if r.violations or r.invariant] == []
     findings = check_files([tmp_path], Settings())
     assert findings.violations == [] and findings.totals.keys == 40
@@ -42,7 +42,7 @@ def test_clean_runs_with_every_fault_have_no_violation_and_exercise_the_states(t
     ],
 )
 def test_a_planted_bug_is_found_with_its_rule(tmp_path, bug, rule):
-    results, _ = simulate.simulate(30, 0, simulate.Options(bug=bug), tmp_path)
+    results, _ = groups.simulate(30, 0, groups.Options(bug=bug), tmp_path)
     rules = Counter(v["rule"] for r in results for v in r.violations)
     assert rules[rule] > 0
     # the checker reading the files finds exactly what the simulator reported
@@ -89,15 +89,15 @@ def test_without_faults_or_with_a_bad_fault(tmp_path, capsys):
 
 def test_the_command_lines_offer_every_bug_and_fault():
     assert set(names.BUG_NAMES) == set(planted.BUGS)
-    assert set(names.CLUSTER_BUG_NAMES) == set(cluster_sim.BUGS)
-    assert simulate.FAULTS == names.FAULTS
+    assert set(names.CLUSTER_BUG_NAMES) == set(clusters.BUGS)
+    assert groups.FAULTS == names.FAULTS
 
 
 # -- whole clusters (--cluster) ---------------------------------------------------------------
 
 
 def test_clean_cluster_runs_move_coordinators_and_keep_every_invariant(tmp_path):
-    results, _ = simulate.simulate(30, 0, simulate.Options(cluster=True), tmp_path)
+    results, _ = groups.simulate(30, 0, groups.Options(cluster=True), tmp_path)
     assert [r for r in results if r.violations or r.invariant] == []
     findings = check_files([tmp_path], Settings())
     assert findings.violations == []
@@ -130,8 +130,8 @@ def test_clean_cluster_runs_move_coordinators_and_keep_every_invariant(tmp_path)
 
 
 def test_a_group_bug_is_found_in_a_cluster_too(tmp_path):
-    results, _ = simulate.simulate(
-        20, 0, simulate.Options(cluster=True, bug="generation-not-bumped"), tmp_path
+    results, _ = groups.simulate(
+        20, 0, groups.Options(cluster=True, bug="generation-not-bumped"), tmp_path
     )
     assert "GM-17" in {v["rule"] for r in results for v in r.violations}
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coordspec.conformance.diagram import dot_source, outcomes_markdown
-from coordspec.conformance.tla import TLA_DIR, checked_names
+from coordspec.conformance.cli.diagram import dot_source, outcomes_markdown
+from coordspec.conformance.formal.tlc import TLA_DIR, checked_names
 from coordspec.reference.group.transitions import TRANSITIONS
 
 ROOT = Path(__file__).resolve().parent.parent

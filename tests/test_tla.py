@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from coordspec.conformance import tla
+from coordspec.conformance.formal import tlc
 
 
 def coordspec(*args: str, env=None) -> subprocess.CompletedProcess:
@@ -25,7 +25,7 @@ def coordspec(*args: str, env=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def group_membership(tmp_path_factory):
     out = tmp_path_factory.mktemp("tla")
-    return tla.check(["GroupMembership"], out=out, say=lambda line: None), out
+    return tlc.check(["GroupMembership"], out=out, say=lambda line: None), out
 
 
 def test_group_membership_holds_at_ci_bounds(group_membership):
@@ -38,7 +38,7 @@ def test_group_membership_holds_at_ci_bounds(group_membership):
 def test_every_mutant_is_caught_by_its_own_invariant(group_membership):
     verdicts, out = group_membership
     mutants = verdicts[1:]
-    expected = {flag: invariant for _, flag, invariant in tla.mutants_of("GroupMembership")}
+    expected = {flag: invariant for _, flag, invariant in tlc.mutants_of("GroupMembership")}
     assert {v.label.split(" with ")[1] for v in mutants} == set(expected)
     assert set(expected.values()) >= {
         "NoStaleGenerationCommit",
@@ -55,19 +55,19 @@ def test_every_mutant_is_caught_by_its_own_invariant(group_membership):
 
 
 def test_trace_states_parse_into_actions_and_values():
-    state = tla.parse_state(
+    state = tlc.parse_state(
         "3: <CompleteJoin line 120, col 5 to line 140, col 60 of module GroupMembership>\n"
         '/\\ state = "CompletingRebalance"\n/\\ members = {c1, c2}\n/\\ owners = <<[p1 |-> {}],\n   [p1 |-> {c1}]>>\n'
     )
     assert state.number == 3 and state.action == "CompleteJoin"
     assert state.values["members"] == "{c1, c2}"
     assert state.values["owners"] == "<<[p1 |-> {}], [p1 |-> {c1}]>>"
-    table = tla.trace_table([tla.TraceState(1, "Initial", {"x": "0", "y": "0"}), state])
+    table = tlc.trace_table([tlc.TraceState(1, "Initial", {"x": "0", "y": "0"}), state])
     assert "| 3 | CompleteJoin | state |" in table and "| 1 | Initial | x | `0` |" in table
 
 
 def test_cfg_lists_what_is_checked():
-    names = tla.checked_names(tla.TLA_DIR / "MCGroupMembership.cfg")
+    names = tlc.checked_names(tlc.TLA_DIR / "MCGroupMembership.cfg")
     assert names == [
         "TypeOK",
         "NoStaleGenerationCommit",
@@ -102,6 +102,6 @@ def test_a_broken_spec_is_reported_not_crashed(tmp_path, monkeypatch):
         "---- MODULE MCBroken ----\nVARIABLE x\nInit == x = \nNext == x' = x\n====\n"
     )
     (tmp_path / "MCBroken.cfg").write_text("INIT Init\nNEXT Next\n")
-    with pytest.raises(tla.TlcError, match=r"TLC failed on MCBroken.cfg \(exit"):
-        tla.run_tlc("Broken", tmp_path / "MCBroken.cfg", directory=tmp_path)
+    with pytest.raises(tlc.TlcError, match=r"TLC failed on MCBroken.cfg \(exit"):
+        tlc.run_tlc("Broken", tmp_path / "MCBroken.cfg", directory=tmp_path)
     assert Path(tmp_path / "MCBroken.tla").exists()

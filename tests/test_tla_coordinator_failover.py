@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordspec.conformance import tla
+from coordspec.conformance.formal import tlc
 
 SPEC = "CoordinatorFailover"
 INVARIANTS = [
@@ -21,7 +21,7 @@ INVARIANTS = [
 @pytest.fixture(scope="module")
 def coordinator_failover(tmp_path_factory):
     out = tmp_path_factory.mktemp("tla")
-    return tla.check([SPEC], out=out, say=lambda line: None), out
+    return tlc.check([SPEC], out=out, say=lambda line: None), out
 
 
 def test_coordinator_failover_holds_at_ci_bounds(coordinator_failover):
@@ -33,14 +33,14 @@ def test_coordinator_failover_holds_at_ci_bounds(coordinator_failover):
 
 
 def test_ci_cfg_checks_every_invariant():
-    assert tla.checked_names(tla.TLA_DIR / f"MC{SPEC}.cfg") == INVARIANTS
-    assert tla.checked_names(tla.TLA_DIR / f"MC{SPEC}_deep.cfg") == INVARIANTS
+    assert tlc.checked_names(tlc.TLA_DIR / f"MC{SPEC}.cfg") == INVARIANTS
+    assert tlc.checked_names(tlc.TLA_DIR / f"MC{SPEC}_deep.cfg") == INVARIANTS
 
 
 def test_every_invariant_has_a_mutant_and_each_is_caught_by_it(coordinator_failover):
     verdicts, out = coordinator_failover
     mutants = verdicts[1:]
-    expected = {flag: invariant for _, flag, invariant in tla.mutants_of(SPEC)}
+    expected = {flag: invariant for _, flag, invariant in tlc.mutants_of(SPEC)}
     assert {v.label.split(" with ")[1] for v in mutants} == set(expected)
     assert set(expected.values()) == set(INVARIANTS) - {"TypeOK"}
     for verdict in mutants:

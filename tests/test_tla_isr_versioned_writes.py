@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordspec.conformance import tla
+from coordspec.conformance.formal import tlc
 
 SPEC = "IsrVersionedWrites"
 INVARIANTS = [
@@ -22,13 +22,13 @@ INVARIANTS = [
 @pytest.fixture(scope="module")
 def isr_versioned_writes(tmp_path_factory):
     out = tmp_path_factory.mktemp("tla")
-    return tla.check([SPEC], out=out, say=lambda line: None), out
+    return tlc.check([SPEC], out=out, say=lambda line: None), out
 
 
 def test_spec_is_discovered_and_its_cfg_checks_every_invariant():
-    assert SPEC in tla.specs_in()
+    assert SPEC in tlc.specs_in()
     for cfg in ("MCIsrVersionedWrites.cfg", "MCIsrVersionedWrites_deep.cfg"):
-        assert tla.checked_names(tla.TLA_DIR / cfg) == INVARIANTS
+        assert tlc.checked_names(tlc.TLA_DIR / cfg) == INVARIANTS
 
 
 def test_spec_holds_at_ci_bounds(isr_versioned_writes):
@@ -41,7 +41,7 @@ def test_spec_holds_at_ci_bounds(isr_versioned_writes):
 def test_every_mutant_is_caught_by_its_own_invariant(isr_versioned_writes):
     verdicts, out = isr_versioned_writes
     mutants = verdicts[1:]
-    expected = {flag: invariant for _, flag, invariant in tla.mutants_of(SPEC)}
+    expected = {flag: invariant for _, flag, invariant in tlc.mutants_of(SPEC)}
     assert {v.label.split(" with ")[1] for v in mutants} == set(expected)
     # every invariant but TypeOK has a mutant; unclean leader election is Kafka's own setting
     assert set(expected.values()) == set(INVARIANTS) - {"TypeOK"}

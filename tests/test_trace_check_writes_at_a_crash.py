@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from coordspec.conformance.suite import codec
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.reference.choices import SeededChoices
-from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.requests import (
     API_KEYS,
@@ -80,7 +79,7 @@ class Broker:
             api_key=API_KEYS[request.api],
             api_version=5,
             correlation_id=self.ids,
-            fields=codec.request_fields(request),
+            fields=json_values.request_fields(request),
         )
         replies = self._effects(self.coordinator.handle(request))
         if answer_at_ms is not None:
@@ -95,7 +94,7 @@ class Broker:
                 api_key=API_KEYS[request.api],
                 api_version=5,
                 correlation_id=self.ids,
-                fields=codec.encode(response),
+                fields=json_values.encode(response),
             )
         return response
 

@@ -1,12 +1,12 @@
 """Trace validation between tla/CoordinatorFailover.tla and the reference failover model
-(conformance/traces_failover.py): random runs of the reference FailoverCluster are behaviours
+(conformance/formal/failover.py): random runs of the reference FailoverCluster are behaviours
 of the spec (TLC checks them), and a corrupted trace is rejected at the record corrupted."""
 
 from __future__ import annotations
 
 import pytest
 
-from coordspec.conformance import traces_failover as tf
+from coordspec.conformance.formal import failover as tf
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
 
 
 def test_tla_values_round_trip_through_the_parser():
-    from coordspec.conformance.traces import parse_value
+    from coordspec.conformance.formal.group import parse_value
 
     state = tf.Harness().abstract()
     assert parse_value(tf.tla(state["hw"])) == state["hw"]
@@ -72,7 +72,7 @@ def test_tla_values_round_trip_through_the_parser():
 
 
 def test_finding_a_reelected_leader_stepping_down_on_a_failed_isr_write_is_not_a_spec_step():
-    """Finding 1 (conformance/traces_failover.py): b1, re-elected at a newer epoch it has not
+    """Finding 1 (conformance/formal/failover.py): b1, re-elected at a newer epoch it has not
     applied, tries to add b3 back to the ISR at its old epoch; the conditional write fails and
     the reference's leader steps down (ISR-17) although the published leader is b1 itself.
     The spec has no such step: TLC rejects the trace at that record."""
@@ -145,7 +145,7 @@ def test_replay_notices_a_spec_state_the_reference_does_not_reach(simulated):
 
 
 def test_finding_a_reelected_leader_counts_a_follower_that_has_not_applied_its_epoch():
-    """Finding 2 (conformance/traces_failover.py): b3's session expires, the controller
+    """Finding 2 (conformance/formal/failover.py): b3's session expires, the controller
     re-elects b1 with ISR {b1, b2}; b1 applies the new epoch before b2 does and moves its high
     watermark from the log end b2 fetched at the old epoch (as Kafka 2.6 does). The spec's
     AdvanceHighWatermark needs b2 to follow b1 at the new epoch: TLC rejects that record."""

@@ -1,5 +1,5 @@
 """Trace validation between tla/IsrVersionedWrites.tla and the replication model
-(conformance/traces_isr.py): random runs of the model are behaviours of the spec (TLC checks
+(conformance/formal/isr.py): random runs of the model are behaviours of the spec (TLC checks
 them all in one run), and corrupted traces are not; behaviours TLC simulates from the spec,
 constrained to the model's choices, replay on the model, and a corrupted one is caught at its step."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordspec.conformance import traces_isr
+from coordspec.conformance.formal import isr as isr_spec
 
 
 @pytest.fixture(scope="module")
 def random_traces():
-    return traces_isr.validate_random_traces(count=60, steps=30, seed=1)
+    return isr_spec.validate_random_traces(count=60, steps=30, seed=1)
 
 
 def test_random_model_traces_are_behaviours_of_the_spec(random_traces):
@@ -44,14 +44,14 @@ def test_random_model_traces_are_behaviours_of_the_spec(random_traces):
     assert any(s.state["committed"] for t in summary.trace_list for s in t), "no record committed"
     assert {1, 2} <= {s.state["controllerEpoch"] for t in summary.trace_list for s in t}
     assert {1, 2} <= {s.state["partState"]["leaderEpoch"] for t in summary.trace_list for s in t}
-    # the only moves not taken are the documented model/spec differences (conformance/traces_isr.py)
+    # the only moves not taken are the documented model/spec differences (conformance/formal/isr.py)
     assert all(reason[:3] in ("(a)", "(b)") for reason in summary.skipped), summary.skipped
 
 
 def test_a_zk_version_that_jumps_by_two_is_rejected_at_its_record(random_traces):
     good = random_traces.trace_list
-    bad, index = traces_isr.corrupt_version_jump(good[3])
-    check = traces_isr.check_traces([*good[:3], bad, *good[4:6]])
+    bad, index = isr_spec.corrupt_version_jump(good[3])
+    check = isr_spec.check_traces([*good[:3], bad, *good[4:6]])
     assert not check.accepted and check.violated == "Deadlock"
     assert (check.failed_trace, check.failed_index) == (4, index)
 
@@ -60,22 +60,22 @@ def test_an_isr_write_on_a_stale_version_is_rejected_at_its_record(random_traces
     found = next(
         (
             r
-            for r in map(traces_isr.corrupt_stale_isr_write, random_traces.trace_list)
+            for r in map(isr_spec.corrupt_stale_isr_write, random_traces.trace_list)
             if r is not None
         ),
         None,
     )
     assert found is not None, "no ISR write in the random traces"
     bad, index = found
-    check = traces_isr.check_traces([bad])
+    check = isr_spec.check_traces([bad])
     assert not check.accepted and check.violated == "Deadlock"
     assert (check.failed_trace, check.failed_index) == (1, index)
 
 
 def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
-    trace = traces_isr._copy(random_traces.trace_list[0])
+    trace = isr_spec._copy(random_traces.trace_list[0])
     trace[0].state["zkVersion"] = 1
-    check = traces_isr.check_traces([trace])
+    check = isr_spec.check_traces([trace])
     assert not check.accepted
 
 
@@ -86,7 +86,7 @@ SIM_COUNT, SIM_DEPTH, SIM_SEED = 60, 30, 1
 
 @pytest.fixture(scope="module")
 def simulated():
-    return traces_isr.simulate(SIM_COUNT, SIM_DEPTH, SIM_SEED)
+    return isr_spec.simulate(SIM_COUNT, SIM_DEPTH, SIM_SEED)
 
 
 def test_simulated_spec_behaviours_replay_on_the_model(simulated):
@@ -94,8 +94,8 @@ def test_simulated_spec_behaviours_replay_on_the_model(simulated):
     steps, mismatches = 0, []
     for number, behaviour in enumerate(simulated):
         try:
-            steps += traces_isr.replay(behaviour)
-        except traces_isr.ReplayMismatch as mismatch:
+            steps += isr_spec.replay(behaviour)
+        except isr_spec.ReplayMismatch as mismatch:
             mismatches.append(f"behaviour {number + 1}: {mismatch}")
     assert not mismatches, "\n".join(mismatches)
     # the model took every step of every behaviour (Init excluded)
@@ -125,7 +125,7 @@ def test_simulated_spec_behaviours_replay_on_the_model(simulated):
 def test_replay_catches_a_corrupted_behaviour_at_the_step_changed(simulated):
     behaviour = max(simulated, key=len)
     for index in (1, len(behaviour) // 2, len(behaviour) - 1):
-        bad = traces_isr.corrupt_behaviour(behaviour, index)
-        with pytest.raises(traces_isr.ReplayMismatch) as caught:
-            traces_isr.replay(bad)
+        bad = isr_spec.corrupt_behaviour(behaviour, index)
+        with pytest.raises(isr_spec.ReplayMismatch) as caught:
+            isr_spec.replay(bad)
         assert caught.value.step == index, str(caught.value)

@@ -29,9 +29,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from coordspec.conformance.suite import codec
 from coordspec.conformance.suite.unify import TOKEN, Binding, unify
-from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
 from coordspec.reference.group.coordinator import Observer
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import Record
@@ -287,9 +286,9 @@ class Oracle:
         return None
 
     def _closest(self, request_id: int | str, response: Response) -> dict | None:
-        theirs = json.dumps(codec.encode(response), indent=1, sort_keys=True).splitlines()
+        theirs = json.dumps(json_values.encode(response), indent=1, sort_keys=True).splitlines()
         candidates = [
-            h.binding.show(codec.encode(h.replies[request_id]))
+            h.binding.show(json_values.encode(h.replies[request_id]))
             for h in self.hypotheses
             if request_id in h.replies
         ]
@@ -320,7 +319,7 @@ class Oracle:
             text = (
                 "no reply yet (parked)"
                 if reply is None
-                else json.dumps(h.binding.show(codec.encode(reply)), sort_keys=True)
+                else json.dumps(h.binding.show(json_values.encode(reply)), sort_keys=True)
             )
             if h.choices.made:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"

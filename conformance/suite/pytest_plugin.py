@@ -23,7 +23,7 @@ from coordspec.conformance.suite.runner import run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.suite import planned, select
 from coordspec.conformance.suite.target import Target
-from coordspec.conformance.suite.trace import TraceWriter
+from coordspec.conformance.trace.format import TraceWriter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

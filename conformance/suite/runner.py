@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import time
 
-from coordspec.conformance.suite import codec
 from coordspec.conformance.suite.build import build, learn
 from coordspec.conformance.suite.expect import check
 from coordspec.conformance.suite.oracle import Disagreement, Oracle, OracleOverflow
@@ -15,8 +14,9 @@ from coordspec.conformance.suite.results import Failure, RunResult
 from coordspec.conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
 from coordspec.conformance.suite.symbols import Symbols, Unbound
 from coordspec.conformance.suite.target import Session, Target, TargetError
-from coordspec.conformance.suite.trace import TraceWriter
+from coordspec.conformance.trace.format import TraceWriter
 from coordspec.reference.errors import InvariantViolation, UsageError
+from coordspec.reference.group import json_values
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import API_KEYS, Request
 from coordspec.reference.group.responses import ListGroupsResponse, Response
@@ -261,8 +261,8 @@ class _Run:
             rules=self.scenario.step_rules(index),
             api=request.api if request else api,
             api_version=request.api_version if request else version,
-            request=codec.request_fields(request) if request else None,
-            response=codec.encode(response) if response is not None else None,
+            request=json_values.request_fields(request) if request else None,
+            response=json_values.encode(response) if response is not None else None,
             allowed=allowed,
             closest=closest,
         )
@@ -275,7 +275,9 @@ class _Run:
             "api_key": API_KEYS[request.api],
             "api_version": request.api_version,
             "correlation_id": int(request.request_id),
-            "fields": codec.request_fields(request) if response is None else codec.encode(response),
+            "fields": json_values.request_fields(request)
+            if response is None
+            else json_values.encode(response),
         }
 
     def record(self, t_ms: int | None = None, **fields) -> None:

@@ -30,7 +30,7 @@ from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.target import Target
-from coordspec.conformance.suite.trace import TraceWriter
+from coordspec.conformance.trace.format import TraceWriter
 
 
 class SuiteError(ValueError):

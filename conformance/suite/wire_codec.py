@@ -15,9 +15,9 @@ from typing import Any
 
 import kio.index
 
-from coordspec.conformance.suite.codec import RESPONSES
 from coordspec.conformance.suite.kio_entities import build, read
 from coordspec.reference.group import requests as rq
+from coordspec.reference.group.json_values import RESPONSES
 from coordspec.reference.group.requests import API_KEYS
 from coordspec.reference.group.responses import FetchTopicResponse, OffsetFetchResponse, Response
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from coordspec.conformance.tracecheck import records
+from coordspec.conformance.trace import records
 from coordspec.conformance.tracecheck.replay import KeyReport, Settings, check_key
 from coordspec.conformance.tracecheck.summary import Findings, Totals
 

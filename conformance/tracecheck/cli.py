@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from coordspec.conformance.tracecheck.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
+from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
 def _setting(text: str) -> tuple[str, int]:
@@ -80,7 +80,7 @@ def add_trace_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_trace_check(args: argparse.Namespace) -> int:
-    from coordspec.conformance.suite.trace import TraceError
+    from coordspec.conformance.trace.format import TraceError
     from coordspec.conformance.tracecheck import summary
     from coordspec.conformance.tracecheck.check import check_files
 
@@ -199,7 +199,8 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
 def run_simulate(args: argparse.Namespace) -> int:
     import tempfile
 
-    from coordspec.conformance.tracecheck import pipeline, simulate
+    from coordspec.conformance.simulate import groups
+    from coordspec.conformance.tracecheck import pipeline
 
     if args.bug in CLUSTER_BUG_NAMES and not args.cluster:
         print(
@@ -207,7 +208,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    options = simulate.Options(
+    options = groups.Options(
         clients=args.clients,
         steps=args.steps,
         faults=args.faults,
@@ -219,13 +220,11 @@ def run_simulate(args: argparse.Namespace) -> int:
             with tempfile.TemporaryDirectory(prefix="coordspec-spark-") as tmp:
                 spark = pipeline.session(args.master, Path(tmp), sys.stderr)
                 try:
-                    results, wall = simulate.simulate(
-                        args.runs, args.seed, options, args.out, spark
-                    )
+                    results, wall = groups.simulate(args.runs, args.seed, options, args.out, spark)
                 finally:
                     spark.stop()
         else:
-            results, wall = simulate.simulate(args.runs, args.seed, options, args.out)
+            results, wall = groups.simulate(args.runs, args.seed, options, args.out)
     except pipeline.PipelineError as exc:
         print(f"coordspec simulate: {exc}", file=sys.stderr)
         return 2
@@ -234,7 +233,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             f"coordspec simulate: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr
         )
         return 2
-    print(simulate.report(results, options, wall, args.out))
+    print(groups.report(results, options, wall, args.out))
     return 1 if any(r.violations or r.invariant for r in results) else 0
 
 
@@ -256,7 +255,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
 def run_record(args: argparse.Namespace) -> int:
     import asyncio
 
-    from coordspec.conformance.tracecheck import proxy
+    from coordspec.conformance.trace import proxy
 
     try:
         proxy.address(args.listen), proxy.address(args.upstream)

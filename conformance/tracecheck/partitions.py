@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordspec.conformance.suite.trace import WRITE_EVENTS, PartitionRecord
+from coordspec.conformance.trace.format import WRITE_EVENTS, PartitionRecord
 from coordspec.reference.errors import InvariantViolation
 from coordspec.reference.replication import invariants
 from coordspec.reference.replication.cluster import StateWrite

@@ -34,8 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from coordspec.conformance.suite.trace import TraceError
-from coordspec.conformance.tracecheck import records, summary
+from coordspec.conformance.trace import records
+from coordspec.conformance.trace.format import TraceError
+from coordspec.conformance.tracecheck import summary
 from coordspec.conformance.tracecheck.check import add
 from coordspec.conformance.tracecheck.replay import Settings, Violation, check_key
 

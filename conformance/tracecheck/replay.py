@@ -20,16 +20,16 @@ from coordspec.conformance.suite.oracle import (
     Oracle,
     OracleOverflow,
 )
-from coordspec.conformance.suite.trace import (
+from coordspec.conformance.suite.unify import TOKEN
+from coordspec.conformance.trace.format import (
     FaultRecord,
     PartitionRecord,
     RequestRecord,
     ResponseRecord,
     TimeRecord,
 )
-from coordspec.conformance.suite.unify import TOKEN
+from coordspec.conformance.trace.records import Line, order, parse
 from coordspec.conformance.tracecheck import partitions, rules
-from coordspec.conformance.tracecheck.records import Line, order, parse
 from coordspec.reference.errors import InvariantViolation, UsageError
 from coordspec.reference.group import GroupConfig
 

@@ -29,9 +29,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
-from coordspec.conformance.suite.trace import FORMAT_VERSION, TraceWriter
-from coordspec.conformance.tracecheck import planted
-from coordspec.conformance.tracecheck.consumers import (
+from coordspec.conformance.simulate import planted
+from coordspec.conformance.simulate.consumers import (
     SOURCE,
     Client,
     learn,
@@ -39,6 +38,7 @@ from coordspec.conformance.tracecheck.consumers import (
     request_for,
     run_name,
 )
+from coordspec.conformance.trace.format import FORMAT_VERSION, TraceWriter
 from coordspec.reference.errors import InvariantViolation
 from coordspec.reference.failover import FailoverCluster, partition_for
 from coordspec.reference.replication import invariants

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TLA_DIR = Path(__file__).resolve().parent.parent / "tla"
+TLA_DIR = Path(__file__).resolve().parents[2] / "tla"
 START = re.compile(r"^@!@!@STARTMSG (\d+):(\d+) @!@!@$")
 END = re.compile(r"^@!@!@ENDMSG (\d+) @!@!@$")
 MUTANT_CONTRACT = re.compile(r"^\\\* Mutant: (\w+) must make TLC report (\w+) violated\.$")

@@ -26,10 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordspec.conformance.suite.reference_target import ReferenceSession
-from coordspec.conformance.suite.trace import TraceWriter
-from coordspec.conformance.tracecheck import cluster_sim, planted
-from coordspec.conformance.tracecheck.consumers import (
+from coordspec.conformance.simulate import clusters, planted
+from coordspec.conformance.simulate.consumers import (
     SOURCE,
     Client,
     learn,
@@ -37,8 +35,10 @@ from coordspec.conformance.tracecheck.consumers import (
     request_for,
     run_name,
 )
-from coordspec.conformance.tracecheck.names import FAULTS
-from coordspec.conformance.tracecheck.records import Line, quick_key
+from coordspec.conformance.simulate.names import FAULTS
+from coordspec.conformance.suite.reference_target import ReferenceSession
+from coordspec.conformance.trace.format import TraceWriter
+from coordspec.conformance.trace.records import Line, quick_key
 from coordspec.conformance.tracecheck.replay import Settings, check_key
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import InvariantViolation
@@ -51,9 +51,7 @@ class Options:
     steps: int = 60
     faults: tuple[str, ...] = FAULTS
     bug: str | None = None
-    cluster: bool = (
-        False  # whole clusters (conformance/tracecheck/cluster_sim.py), not one coordinator
-    )
+    cluster: bool = False  # whole clusters (conformance/simulate/clusters.py), not one coordinator
     token: str = (
         ""  # this invocation's, in every run name: run names stay unique across invocations
     )
@@ -139,7 +137,7 @@ def simulate_one(
     buffer = io.StringIO()
     result = RunResult(index, seed, 0)
     if options.cluster:
-        result.invariant = cluster_sim.play(seed, options, buffer)
+        result.invariant = clusters.play(seed, options, buffer)
     else:
         try:
             asyncio.run(_Run(seed, options, TraceWriter(buffer, SOURCE)).play())

@@ -172,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
-            from coordspec.conformance.demo import run_demo
+            from coordspec.conformance.cli.demo import run_demo
 
             return run_demo(seed=args.seed, quiet=args.quiet)
         if args.command == "tla":
-            from coordspec.conformance.tla import TlcError, check, summary
+            from coordspec.conformance.formal.tlc import TlcError, check, summary
 
             try:
                 verdicts = check(
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1 if failed else 0
         if args.command == "assign":
-            from coordspec.conformance.assign_verify import verify
+            from coordspec.conformance.formal.verify import verify
 
             return verify(
                 args.members,
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 say=lambda line: print(line, flush=True),
             )
         if args.command == "diagram":
-            from coordspec.conformance.diagram import GraphvizMissing, render
+            from coordspec.conformance.cli.diagram import GraphvizMissing, render
 
             try:
                 for path in render(args.out):
@@ -254,7 +254,3 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"coordspec {args.command}: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

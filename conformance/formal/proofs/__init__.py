@@ -63,7 +63,7 @@ def run_all(
     and the fencing induction at depth ``fencing_k``. Work that splits into independent
     chunks (the enumerations, the stickiness cases) goes to ``workers`` processes while the
     z3 proofs run in this one."""
-    from coordspec.conformance.proofs import assignor_validity, fencing, stickiness
+    from coordspec.conformance.formal.proofs import assignor_validity, fencing, stickiness
 
     bounds = validity_bounds or assignor_validity.Bounds()
     workers = default_workers() if workers is None else workers

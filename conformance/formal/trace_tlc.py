@@ -1,5 +1,5 @@
 """What trace validation asks of TLC, shared by the three specs' trace modules
-(``conformance/traces.py``, ``traces_isr.py``, ``traces_failover.py``).
+(``conformance/formal/group.py``, ``traces_isr.py``, ``traces_failover.py``).
 
 Two questions, each one TLC run in a scratch directory holding copies of the spec's modules:
 
@@ -24,7 +24,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coordspec.conformance.tla import TLA_DIR, TlcError, TlcResult, absorb, find_jar, read_messages
+from coordspec.conformance.formal.tlc import (
+    TLA_DIR,
+    TlcError,
+    TlcResult,
+    absorb,
+    find_jar,
+    read_messages,
+)
 
 
 def run_tlc(directory, module: str, config: str, extra: list[str], deadlock: bool) -> TlcResult:

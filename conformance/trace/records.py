@@ -1,6 +1,6 @@
 """Reading trace files: JSONL or gzipped JSONL, files or directories, every line checked.
 
-A bad line is a :class:`~coordspec.conformance.suite.trace.TraceError` whose text is one line,
+A bad line is a :class:`~coordspec.conformance.trace.format.TraceError` whose text is one line,
 ``file:line: field: what``. The envelope is checked by the trace models and the ``fields``
 by decoding them into the reference's request and response types, so a line that reads
 here replays in :func:`coordspec.conformance.tracecheck.replay.check_key`.
@@ -18,8 +18,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from coordspec.conformance.suite import codec
-from coordspec.conformance.suite.trace import (
+from coordspec.conformance.trace.format import (
     PartitionRecord,
     RequestRecord,
     ResponseRecord,
@@ -28,6 +27,7 @@ from coordspec.conformance.suite.trace import (
 )
 from coordspec.conformance.tracecheck import partitions
 from coordspec.reference.errors import UsageError
+from coordspec.reference.group import json_values
 from coordspec.reference.group import requests as request_types
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
@@ -91,11 +91,11 @@ def parse(line: Line):
         ) from None
     try:
         if isinstance(record, RequestRecord):
-            message = codec.decode_request(
+            message = json_values.decode_request(
                 record.api, record.api_version, record.correlation_id, record.t_ms, record.fields
             )
         elif isinstance(record, ResponseRecord):
-            message = codec.decode_response(record.api, record.fields)
+            message = json_values.decode_response(record.api, record.fields)
         else:
             message = None
     except (TypeError, ValueError, KeyError, UsageError) as exc:
@@ -114,7 +114,7 @@ def _check_fields(line: Line, record) -> None:
     cls = (
         getattr(request_types, record.api)
         if isinstance(record, RequestRecord)
-        else codec.RESPONSES[record.api]
+        else json_values.RESPONSES[record.api]
     )
     hints = _hints(cls)
     for name, value in record.fields.items():
@@ -123,7 +123,7 @@ def _check_fields(line: Line, record) -> None:
                 f"{line.path}:{line.number}: fields.{name}: not a field of {cls.__name__}"
             )
         try:
-            codec.decode(hints[name], value)
+            json_values.decode(hints[name], value)
         except (TypeError, ValueError, UsageError) as exc:
             raise TraceError(
                 f"{line.path}:{line.number}: fields.{name}: {_first_line(exc)}"

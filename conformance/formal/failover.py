@@ -9,7 +9,7 @@ MaxCommits 2).
     plus the spec action(s) the step is, writes the traces as a TLA+ module (``TraceData``)
     and has TLC check, in one run, that every trace is a behaviour of the spec
     (tla/TraceCoordinatorFailover.tla; deadlock checking is the acceptance test, as in
-    conformance/traces.py). Runs that end before ``steps`` spec steps (the driver has
+    conformance/formal/group.py). Runs that end before ``steps`` spec steps (the driver has
     nothing left to do within the bounds: three elections, one generation, two commits; the
     CI bounds' diameter is 30) are drawn again; about 6 in 10 reach 30.
 
@@ -175,7 +175,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from coordspec.conformance.trace_tlc import (
+from coordspec.conformance.formal.group import TraceMismatch
+from coordspec.conformance.formal.trace_tlc import (
     ReplaySummary,
     TraceCheck,
     check_trace_data,
@@ -184,7 +185,6 @@ from coordspec.conformance.trace_tlc import (
     tla_value,
     trace_data_module,
 )
-from coordspec.conformance.traces import TraceMismatch
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.cluster import FailoverCluster
 from coordspec.reference.failover.partition import PartitionState
@@ -990,7 +990,7 @@ def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
 
 SIM_MODULE = r"""------------------------ MODULE SimCoordinatorFailover ------------------------
 (* Random behaviours of CoordinatorFailover for replay on the reference                        *)
-(* (conformance/traces_failover.py). As SimGroupMembership: one simulation run yields Count    *)
+(* (conformance/formal/failover.py). As SimGroupMembership: one simulation run yields Count    *)
 (* behaviours of at most Depth steps, Restart puts the base variables back to Init after Depth  *)
 (* steps or when nothing is enabled, and the invariant Done fails once Count are complete.      *)
 (*                                                                                               *)
@@ -1134,7 +1134,7 @@ Done == bn < Count
 
 def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
     """A state TLC printed -> (act, spec state) in the shape Harness.abstract gives."""
-    from coordspec.conformance.traces import parse_value
+    from coordspec.conformance.formal.group import parse_value
 
     state = {}
     for name in VARIABLES:

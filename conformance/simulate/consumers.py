@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from coordspec.conformance.suite import codec
 from coordspec.reference.consumer_protocol import Assignment as Owned
 from coordspec.reference.consumer_protocol import (
     Subscription,
@@ -15,6 +14,7 @@ from coordspec.reference.consumer_protocol import (
     encode_subscription,
 )
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import json_values
 from coordspec.reference.group.requests import (
     API_KEYS,
     Assignment,
@@ -108,7 +108,9 @@ def message(request, response=None) -> dict:
         "api_key": API_KEYS[request.api],
         "api_version": request.api_version,
         "correlation_id": int(request.request_id),
-        "fields": codec.request_fields(request) if response is None else codec.encode(response),
+        "fields": json_values.request_fields(request)
+        if response is None
+        else json_values.encode(response),
     }
 
 

@@ -6,13 +6,13 @@
     the spec action the step is, writes the traces as a TLA+ module (``TraceData``) and has
     TLC check, in one run, that every trace is a behaviour of the spec at the CI constants
     (tla/TraceIsrVersionedWrites.tla; the acceptance test is TLC's deadlock check, as in
-    conformance/traces.py).
+    conformance/formal/group.py).
 
 ``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
     TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
     runs ``SIM_MODULE``, a wrapper that constrains the spec to the model's choices and
     granularity (its header lists the constraints), ``count`` behaviours back to back in one
-    run, as conformance/traces.py does. A behaviour restarts after ``depth`` steps or when the
+    run, as conformance/formal/group.py does. A behaviour restarts after ``depth`` steps or when the
     wrapper has no step left: at the CI bounds with no stuttering step that is after 12 to 25
     steps (MaxVersion and the one fault run out first), so no behaviour reaches depth 30.
     Each behaviour is replayed on a fresh :class:`Harness` (``replay``): at every free step
@@ -38,7 +38,7 @@
     offline partition (one fault never takes every ISR member), ElectLeader's failed-check
     branch (a stale controller resigns before it can act).
 
-How a trace is accepted: as for GroupMembership (see conformance/traces.py): TLC runs
+How a trace is accepted: as for GroupMembership (see conformance/formal/group.py): TLC runs
 TraceInit/TraceNext with deadlock checking on; a deadlock is a record no step of the named
 base action reaches (its trace number and index are in the counterexample).
 
@@ -142,8 +142,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from coordspec.conformance.tla import TlcError
-from coordspec.conformance.trace_tlc import (
+from coordspec.conformance.formal.tlc import TlcError
+from coordspec.conformance.formal.trace_tlc import (
     ReplaySummary,
     TraceCheck,
     check_trace_data,
@@ -947,7 +947,7 @@ def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSumm
 
 SIM_MODULE = r"""------------------------ MODULE SimIsrVersionedWrites ------------------------
 (* Random behaviours of IsrVersionedWrites for replay on the replication model               *)
-(* (conformance/traces_isr.py). As SimGroupMembership: one simulation run yields Count         *)
+(* (conformance/formal/isr.py). As SimGroupMembership: one simulation run yields Count         *)
 (* behaviours of at most Depth steps; Restart puts the base variables back to Init after Depth *)
 (* steps or when nothing is enabled, and the invariant Done fails once Count are complete.     *)
 (*                                                                                               *)

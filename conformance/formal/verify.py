@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from coordspec.conformance.proofs import MEASURED, ProofResult, run_all, summary
-from coordspec.conformance.proofs.assignor_validity import Bounds
+from coordspec.conformance.formal.proofs import MEASURED, ProofResult, run_all, summary
+from coordspec.conformance.formal.proofs.assignor_validity import Bounds
 
 
 def verify(

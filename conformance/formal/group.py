@@ -100,8 +100,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from coordspec.conformance.tla import TlcError
-from coordspec.conformance.trace_tlc import (
+from coordspec.conformance.formal.tlc import TlcError
+from coordspec.conformance.formal.trace_tlc import (
     ReplaySummary,
     TraceCheck,
     check_trace_data,
@@ -782,7 +782,7 @@ _CONSTANTS = """CONSTANTS
 """
 
 SIM_MODULE = r"""-------------------------- MODULE SimGroupMembership --------------------------
-(* Random behaviours of GroupMembership for replay on the reference (conformance/traces.py).  *)
+(* Random behaviours of GroupMembership for replay on the reference (conformance/formal/group.py).  *)
 (* One simulation run yields Count behaviours of Depth steps: after Depth steps, Restart puts  *)
 (* the base variables back to Init (act = "Init" marks where the next behaviour starts); the  *)
 (* invariant Done fails once Count behaviours are complete, and TLC prints the whole run.     *)

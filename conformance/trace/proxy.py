@@ -27,9 +27,9 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from coordspec.conformance.suite import codec
 from coordspec.conformance.suite.kio_entities import read
 from coordspec.conformance.suite.wire_codec import response_from
+from coordspec.reference.group import json_values
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
@@ -258,7 +258,7 @@ class Proxy:
                 api,
                 version,
                 header.correlation_id,
-                codec.request_fields(request),
+                json_values.request_fields(request),
             )
             return request
         return None
@@ -291,7 +291,7 @@ class Proxy:
             request.api,
             version,
             correlation,
-            codec.encode(response),
+            json_values.encode(response),
         )
 
     async def _rewrite(self, key: int, version: int, frame: bytes) -> bytes:

@@ -1,0 +1,1 @@
+"""The producers of traces: seeded groups and whole clusters on the reference, with planted bugs."""
