@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/fuzz_frames.py [--frames 1000000] [--concurrency 16] [--seed 1]
 
-The frames are those of tests/test_broker_bad_input.py (coordspec.broker.wire.fuzz: a valid request
+The frames are those of tests/broker/test_broker_bad_input.py (coordspec.broker.wire.fuzz: a valid request
 of every API but Fetch, mutated, or random bytes framed or not), drawn from a seeded
 ``random.Random`` instead of Hypothesis, two to four per connection, ``--concurrency``
 connections at a time. Each connection sends its frames, half-closes, and must be answered

@@ -12,6 +12,13 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_collection_modifyitems(items):
+    # A test that uses a Spark session is a Spark test, wherever it lives.
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker("spark")
+
+
 def pytest_configure(config):
     settings.register_profile(
         "coordspec",

@@ -1,6 +1,6 @@
 """Frames to fuzz the broker with: a valid request of every API and mutations of it.
 
-One generator, two sources of choices: Hypothesis (tests/test_broker_bad_input.py draws
+One generator, two sources of choices: Hypothesis (tests/broker/test_broker_bad_input.py draws
 through a ``Choices`` over ``st.DrawFn``) and ``random.Random`` (benchmarks/fuzz_frames.py
 sends a million). Each frame renames its group to a fresh one of the same length, so every
 length prefix still holds and no frame parks behind members an earlier one left behind.

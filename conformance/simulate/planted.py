@@ -1,5 +1,5 @@
 """Brokers with a bug planted, to show that a trace check catches it: the reference with a
-rewrite of what clients hear (as tests/test_conformance_oracle.py builds broken brokers).
+rewrite of what clients hear (as tests/conformance/test_conformance_oracle.py builds broken brokers).
 
 Each bug is ``rewrite(request, response) -> response`` and names the rule it breaks.
 ``PlantedTarget`` serves the conformance runner; the simulator applies the same rewrites.

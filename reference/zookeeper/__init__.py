@@ -1,5 +1,5 @@
 """ZooKeeper (3.8) as a sans-IO model: the data tree, sessions and watches, as the real
-server answers them (checked against it by tests/test_zookeeper_agreement.py).
+server answers them (checked against it by tests/broker/test_zookeeper_agreement.py).
 
 Inputs are in :mod:`coordspec.reference.zookeeper.events` (with operations from
 :mod:`coordspec.reference.zookeeper.ops`), outputs in :mod:`coordspec.reference.zookeeper.effects` and

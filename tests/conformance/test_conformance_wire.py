@@ -1,0 +1,233 @@
+"""The kafka target over real sockets: the catalog against the project's own cluster (the
+``embedded`` target) with its fault hooks and against the single broker, shell fault hooks,
+and one clear line for a broker that cannot be used."""
+
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.suite import SuiteError, run
+from coordspec.conformance.suite.embedded_target import start_embedded
+from coordspec.conformance.suite.kafka_target import KafkaTarget
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.wire]
+
+ROOT = Path(__file__).resolve().parents[2]
+COORDSPEC = [sys.executable, "-m", "coordspec.conformance.cli"]
+
+
+def _summary(outcome) -> str:
+    return "\n".join(
+        f"{r.label}: {r.status} {r.reason}"
+        for r in outcome.results
+        if r.status in ("failed", "error")
+    )
+
+
+def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_cluster():
+    """Every scenario (but the 5-minute one) at the newest versions both sides support, on
+    three brokers and ZooKeeper: the runs without faults overlap (their scenario times add
+    up to several times their wall time), then the failover and restart scenarios run one
+    at a time through the target's hooks (kill -9 or SIGTERM of the coordinator)."""
+    target = start_embedded(faults=True)
+    try:
+        out = io.StringIO()
+        outcome = run(target, tags=["!slow"], version_selection="latest", concurrency=32, out=out)
+    finally:
+        target.stop()
+    assert outcome.exit_code == 0, _summary(outcome)
+    passed = [r for r in outcome.results if r.status == "passed"]
+    assert len(passed) >= 155
+    assert {r.scenario for r in passed} >= {
+        "failover-restarts-sessions",
+        "static-takeover-survives-failover",
+        "restart-drops-parked-join",
+    }
+    # Only what a broker at Kafka's defaults cannot run is left out.
+    not_run = [r for r in outcome.results if r.status == "not_run"]
+    assert all(r.reason.startswith("needs broker settings") for r in not_run), not_run
+    together = [
+        r
+        for r in passed
+        if not r.scenario.startswith(("failover-", "restart-", "static-takeover-survives"))
+    ]
+    ratio = sum(r.duration_s for r in together) / outcome.wall_s
+    assert ratio >= 2, f"concurrency ratio {ratio:.1f}"
+
+
+def test_the_catalog_at_the_newest_versions_passes_on_the_single_broker_concurrently(tmp_path):
+    """``coordspec broker``, one process, checked as any broker is (the kafka target)."""
+    with BrokerProcess(tmp_path / "data") as broker:
+        target = KafkaTarget(broker.bootstrap).check()
+        outcome = run(
+            target, tags=["!slow"], version_selection="latest", concurrency=32, out=io.StringIO()
+        )
+    assert outcome.exit_code == 0, _summary(outcome)
+    assert len([r for r in outcome.results if r.status == "passed"]) >= 140
+    not_run = [r for r in outcome.results if r.status == "not_run"]
+    assert all(
+        r.reason.startswith(("needs broker settings", "needs fault hooks")) for r in not_run
+    ), not_run
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: nothing listens there until someone does
+
+
+def _wait_for_port(port: int, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_the_readme_command_checks_a_broker_at_host_port_and_runs_shell_fault_hooks(tmp_path):
+    """``coordspec conform --target kafka --bootstrap HOST:PORT``, as the README shows it, on a
+    broker run as a user runs theirs: a background process that the --on-restart hook, a shell
+    script, kills and starts again."""
+    port, pidfile = _free_port(), tmp_path / "broker.pid"
+    start, restart = tmp_path / "start.sh", tmp_path / "restart.sh"
+    start.write_text(
+        f"cd {ROOT}\n{sys.executable} -m coordspec.broker.server --port {port} --data {tmp_path / 'data'} "
+        f">/dev/null 2>&1 &\necho $! > {pidfile}\n"
+    )
+    restart.write_text(
+        f'set -e\npid=$(cat {pidfile})\nkill "$pid"\nwhile kill -0 "$pid" 2>/dev/null; do sleep 0.05; done\n'
+        f'sh {start}\ntest -n "$COORDSPEC_GROUP_ID" && test "$COORDSPEC_COORDINATOR" = 127.0.0.1:{port}\n'
+    )
+    subprocess.run(["sh", str(start)], check=True)
+    try:
+        _wait_for_port(port)
+        done = subprocess.run(
+            [
+                *COORDSPEC,
+                "conform",
+                "--target",
+                "kafka",
+                "--bootstrap",
+                f"127.0.0.1:{port}",
+                "--on-restart",
+                f"sh {restart}",
+                "--tags",
+                "member-id-required",
+                "restart-drops-parked-join",
+                "--versions",
+                "latest",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        subprocess.run(["kill", pidfile.read_text().strip()], check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 runs: 2 passed" in done.stdout
+
+
+def _conform_error(*args: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [*COORDSPEC, "conform", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    return done.returncode, done.stderr
+
+
+def test_an_unreachable_broker_is_one_line():
+    port = _free_port()
+    code, stderr = _conform_error("--target", "kafka", "--bootstrap", f"127.0.0.1:{port}")
+    assert code == 2
+    assert stderr == f"coordspec conform: cannot reach 127.0.0.1:{port}: Connection refused\n"
+
+
+def test_a_missing_or_malformed_bootstrap_is_one_line():
+    assert _conform_error("--target", "kafka") == (
+        2,
+        "coordspec conform: the kafka target needs --bootstrap HOST:PORT\n",
+    )
+    assert _conform_error("--target", "kafka", "--bootstrap", "nohost") == (
+        2,
+        "coordspec conform: --bootstrap must be HOST:PORT, got 'nohost'\n",
+    )
+
+
+@contextmanager
+def _server(answer: bytes | None):
+    """A TCP server on 127.0.0.1 that answers every connection with ``answer`` and closes it,
+    or (None) reads and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.1)
+        held = []
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            conn.recv(4096)
+            if answer is None:
+                held.append(conn)
+            else:
+                conn.sendall(answer)
+                conn.close()
+        for conn in held:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def test_an_endpoint_that_does_not_speak_kafka_is_one_line():
+    with _server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n") as port:
+        code, stderr = _conform_error("--target", "kafka", "--bootstrap", f"127.0.0.1:{port}")
+    assert code == 2
+    assert stderr.count("\n") == 1
+    assert stderr.startswith(
+        f"coordspec conform: 127.0.0.1:{port} does not speak Kafka: a frame of "
+    )
+
+
+def test_a_silent_endpoint_times_out_in_one_line(monkeypatch):
+    monkeypatch.setattr(KafkaTarget, "timeout_s", 0.5)
+    with _server(None) as port, pytest.raises(SuiteError) as caught:
+        run(
+            "kafka",
+            bootstrap=f"127.0.0.1:{port}",
+            scenarios=[SCENARIO_DIR / "member-id-required.yaml"],
+            out=io.StringIO(),
+        )
+    assert (
+        str(caught.value)
+        == f"127.0.0.1:{port} does not speak Kafka: no answer to ApiVersions v3 within 0.5 s"
+    )
