@@ -1,4 +1,4 @@
-"""The z3 proofs (conformance/proofs): each real assignor is valid and balanced for every
+"""The z3 proofs (conformance/formal/proofs): each real assignor is valid and balanced for every
 input within the CI bounds, each broken variant gives a counterexample that really breaks
 the property when replayed, the fencing invariants are proved by k-induction (and fail,
 with a replayable trace, for broken stores), and the optimal-stickiness comparison runs."""
