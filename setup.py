@@ -6,7 +6,13 @@ from setuptools import find_packages, setup
 
 TOP = ("reference", "broker", "conformance")
 
+# The scenario catalog is data in a folder of its own; naming it as a package ships it.
+CATALOG = "coordspec.conformance.scenarios"
+
 setup(
-    packages=[f"coordspec.{name}" for name in find_packages(include=[f"{top}*" for top in TOP])],
+    packages=[
+        *(f"coordspec.{name}" for name in find_packages(include=[f"{top}*" for top in TOP])),
+        CATALOG,
+    ],
     package_dir={f"coordspec.{top}": top for top in TOP},
 )
