@@ -147,12 +147,14 @@ def test_missing_java_is_one_line(monkeypatch):
 
 def test_missing_zookeeper_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(process, "ZOOKEEPER_JAR", tmp_path / "zookeeper.jar")
-    with pytest.raises(
-        ZooKeeperUnavailable,
-        match=r"^ZooKeeper is not installed: no .*zookeeper.jar \(install Debian's zookeeper package\)$",
+    with (
+        pytest.raises(
+            ZooKeeperUnavailable,
+            match=r"^ZooKeeper is not installed: no .*zookeeper.jar \(install Debian's zookeeper package\)$",
+        ),
+        zookeeper(1),
     ):
-        with zookeeper(1):
-            pass
+        pass
 
 
 def test_a_server_that_does_not_come_up_names_its_log(monkeypatch):

@@ -111,9 +111,9 @@ def test_pipeline_and_one_machine_agree_on_a_mixed_trace_set(spark, traces, tmp_
         "GM-30",
         "GM-17",
     }
-    assert dict(zip(zip(coverage["kind"], coverage["name"]), coverage["count"])) == dict(
-        local.coverage
-    )
+    assert dict(
+        zip(zip(coverage["kind"], coverage["name"], strict=True), coverage["count"], strict=True)
+    ) == dict(local.coverage)
     report = (tmp_path / "out" / "trace-check.md").read_text()
     assert (
         report.startswith("# Trace check")
@@ -145,11 +145,11 @@ def test_missing_input_and_missing_java_are_one_line(tmp_path, monkeypatch, caps
         == f"coordspec pipeline: {tmp_path / 'none'}: no such file or directory\n"
     )
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
-    with pytest.raises(pipeline.PipelineError, match="^no Java found"):
+    with pytest.raises(pipeline.PipelineError, match=r"^no Java found"):
         pipeline._java()
     monkeypatch.delenv("JAVA_HOME")
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(pipeline.PipelineError, match="^no Java found"):
+    with pytest.raises(pipeline.PipelineError, match=r"^no Java found"):
         pipeline._java()
 
 

@@ -154,7 +154,7 @@ def test_the_member_renaming_the_enumeration_relies_on():
                 ppt, {f"m{i}": Subscription(t) for i, t in enumerate(topics)}
             )
             renamed = ASSIGNORS[name].assign(
-                ppt, {m: Subscription(t) for m, t in zip(subset, topics)}
+                ppt, {m: Subscription(t) for m, t in zip(subset, topics, strict=True)}
             )
             assert renamed == {subset[int(m[1:])]: tps for m, tps in prefix.items()}
 

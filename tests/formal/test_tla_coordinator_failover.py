@@ -40,7 +40,7 @@ def test_ci_cfg_checks_every_invariant():
 
 
 def test_every_invariant_has_a_mutant_and_each_is_caught_by_it(coordinator_failover):
-    verdicts, out = coordinator_failover
+    verdicts, _ = coordinator_failover
     mutants = verdicts[1:]
     expected = {flag: invariant for _, flag, invariant in tlc.mutants_of(SPEC)}
     assert {v.label.split(" with ")[1] for v in mutants} == set(expected)

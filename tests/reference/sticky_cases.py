@@ -735,7 +735,7 @@ class AbstractStickyAssignorTests:
         c0 = consumer_name(0, 3)
         old = self.subscriptions[c0]
         self.subscriptions[c0] = Subscription(
-            old.topics + (topic_name(1, 5),), old.user_data, old.owned_partitions, old.generation_id
+            (*old.topics, topic_name(1, 5)), old.user_data, old.owned_partitions, old.generation_id
         )
         assignment = self.assign(partitions_per_topic)
         self.verify_validity_and_balance(self.subscriptions, assignment, partitions_per_topic)

@@ -114,7 +114,11 @@ def groups(draw, identical: bool | None = None) -> Group:
         topics_of = {m: common for m in members}
     else:
         topics_of = dict(
-            zip(members, draw(st.lists(topic_sets, min_size=len(members), max_size=len(members))))
+            zip(
+                members,
+                draw(st.lists(topic_sets, min_size=len(members), max_size=len(members))),
+                strict=True,
+            )
         )
     flags = draw(
         st.lists(
@@ -122,11 +126,12 @@ def groups(draw, identical: bool | None = None) -> Group:
         )
     )
     instance_of = {
-        m: (f"instance-{m}" if static else None) for m, (static, _) in zip(members, flags)
+        m: (f"instance-{m}" if static else None)
+        for m, (static, _) in zip(members, flags, strict=True)
     }
     # A previous assignment: each existing partition owned by at most one member; members
     # not returning are new to the group (they own nothing and have no generation).
-    returning = [m for m, (_, back) in zip(members, flags) if back]
+    returning = [m for m, (_, back) in zip(members, flags, strict=True) if back]
     partitions = [(t, p) for t, n in counts.items() for p in range(n)]
     owners = draw(
         st.lists(
@@ -134,7 +139,7 @@ def groups(draw, identical: bool | None = None) -> Group:
         )
     )
     owned_of: dict[str, list[TP]] = {m: [] for m in returning}
-    for tp, owner in zip(partitions, owners):
+    for tp, owner in zip(partitions, owners, strict=True):
         if owner >= 0:
             owned_of[returning[owner]].append(tp)
     return Group(counts, topics_of, instance_of, owned_of, draw(st.integers(1, 5)))

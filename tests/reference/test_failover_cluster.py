@@ -292,5 +292,5 @@ def test_misuse_raises_usage_error():
     fc.crash(leader)
     with pytest.raises(UsageError, match=f"broker {leader} is not running"):
         commit(fc, leader, 1)
-    with pytest.raises(UsageError, match="replication factor 4 needs 1..3 brokers"):
+    with pytest.raises(UsageError, match=r"replication factor 4 needs 1\.\.3 brokers"):
         FailoverCluster([1, 2, 3], 1, replication_factor=4)

@@ -32,7 +32,7 @@ def test_steps_on_brokers_that_cannot_take_them():
     c.crash(2)
     with pytest.raises(UsageError, match="produce: broker 2 is crashed"):
         c.produce(2, TP)
-    with pytest.raises(UsageError, match="old session .* is still open"):
+    with pytest.raises(UsageError, match=r"old session .* is still open"):
         c.restart(2)
     c.pause(1)
     with pytest.raises(UsageError, match="replicate: broker 1 is paused"):
@@ -51,7 +51,7 @@ def test_admin_requests_zookeeper_refuses():
     with pytest.raises(UsageError, match="create_topic 't': ZooKeeper answered NODEEXISTS"):
         c.create_topic("t", {0: (1, 2)})
     c.reassign({TP: (2,)})
-    with pytest.raises(UsageError, match="reassign .*NODEEXISTS"):
+    with pytest.raises(UsageError, match=r"reassign .*NODEEXISTS"):
         c.reassign({TP: (1,)})
 
 
@@ -69,7 +69,7 @@ def test_events_the_model_does_not_take():
 def test_configurations_and_logs_that_make_no_sense():
     with pytest.raises(UsageError, match="min_insync_replicas must be a positive int"):
         ReplicationConfig(min_insync_replicas=0)
-    with pytest.raises(UsageError, match="must stay below ZooKeeper's jute.maxbuffer"):
+    with pytest.raises(UsageError, match=r"must stay below ZooKeeper's jute\.maxbuffer"):
         ReplicationConfig(multi_byte_budget=2_000_000)
     with pytest.raises(UsageError, match="does not fit a budget"):
         list(pack((), [("k", (SetData("/a", b"x" * 200),))], 100))
