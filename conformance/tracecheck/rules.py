@@ -137,7 +137,7 @@ class Coverage:
                 if previous != last:  # two moves in one step: the first went last -> previous
                     self.states[previous] += 1
                     self._moved(last, previous, None)
-                self._moved(previous, now, coordinator.cause)
+                self._moved(previous, now, group.state_cause)
             self.seen[group_id] = now
 
     def _moved(self, source: str, target: str, cause: str | None) -> None:

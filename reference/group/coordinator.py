@@ -100,7 +100,6 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.timers = Timers()
         self.now_ms = now_ms
-        self.cause = "Tick"  # the input being handled, for the transition table
         self.complete_appends = complete_appends
         self.appends_issued = 0
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
@@ -144,7 +143,6 @@ class GroupCoordinator:
         if self.observer is not None:
             self.observer.before(self, event)
         if handler is not None:
-            self.cause = type(event).__name__
             self._open_requests.add(event.request_id)
             self.touched_groups.update(_group_ids(event))
             handler(self, event)
@@ -175,7 +173,6 @@ class GroupCoordinator:
         while (due := self.timers.pop_due(now_ms)) is not None:
             key, deadline = due
             self.now_ms = deadline
-            self.cause = key[0]
             self._fire(key)
             self._complete_own_appends()
 
@@ -199,7 +196,6 @@ class GroupCoordinator:
             raise AssertionError(f"unknown timer {key!r}")
 
     def _load(self, records: tuple[Record, ...]) -> None:
-        self.cause = "LoadGroups"
         if self.timers.deadline(lifecycle.RETENTION_TIMER) is None:
             self.timers.schedule(
                 lifecycle.RETENTION_TIMER,
@@ -213,7 +209,6 @@ class GroupCoordinator:
 
     def _unload(self) -> None:
         """GM-43: parked requests learn that this broker is no longer the coordinator."""
-        self.cause = "UnloadGroups"
         self.timers.cancel(lifecycle.RETENTION_TIMER)
         for group in self.groups.values():
             for member in group.members.values():
@@ -287,7 +282,6 @@ class GroupCoordinator:
                 f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})"
             )
         group_id, on_written = self._pending_appends.pop(append_id)
-        self.cause = "AppendCompleted"
         self.touched_groups.add(group_id)
         group = self.groups.get(group_id)
         if error == ErrorCode.NONE and group is not None:

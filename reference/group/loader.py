@@ -106,4 +106,4 @@ def on_loaded(c: GroupCoordinator, group: Group) -> None:
     for member in group.members.values():
         reschedule_heartbeat(c, group, member)
     if len(group.members) > c.config.max_size:
-        prepare_rebalance(c, group)
+        prepare_rebalance(c, group, "LoadGroups")

@@ -215,14 +215,14 @@ def add_member_then_rebalance_or_complete_join(
     group.add(member)
     # GM-32: a new member's id is dropped if it is not part of a generation in time.
     schedule_session(c, group, member_id, c.config.new_member_join_timeout_ms)
-    maybe_prepare_rebalance_or_complete_join(c, group)
+    maybe_prepare_rebalance_or_complete_join(c, group, "JoinGroup")
 
 
 def update_member_then_rebalance_or_complete_join(
     c: GroupCoordinator, group: Group, member: Member, req: JoinGroup
 ) -> None:
     update_member(c, member, req)
-    maybe_prepare_rebalance_or_complete_join(c, group)
+    maybe_prepare_rebalance_or_complete_join(c, group, "JoinGroup")
 
 
 def update_static_member_then_rebalance_or_complete_join(
@@ -247,10 +247,10 @@ def update_static_member_then_rebalance_or_complete_join(
                 c, group, req, new_member, old_member_id, leader_before, old_settings
             )
         else:
-            maybe_prepare_rebalance_or_complete_join(c, group)
+            maybe_prepare_rebalance_or_complete_join(c, group, "JoinGroup")
     elif group.state == COMPLETING:
         # The leader may already be assigning to the old id: start over.
-        prepare_rebalance(c, group)
+        prepare_rebalance(c, group, "JoinGroup")
     else:
         maybe_complete_join_phase(c, group)
 
@@ -427,7 +427,7 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
             reset_and_propagate_assignment_with_error(
                 c, group, append_error_to_response_error(error)
             )
-            maybe_prepare_rebalance_or_complete_join(c, group)
+            maybe_prepare_rebalance_or_complete_join(c, group, "AppendCompleted")
             return
         set_and_propagate_assignment(c, group, assignment)
         group.transition_to(STABLE, "AppendCompleted", c.now_ms)
@@ -485,7 +485,7 @@ def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
         answers.append(LeaveMemberResponse(identity.member_id, identity.group_instance_id, error))
     if any(a.error_code == ErrorCode.NONE for a in answers):
         if group.state in (STABLE, COMPLETING):
-            prepare_rebalance(c, group)
+            prepare_rebalance(c, group, "LeaveGroup")
         elif group.state == PREPARING:
             maybe_complete_join_phase(c, group)
     c.reply(req, LeaveGroupResponse(ErrorCode.NONE, tuple(answers)))

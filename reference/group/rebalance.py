@@ -79,20 +79,21 @@ def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
 # -- entering the join phase ------------------------------------------------------
 
 
-def maybe_prepare_rebalance_or_complete_join(c: GroupCoordinator, group: Group) -> None:
+def maybe_prepare_rebalance_or_complete_join(c: GroupCoordinator, group: Group, cause: str) -> None:
     if group.state in (EMPTY, COMPLETING, STABLE):
-        prepare_rebalance(c, group)
+        prepare_rebalance(c, group, cause)
     elif group.state == PREPARING:
         maybe_complete_join_phase(c, group)
 
 
-def prepare_rebalance(c: GroupCoordinator, group: Group) -> None:
-    """GM-10/GM-11: start a join phase; from Empty, the initial rebalance delay applies."""
+def prepare_rebalance(c: GroupCoordinator, group: Group, cause: str) -> None:
+    """GM-10/GM-11: start a join phase; from Empty, the initial rebalance delay applies.
+    ``cause`` is the input that started it, as the transition table names it."""
     if group.state == COMPLETING:
         reset_and_propagate_assignment_with_error(c, group, ErrorCode.REBALANCE_IN_PROGRESS)
     remove_sync_expiration(c, group)
     initial = group.state == EMPTY
-    group.transition_to(PREPARING, c.cause, c.now_ms)
+    group.transition_to(PREPARING, cause, c.now_ms)
     if initial:
         delay_ms = c.config.initial_rebalance_delay_ms
         group.in_initial_delay = True
@@ -262,7 +263,7 @@ def on_pending_sync_timer(c: GroupCoordinator, group: Group) -> None:
     for member_id in list(group.pending_sync):
         group.remove(member_id, c.choices)
         c.timers.cancel(session_key(group.group_id, member_id))
-    maybe_prepare_rebalance_or_complete_join(c, group)
+    maybe_prepare_rebalance_or_complete_join(c, group, "ExpirePendingSync")
 
 
 # -- members leaving ------------------------------------------------------------------
@@ -292,7 +293,7 @@ def on_session_timer(c: GroupCoordinator, group: Group, member_id: str) -> None:
     answer_parked_join_unknown(c, member)
     group.remove(member_id, c.choices)
     if group.state in (STABLE, COMPLETING):
-        maybe_prepare_rebalance_or_complete_join(c, group)
+        maybe_prepare_rebalance_or_complete_join(c, group, "ExpireSession")
     elif group.state == PREPARING and group.has_all_members_joined():
         complete_join(c, group)
 

@@ -81,6 +81,7 @@ class Group:
     state: GroupState = EMPTY
     previous_state: GroupState = EMPTY
     state_timestamp_ms: int | None = None
+    state_cause: str | None = None  # the input that made the last move, as TRANSITIONS names it
     protocol_type: str | None = None
     protocol_name: str | None = None
     generation_id: int = 0
@@ -116,6 +117,7 @@ class Group:
         self.previous_state = self.state
         self.state = target
         self.state_timestamp_ms = now_ms
+        self.state_cause = cause
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
