@@ -25,6 +25,16 @@ from typing import Protocol
 from coordspec.reference.choices import Choices, SeededChoices
 from coordspec.reference.errors import ErrorCode, UsageError
 from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
+from coordspec.reference.group.after_write import (
+    AfterWrite,
+    Deletion,
+    GroupsDeleted,
+    LeaderAssignmentWritten,
+    NewGroupWritten,
+    OffsetsExpired,
+    OffsetsWritten,
+    StaticReplacementWritten,
+)
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
 from coordspec.reference.group.records import Record
@@ -50,8 +60,6 @@ from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import Timers
 from coordspec.reference.group.transitions import DEAD
 
-OnWritten = Callable[[ErrorCode], None]
-
 
 class Observer(Protocol):
     """Sees every event just before it is handled (after due timers) and its effects after."""
@@ -71,6 +79,16 @@ _HANDLERS: dict[type, Callable] = {
     DescribeGroups: lifecycle.describe_groups,
     ListGroups: lifecycle.list_groups,
     DeleteGroups: lifecycle.delete_groups,
+}
+
+# What follows a completed write, by the kind of write (see after_write).
+_AFTER_WRITE: dict[type, Callable[..., None]] = {
+    NewGroupWritten: membership.new_group_written,
+    LeaderAssignmentWritten: membership.leader_assignment_written,
+    StaticReplacementWritten: membership.static_replacement_written,
+    OffsetsWritten: offsets.offsets_written,
+    GroupsDeleted: lifecycle.groups_deleted,
+    OffsetsExpired: lifecycle.offsets_expired,
 }
 
 
@@ -102,8 +120,10 @@ class GroupCoordinator:
         self.now_ms = now_ms
         self.complete_appends = complete_appends
         self.appends_issued = 0
+        self.groups_created = 0  # numbers each group's incarnation (Group.incarnation)
+        self.deletions: dict[int | str, Deletion] = {}  # DeleteGroups awaiting their writes
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
-        self._pending_appends: dict[int, tuple[str, OnWritten | None]] = {}
+        self._pending_appends: dict[int, tuple[str, AfterWrite | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
         self._completing: int | None = (
             None  # the append whose successful completion is being handled
@@ -204,6 +224,7 @@ class GroupCoordinator:
         for group_id, group in loader.replay(records).items():
             if group_id in self.groups:
                 raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
+            self._number(group)
             self.groups[group_id] = group
             loader.on_loaded(self, group)
 
@@ -261,13 +282,11 @@ class GroupCoordinator:
             )
         )
 
-    def write(
-        self, group_id: str, records: tuple[Record, ...], on_written: OnWritten | None
-    ) -> None:
-        """Append records; ``on_written`` runs when the driver (or we) report the outcome."""
+    def write(self, group_id: str, records: tuple[Record, ...], after: AfterWrite | None) -> None:
+        """Append records; ``after`` is dispatched when the driver (or we) report the outcome."""
         self.appends_issued += 1
         append_id = self.appends_issued
-        self._pending_appends[append_id] = (group_id, on_written)
+        self._pending_appends[append_id] = (group_id, after)
         self._effects.append(AppendRecords(append_id, group_id, records))
         if self.complete_appends:
             self._unwritten.append(append_id)
@@ -281,26 +300,31 @@ class GroupCoordinator:
             raise UsageError(
                 f"AppendCompleted: append {append_id} is not pending (pending: {sorted(self._pending_appends)})"
             )
-        group_id, on_written = self._pending_appends.pop(append_id)
+        group_id, after = self._pending_appends.pop(append_id)
         self.touched_groups.add(group_id)
         group = self.groups.get(group_id)
         if error == ErrorCode.NONE and group is not None:
             group.in_log = True
-        if on_written is not None:
+        if after is not None:
             completing, self._completing = (
                 self._completing,
                 append_id if error == ErrorCode.NONE else None,
             )
             try:
-                on_written(error)
+                _AFTER_WRITE[type(after)](self, after, error)
             finally:
                 self._completing = completing
         self._complete_own_appends()
 
     def create_group(self, group_id: str) -> Group:
         group = Group(group_id, state_timestamp_ms=self.now_ms)
+        self._number(group)
         self.groups[group_id] = group
         return group
+
+    def _number(self, group: Group) -> None:
+        self.groups_created += 1
+        group.incarnation = self.groups_created
 
     def drop_group(self, group_id: str) -> None:
         """Forget a group. Requests still parked in it are orphaned, as when Kafka reverts

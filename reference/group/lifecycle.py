@@ -10,6 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.after_write import (
+    Deletion,
+    GroupsDeleted,
+    OffsetsExpired,
+    same_group,
+)
 from coordspec.reference.group.offsets import expired_offset_keys
 from coordspec.reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
 from coordspec.reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
@@ -89,25 +95,6 @@ def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
     """GM-62: only an Empty group can be deleted; its offsets go with it."""
     results: dict[str | None, ErrorCode] = {}
     waiting: set[str] = set()
-
-    def finish() -> None:
-        if not waiting:
-            c.reply(
-                req,
-                DeleteGroupsResponse(tuple(DeletableGroupResult(g, e) for g, e in results.items())),
-            )
-
-    def deleted(group: Group):
-        def on_written(error: ErrorCode) -> None:
-            if error == ErrorCode.NONE:
-                c.drop_group(group.group_id)
-            else:
-                results[group.group_id] = append_error_to_response_error(error)
-            waiting.discard(group.group_id)
-            finish()
-
-        return on_written
-
     deletable = []
     for group_id in req.groups_names:
         group = c.groups.get(group_id) if group_id is not None else None
@@ -122,9 +109,32 @@ def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
             if group_id not in waiting:
                 waiting.add(group_id)
                 deletable.append(group)
+    deletion = Deletion(req, results, waiting)
+    if waiting:
+        c.deletions[req.request_id] = deletion
     for group in deletable:
-        c.write(group.group_id, group_tombstones(group), deleted(group))
-    finish()
+        c.write(
+            group.group_id, group_tombstones(group), GroupsDeleted(group.group_id, req.request_id)
+        )
+    if not waiting:
+        answer_deletion(c, deletion)
+
+
+def groups_deleted(c: GroupCoordinator, after: GroupsDeleted, error: ErrorCode) -> None:
+    deletion = c.deletions[after.request_id]
+    if error == ErrorCode.NONE:
+        c.drop_group(after.group_id)
+    else:
+        deletion.results[after.group_id] = append_error_to_response_error(error)
+    deletion.waiting.discard(after.group_id)
+    if not deletion.waiting:
+        del c.deletions[after.request_id]
+        answer_deletion(c, deletion)
+
+
+def answer_deletion(c: GroupCoordinator, deletion: Deletion) -> None:
+    results = tuple(DeletableGroupResult(g, e) for g, e in deletion.results.items())
+    c.reply(deletion.request, DeleteGroupsResponse(results))
 
 
 def sweep_expired_offsets(c: GroupCoordinator) -> None:
@@ -137,24 +147,16 @@ def sweep_expired_offsets(c: GroupCoordinator) -> None:
         records = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in expired)
         if delete_group:
             records = (*records, Record(GroupMetadataKey(group.group_id), None))
-        c.write(group.group_id, records, expiry_written(c, group, expired, delete_group))
+        written = OffsetsExpired(group.group_id, group.incarnation, tuple(expired), delete_group)
+        c.write(group.group_id, records, written)
     c.timers.schedule(RETENTION_TIMER, c.now_ms + c.config.offsets_retention_check_interval_ms)
 
 
-def expiry_written(
-    c: GroupCoordinator, group: Group, expired: list[tuple[str, int]], delete_group: bool
-):
-    def on_written(error: ErrorCode) -> None:
-        if error != ErrorCode.NONE:
-            return
-        for key in expired:
-            group.offsets.pop(key, None)
-        if (
-            delete_group
-            and c.groups.get(group.group_id) is group
-            and group.state == EMPTY
-            and not group.offsets
-        ):
-            c.drop_group(group.group_id)
-
-    return on_written
+def offsets_expired(c: GroupCoordinator, after: OffsetsExpired, error: ErrorCode) -> None:
+    group = same_group(c.groups, after.group_id, after.incarnation)
+    if error != ErrorCode.NONE or group is None:
+        return
+    for key in after.expired:
+        group.offsets.pop(key, None)
+    if after.delete_group and group.state == EMPTY and not group.offsets:
+        c.drop_group(group.group_id)

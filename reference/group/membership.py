@@ -11,6 +11,12 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.after_write import (
+    LeaderAssignmentWritten,
+    NewGroupWritten,
+    StaticReplacementWritten,
+    same_group,
+)
 from coordspec.reference.group.rebalance import (
     answer_parked_join_unknown,
     group_metadata_record,
@@ -77,7 +83,8 @@ def join_group(c: GroupCoordinator, req: JoinGroup) -> None:
         join_existing_member(c, group, req)
     if created and c.appends_issued == writes_before:
         # GM-2: Kafka 4.x commits a newly created group to the log as an empty group.
-        c.write(group.group_id, (empty_group_record(group),), new_group_written(c, group, req))
+        written = NewGroupWritten(group.group_id, group.incarnation, req.request_id)
+        c.write(group.group_id, (empty_group_record(group),), written)
 
 
 def empty_group_record(group: Group) -> Record:
@@ -87,27 +94,21 @@ def empty_group_record(group: Group) -> Record:
     )
 
 
-def new_group_written(c: GroupCoordinator, group: Group, req: JoinGroup):
+def new_group_written(c: GroupCoordinator, after: NewGroupWritten, error: ErrorCode) -> None:
     """If the new group cannot be written it is gone again (Kafka reverts its snapshot);
     a join still parked in it learns the error."""
-
-    def on_written(error: ErrorCode) -> None:
-        if error == ErrorCode.NONE or c.groups.get(group.group_id) is not group:
-            return
-        for member in group.members.values():
-            if (
-                member.awaiting_join is not None
-                and member.awaiting_join.request_id == req.request_id
-            ):
-                c.reply_parked(
-                    member.awaiting_join,
-                    "JoinGroup",
-                    JoinGroupResponse(append_error_to_response_error(error)),
-                )
-                member.awaiting_join = None
-        c.drop_group(group.group_id)
-
-    return on_written
+    group = same_group(c.groups, after.group_id, after.incarnation)
+    if error == ErrorCode.NONE or group is None:
+        return
+    for member in group.members.values():
+        if member.awaiting_join is not None and member.awaiting_join.request_id == after.request_id:
+            c.reply_parked(
+                member.awaiting_join,
+                "JoinGroup",
+                JoinGroupResponse(append_error_to_response_error(error)),
+            )
+            member.awaiting_join = None
+    c.drop_group(group.group_id)
 
 
 def accept_joining_member(c: GroupCoordinator, group: Group, member_id: str) -> bool:
@@ -235,17 +236,25 @@ def update_static_member_then_rebalance_or_complete_join(
     leader_before = group.leader_id
     new_member = replace_static_member(c, group, instance_id, old_member_id, new_member_id)
     reschedule_heartbeat(c, group, new_member)
-    old_settings = (
-        new_member.protocols,
-        new_member.rebalance_timeout_ms,
-        new_member.session_timeout_ms,
+    written = StaticReplacementWritten(
+        group_id=group.group_id,
+        incarnation=group.incarnation,
+        member_id=new_member_id,
+        old_member_id=old_member_id,
+        instance_id=instance_id,
+        leader_before=leader_before,
+        generation_id=group.generation_id,
+        api_version=req.api_version,
+        old_protocols=new_member.protocols,
+        old_rebalance_timeout_ms=new_member.rebalance_timeout_ms,
+        old_session_timeout_ms=new_member.session_timeout_ms,
     )
     update_member(c, new_member, req)
     if group.state == STABLE:
         if group.protocol_name == group.select_protocol(c.choices):
-            persist_static_replacement(
-                c, group, req, new_member, old_member_id, leader_before, old_settings
-            )
+            # Stable and the protocol holds: write the new id, then answer without a rebalance.
+            assignment = {m.member_id: m.assignment for m in group.members.values()}
+            c.write(group.group_id, (group_metadata_record(group, assignment),), written)
         else:
             maybe_prepare_rebalance_or_complete_join(c, group, "JoinGroup")
     elif group.state == COMPLETING:
@@ -290,68 +299,55 @@ def replace_static_member(
     return new
 
 
-def persist_static_replacement(
-    c: GroupCoordinator,
-    group: Group,
-    req: JoinGroup,
-    new_member: Member,
-    old_member_id: str,
-    leader_before: str | None,
-    old_settings: tuple,
+def static_replacement_written(
+    c: GroupCoordinator, after: StaticReplacementWritten, error: ErrorCode
 ) -> None:
-    """Stable and the protocol holds: write the new id, then answer without a rebalance."""
-    instance_id = req.group_instance_id
-    assert instance_id is not None
-    generation = group.generation_id
-
-    def on_written(error: ErrorCode) -> None:
-        parked = new_member.awaiting_join
-        if parked is None or c.groups.get(group.group_id) is not group:
-            return
-        if error != ErrorCode.NONE:
-            new_member.protocols, new_member.rebalance_timeout_ms, new_member.session_timeout_ms = (
-                old_settings
-            )
-            new_member.awaiting_join = None
-            old_member = replace_static_member(
-                c, group, instance_id, new_member.member_id, old_member_id
-            )
-            reschedule_heartbeat(c, group, old_member)
-            response = JoinGroupResponse(
-                error_code=append_error_to_response_error(error),
-                generation_id=group.generation_id,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=leader_before or "",
-                member_id="",
-            )
-        elif req.api_version >= 9:
-            is_leader = group.is_leader(new_member.member_id)
-            response = JoinGroupResponse(
-                error_code=ErrorCode.NONE,
-                generation_id=generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=group.leader_id or "",
-                skip_assignment=is_leader,
-                member_id=new_member.member_id,
-                members=group.leader_members() if is_leader else (),
-            )
-        else:
-            # Below v9 the old leader id comes back, so a rejoining static leader does not reassign.
-            response = JoinGroupResponse(
-                error_code=ErrorCode.NONE,
-                generation_id=generation,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=leader_before or "",
-                member_id=new_member.member_id,
-            )
+    group = same_group(c.groups, after.group_id, after.incarnation)
+    new_member = group.members.get(after.member_id) if group is not None else None
+    parked = new_member.awaiting_join if new_member is not None else None
+    if group is None or new_member is None or parked is None:
+        return
+    if error != ErrorCode.NONE:
+        new_member.protocols = after.old_protocols
+        new_member.rebalance_timeout_ms = after.old_rebalance_timeout_ms
+        new_member.session_timeout_ms = after.old_session_timeout_ms
         new_member.awaiting_join = None
-        c.reply_parked(parked, "JoinGroup", response)
-
-    assignment = {m.member_id: m.assignment for m in group.members.values()}
-    c.write(group.group_id, (group_metadata_record(group, assignment),), on_written)
+        old_member = replace_static_member(
+            c, group, after.instance_id, new_member.member_id, after.old_member_id
+        )
+        reschedule_heartbeat(c, group, old_member)
+        response = JoinGroupResponse(
+            error_code=append_error_to_response_error(error),
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=after.leader_before or "",
+            member_id="",
+        )
+    elif after.api_version >= 9:
+        is_leader = group.is_leader(new_member.member_id)
+        response = JoinGroupResponse(
+            error_code=ErrorCode.NONE,
+            generation_id=after.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            skip_assignment=is_leader,
+            member_id=new_member.member_id,
+            members=group.leader_members() if is_leader else (),
+        )
+    else:
+        # Below v9 the old leader id comes back, so a rejoining static leader does not reassign.
+        response = JoinGroupResponse(
+            error_code=ErrorCode.NONE,
+            generation_id=after.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=after.leader_before or "",
+            member_id=new_member.member_id,
+        )
+    new_member.awaiting_join = None
+    c.reply_parked(parked, "JoinGroup", response)
 
 
 # -- SyncGroup --------------------------------------------------------------------------
@@ -414,25 +410,24 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
     assignment = {a.member_id: a.assignment for a in req.assignments}
     for member_id in group.members:
         assignment.setdefault(member_id, b"")
-    generation = req.generation_id
+    written = LeaderAssignmentWritten(
+        group.group_id, group.incarnation, req.generation_id, tuple(assignment.items())
+    )
+    c.write(group.group_id, (group_metadata_record(group, assignment),), written)
 
-    def on_written(error: ErrorCode) -> None:
-        if (
-            c.groups.get(group.group_id) is not group
-            or group.state != COMPLETING
-            or group.generation_id != generation
-        ):
-            return
-        if error != ErrorCode.NONE:
-            reset_and_propagate_assignment_with_error(
-                c, group, append_error_to_response_error(error)
-            )
-            maybe_prepare_rebalance_or_complete_join(c, group, "AppendCompleted")
-            return
-        set_and_propagate_assignment(c, group, assignment)
-        group.transition_to(STABLE, "AppendCompleted", c.now_ms)
 
-    c.write(group.group_id, (group_metadata_record(group, assignment),), on_written)
+def leader_assignment_written(
+    c: GroupCoordinator, after: LeaderAssignmentWritten, error: ErrorCode
+) -> None:
+    group = same_group(c.groups, after.group_id, after.incarnation)
+    if group is None or group.state != COMPLETING or group.generation_id != after.generation_id:
+        return
+    if error != ErrorCode.NONE:
+        reset_and_propagate_assignment_with_error(c, group, append_error_to_response_error(error))
+        maybe_prepare_rebalance_or_complete_join(c, group, "AppendCompleted")
+        return
+    set_and_propagate_assignment(c, group, dict(after.assignment))
+    group.transition_to(STABLE, "AppendCompleted", c.now_ms)
 
 
 # -- Heartbeat ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.after_write import OffsetsWritten, same_group
 from coordspec.reference.group.rebalance import reschedule_heartbeat
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordspec.reference.group.requests import OffsetCommit, OffsetFetch
@@ -102,17 +103,23 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
     if not accepted:
         c.reply(req, response)
         return
+    written = OffsetsWritten(
+        req.group_id, group.incarnation, created, req, tuple(accepted), response
+    )
+    c.write(req.group_id, tuple(accepted), written)
 
-    def on_written(append_error: ErrorCode) -> None:
-        if append_error != ErrorCode.NONE:
-            if created and c.groups.get(group.group_id) is group and not group.in_log:
-                c.drop_group(group.group_id)  # Kafka reverts the group the failed write created
-            c.reply(req, commit_error_response(req, append_error_to_response_error(append_error)))
-            return
-        apply_offset_records(c, accepted)
-        c.reply(req, response)
 
-    c.write(req.group_id, tuple(accepted), on_written)
+def offsets_written(c: GroupCoordinator, after: OffsetsWritten, error: ErrorCode) -> None:
+    """A commit is acknowledged, and visible to OffsetFetch, once its records are written."""
+    req = after.request
+    if error != ErrorCode.NONE:
+        group = same_group(c.groups, after.group_id, after.incarnation)
+        if after.created and group is not None and not group.in_log:
+            c.drop_group(group.group_id)  # Kafka reverts the group the failed write created
+        c.reply(req, commit_error_response(req, append_error_to_response_error(error)))
+        return
+    apply_offset_records(c, after.records)
+    c.reply(req, after.response)
 
 
 def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:

@@ -105,6 +105,9 @@ class Group:
     # The generation whose leader's assignment is in the members' ``assignment``.
     assignment_generation: int | None = None
     offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
+    # Which of the groups this coordinator created or loaded: a group deleted (or reverted)
+    # and created again under the same id is another incarnation.
+    incarnation: int = 0
 
     # -- state -----------------------------------------------------------------
 
