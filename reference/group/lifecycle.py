@@ -7,8 +7,6 @@ Spec rules GM-55 (expiry), GM-60..GM-62.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import (
     Deletion,
@@ -16,6 +14,7 @@ from coordspec.reference.group.after_write import (
     OffsetsExpired,
     same_group,
 )
+from coordspec.reference.group.context import Context
 from coordspec.reference.group.offsets import expired_offset_keys
 from coordspec.reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
 from coordspec.reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
@@ -31,13 +30,10 @@ from coordspec.reference.group.responses import (
 from coordspec.reference.group.state import Group
 from coordspec.reference.group.transitions import DEAD, EMPTY, STABLE
 
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
-
 RETENTION_TIMER = ("ExpireOffsets",)
 
 
-def describe_groups(c: GroupCoordinator, req: DescribeGroups) -> None:
+def describe_groups(c: Context, req: DescribeGroups) -> None:
     described = tuple(
         describe(c.groups.get(group_id) if group_id is not None else None, group_id)
         for group_id in req.groups
@@ -75,7 +71,7 @@ def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
     )
 
 
-def list_groups(c: GroupCoordinator, req: ListGroups) -> None:
+def list_groups(c: Context, req: ListGroups) -> None:
     """GM-61: every group this coordinator holds, optionally filtered by state (v4+)."""
     wanted = {s.lower() for s in req.states_filter} if req.api_version >= 4 else set()
     listed = tuple(
@@ -91,7 +87,7 @@ def group_tombstones(group: Group) -> tuple[Record, ...]:
     return (*offsets, Record(GroupMetadataKey(group.group_id), None))
 
 
-def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
+def delete_groups(c: Context, req: DeleteGroups) -> None:
     """GM-62: only an Empty group can be deleted; its offsets go with it."""
     results: dict[str | None, ErrorCode] = {}
     waiting: set[str] = set()
@@ -120,7 +116,7 @@ def delete_groups(c: GroupCoordinator, req: DeleteGroups) -> None:
         answer_deletion(c, deletion)
 
 
-def groups_deleted(c: GroupCoordinator, after: GroupsDeleted, error: ErrorCode) -> None:
+def groups_deleted(c: Context, after: GroupsDeleted, error: ErrorCode) -> None:
     deletion = c.deletions[after.request_id]
     if error == ErrorCode.NONE:
         c.drop_group(after.group_id)
@@ -132,12 +128,12 @@ def groups_deleted(c: GroupCoordinator, after: GroupsDeleted, error: ErrorCode) 
         answer_deletion(c, deletion)
 
 
-def answer_deletion(c: GroupCoordinator, deletion: Deletion) -> None:
+def answer_deletion(c: Context, deletion: Deletion) -> None:
     results = tuple(DeletableGroupResult(g, e) for g, e in deletion.results.items())
     c.reply(deletion.request, DeleteGroupsResponse(results))
 
 
-def sweep_expired_offsets(c: GroupCoordinator) -> None:
+def sweep_expired_offsets(c: Context) -> None:
     """GM-55: runs every offsets.retention.check.interval.ms."""
     for group in list(c.groups.values()):
         expired, all_expired = expired_offset_keys(c, group)
@@ -152,7 +148,7 @@ def sweep_expired_offsets(c: GroupCoordinator) -> None:
     c.timers.schedule(RETENTION_TIMER, c.now_ms + c.config.offsets_retention_check_interval_ms)
 
 
-def offsets_expired(c: GroupCoordinator, after: OffsetsExpired, error: ErrorCode) -> None:
+def offsets_expired(c: Context, after: OffsetsExpired, error: ErrorCode) -> None:
     group = same_group(c.groups, after.group_id, after.incarnation)
     if error != ErrorCode.NONE or group is None:
         return

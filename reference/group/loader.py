@@ -10,9 +10,9 @@ and ``onLoaded``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import UsageError
+from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
 from coordspec.reference.group.records import (
     GroupMetadataKey,
@@ -24,9 +24,6 @@ from coordspec.reference.group.records import (
 from coordspec.reference.group.requests import Protocol
 from coordspec.reference.group.state import Group, Member
 from coordspec.reference.group.transitions import EMPTY, STABLE
-
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 def replay(records: Iterable[Record]) -> dict[str, Group]:
@@ -101,7 +98,7 @@ def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) ->
     return group
 
 
-def on_loaded(c: GroupCoordinator, group: Group) -> None:
+def on_loaded(c: Context, group: Group) -> None:
     """Sessions restart from the load; a group over group.max.size rebalances at once."""
     for member in group.members.values():
         reschedule_heartbeat(c, group, member)

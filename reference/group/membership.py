@@ -8,7 +8,6 @@ Validation runs in Kafka 4.x's order (GroupCoordinatorService checks first, then
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import (
@@ -17,6 +16,7 @@ from coordspec.reference.group.after_write import (
     StaticReplacementWritten,
     same_group,
 )
+from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import (
     answer_parked_join_unknown,
     group_metadata_record,
@@ -50,14 +50,10 @@ from coordspec.reference.group.transitions import (
     Outcome,
 )
 
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
-
-
 # -- JoinGroup ------------------------------------------------------------------------
 
 
-def join_group(c: GroupCoordinator, req: JoinGroup) -> None:
+def join_group(c: Context, req: JoinGroup) -> None:
     if not req.group_id:
         c.reply(req, JoinGroupResponse(ErrorCode.INVALID_GROUP_ID, member_id=req.member_id))
         return
@@ -94,7 +90,7 @@ def empty_group_record(group: Group) -> Record:
     )
 
 
-def new_group_written(c: GroupCoordinator, after: NewGroupWritten, error: ErrorCode) -> None:
+def new_group_written(c: Context, after: NewGroupWritten, error: ErrorCode) -> None:
     """If the new group cannot be written it is gone again (Kafka reverts its snapshot);
     a join still parked in it learns the error."""
     group = same_group(c.groups, after.group_id, after.incarnation)
@@ -111,7 +107,7 @@ def new_group_written(c: GroupCoordinator, after: NewGroupWritten, error: ErrorC
     c.drop_group(group.group_id)
 
 
-def accept_joining_member(c: GroupCoordinator, group: Group, member_id: str) -> bool:
+def accept_joining_member(c: Context, group: Group, member_id: str) -> bool:
     """GM-5: group.max.size counts parked members while preparing, members otherwise."""
     max_size = c.config.max_size
     member = group.members.get(member_id)
@@ -124,7 +120,7 @@ def accept_joining_member(c: GroupCoordinator, group: Group, member_id: str) -> 
     return member is not None or len(group.members) < max_size
 
 
-def join_new_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
+def join_new_member(c: Context, group: Group, req: JoinGroup) -> None:
     if group.state == DEAD:
         c.reply(req, JoinGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=""))
         return
@@ -147,7 +143,7 @@ def join_new_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
         add_member_then_rebalance_or_complete_join(c, group, req, member_id)
 
 
-def join_existing_member(c: GroupCoordinator, group: Group, req: JoinGroup) -> None:
+def join_existing_member(c: Context, group: Group, req: JoinGroup) -> None:
     member_id = req.member_id
     if group.state == DEAD:
         c.reply(req, JoinGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
@@ -197,7 +193,7 @@ def current_generation_response(group: Group, member_id: str) -> JoinGroupRespon
 
 
 def add_member_then_rebalance_or_complete_join(
-    c: GroupCoordinator, group: Group, req: JoinGroup, member_id: str
+    c: Context, group: Group, req: JoinGroup, member_id: str
 ) -> None:
     member = Member(
         member_id=member_id,
@@ -220,14 +216,14 @@ def add_member_then_rebalance_or_complete_join(
 
 
 def update_member_then_rebalance_or_complete_join(
-    c: GroupCoordinator, group: Group, member: Member, req: JoinGroup
+    c: Context, group: Group, member: Member, req: JoinGroup
 ) -> None:
     update_member(c, member, req)
     maybe_prepare_rebalance_or_complete_join(c, group, "JoinGroup")
 
 
 def update_static_member_then_rebalance_or_complete_join(
-    c: GroupCoordinator, group: Group, req: JoinGroup, new_member_id: str
+    c: Context, group: Group, req: JoinGroup, new_member_id: str
 ) -> None:
     """GM-6: a static member rejoining without its id takes over from its previous id."""
     instance_id = req.group_instance_id
@@ -264,7 +260,7 @@ def update_static_member_then_rebalance_or_complete_join(
         maybe_complete_join_phase(c, group)
 
 
-def update_member(c: GroupCoordinator, member: Member, req: JoinGroup) -> None:
+def update_member(c: Context, member: Member, req: JoinGroup) -> None:
     if member.awaiting_join is not None:
         # A JoinGroup that replaces a parked one leaves the earlier request unanswered, as in Kafka.
         c.abandon(member.awaiting_join)
@@ -275,7 +271,7 @@ def update_member(c: GroupCoordinator, member: Member, req: JoinGroup) -> None:
 
 
 def replace_static_member(
-    c: GroupCoordinator, group: Group, instance_id: str, old_member_id: str, new_member_id: str
+    c: Context, group: Group, instance_id: str, old_member_id: str, new_member_id: str
 ) -> Member:
     old = group.members.pop(old_member_id)
     if old.awaiting_join is not None:
@@ -300,7 +296,7 @@ def replace_static_member(
 
 
 def static_replacement_written(
-    c: GroupCoordinator, after: StaticReplacementWritten, error: ErrorCode
+    c: Context, after: StaticReplacementWritten, error: ErrorCode
 ) -> None:
     group = same_group(c.groups, after.group_id, after.incarnation)
     new_member = group.members.get(after.member_id) if group is not None else None
@@ -353,7 +349,7 @@ def static_replacement_written(
 # -- SyncGroup --------------------------------------------------------------------------
 
 
-def sync_group(c: GroupCoordinator, req: SyncGroup) -> None:
+def sync_group(c: Context, req: SyncGroup) -> None:
     if not req.group_id:
         c.reply(req, SyncGroupResponse(ErrorCode.INVALID_GROUP_ID))
         return
@@ -405,7 +401,7 @@ def validate_sync(group: Group, req: SyncGroup) -> ErrorCode | None:
     return None
 
 
-def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -> None:
+def write_leader_assignment(c: Context, group: Group, req: SyncGroup) -> None:
     """GM-22/GM-23: the group becomes Stable only once the leader's assignment is written."""
     assignment = {a.member_id: a.assignment for a in req.assignments}
     for member_id in group.members:
@@ -416,9 +412,7 @@ def write_leader_assignment(c: GroupCoordinator, group: Group, req: SyncGroup) -
     c.write(group.group_id, (group_metadata_record(group, assignment),), written)
 
 
-def leader_assignment_written(
-    c: GroupCoordinator, after: LeaderAssignmentWritten, error: ErrorCode
-) -> None:
+def leader_assignment_written(c: Context, after: LeaderAssignmentWritten, error: ErrorCode) -> None:
     group = same_group(c.groups, after.group_id, after.incarnation)
     if group is None or group.state != COMPLETING or group.generation_id != after.generation_id:
         return
@@ -433,7 +427,7 @@ def leader_assignment_written(
 # -- Heartbeat ----------------------------------------------------------------------------
 
 
-def heartbeat(c: GroupCoordinator, req: Heartbeat) -> None:
+def heartbeat(c: Context, req: Heartbeat) -> None:
     if not req.group_id:
         c.reply(req, HeartbeatResponse(ErrorCode.INVALID_GROUP_ID))
         return
@@ -459,7 +453,7 @@ def heartbeat(c: GroupCoordinator, req: Heartbeat) -> None:
 # -- LeaveGroup ---------------------------------------------------------------------------
 
 
-def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
+def leave_group(c: Context, req: LeaveGroup) -> None:
     if not req.group_id:
         c.reply(req, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID))
         return
@@ -486,9 +480,7 @@ def leave_group(c: GroupCoordinator, req: LeaveGroup) -> None:
     c.reply(req, LeaveGroupResponse(ErrorCode.NONE, tuple(answers)))
 
 
-def leave_one(
-    c: GroupCoordinator, group: Group, member_id: str, instance_id: str | None
-) -> ErrorCode:
+def leave_one(c: Context, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
     """GM-31: remove one listed identity; the caller rebalances once for the batch."""
     if not member_id:
         static_id = group.static_members.get(instance_id) if instance_id is not None else None
@@ -506,12 +498,12 @@ def leave_one(
     return ErrorCode.NONE
 
 
-def remove_pending_member_quietly(c: GroupCoordinator, group: Group, member_id: str) -> None:
+def remove_pending_member_quietly(c: Context, group: Group, member_id: str) -> None:
     group.remove(member_id, c.choices)
     c.timers.cancel(session_key(group.group_id, member_id))
 
 
-def remove_current_member(c: GroupCoordinator, group: Group, member_id: str) -> None:
+def remove_current_member(c: Context, group: Group, member_id: str) -> None:
     c.timers.cancel(session_key(group.group_id, member_id))
     member = group.members[member_id]
     answer_parked_join_unknown(c, member)

@@ -7,10 +7,9 @@ once its records are appended, and becomes visible to OffsetFetch at the same mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import OffsetsWritten, same_group
+from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import reschedule_heartbeat
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordspec.reference.group.requests import OffsetCommit, OffsetFetch
@@ -32,9 +31,6 @@ from coordspec.reference.group.transitions import (
     STABLE,
 )
 
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
-
 
 def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitResponse:
     """OffsetCommit has no top-level error: a group-level error goes on every partition."""
@@ -49,7 +45,7 @@ def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitRe
     )
 
 
-def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
+def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if req.group_id is None:
         c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
         return
@@ -109,7 +105,7 @@ def commit_offsets(c: GroupCoordinator, req: OffsetCommit) -> None:
     c.write(req.group_id, tuple(accepted), written)
 
 
-def offsets_written(c: GroupCoordinator, after: OffsetsWritten, error: ErrorCode) -> None:
+def offsets_written(c: Context, after: OffsetsWritten, error: ErrorCode) -> None:
     """A commit is acknowledged, and visible to OffsetFetch, once its records are written."""
     req = after.request
     if error != ErrorCode.NONE:
@@ -143,7 +139,7 @@ def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:
     return None
 
 
-def apply_offset_records(c: GroupCoordinator, records: list[Record] | tuple[Record, ...]) -> None:
+def apply_offset_records(c: Context, records: list[Record] | tuple[Record, ...]) -> None:
     for record in records:
         key = record.key
         assert isinstance(key, OffsetCommitKey)
@@ -158,7 +154,7 @@ def apply_offset_records(c: GroupCoordinator, records: list[Record] | tuple[Reco
         group.offsets[(key.topic, key.partition)] = record.value
 
 
-def fetch_offsets(c: GroupCoordinator, req: OffsetFetch) -> None:
+def fetch_offsets(c: Context, req: OffsetFetch) -> None:
     if req.group_id is None:
         c.reply(req, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
         return
@@ -203,7 +199,7 @@ def expiration_base(group: Group) -> str | None:
     return None
 
 
-def expired_offset_keys(c: GroupCoordinator, group: Group) -> tuple[list[tuple[str, int]], bool]:
+def expired_offset_keys(c: Context, group: Group) -> tuple[list[tuple[str, int]], bool]:
     """GM-55: the offsets due to expire now, and whether that is all of them."""
     if not group.offsets:
         return [], True

@@ -9,9 +9,8 @@ tryCompleteInitialRebalanceElseSchedule, expirePendingSync, ...), spec rules GM-
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.context import Context
 from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -21,9 +20,6 @@ from coordspec.reference.group.records import (
 from coordspec.reference.group.responses import JoinGroupResponse, SyncGroupResponse
 from coordspec.reference.group.state import Group, Member
 from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
-
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
 
 
 def join_key(group_id: str) -> tuple[str, str]:
@@ -38,11 +34,11 @@ def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("ExpireSession", group_id, member_id)
 
 
-def schedule_session(c: GroupCoordinator, group: Group, member_id: str, timeout_ms: int) -> None:
+def schedule_session(c: Context, group: Group, member_id: str, timeout_ms: int) -> None:
     c.timers.schedule(session_key(group.group_id, member_id), c.now_ms + timeout_ms)
 
 
-def reschedule_heartbeat(c: GroupCoordinator, group: Group, member: Member) -> None:
+def reschedule_heartbeat(c: Context, group: Group, member: Member) -> None:
     schedule_session(c, group, member.member_id, member.session_timeout_ms)
 
 
@@ -79,14 +75,14 @@ def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
 # -- entering the join phase ------------------------------------------------------
 
 
-def maybe_prepare_rebalance_or_complete_join(c: GroupCoordinator, group: Group, cause: str) -> None:
+def maybe_prepare_rebalance_or_complete_join(c: Context, group: Group, cause: str) -> None:
     if group.state in (EMPTY, COMPLETING, STABLE):
         prepare_rebalance(c, group, cause)
     elif group.state == PREPARING:
         maybe_complete_join_phase(c, group)
 
 
-def prepare_rebalance(c: GroupCoordinator, group: Group, cause: str) -> None:
+def prepare_rebalance(c: Context, group: Group, cause: str) -> None:
     """GM-10/GM-11: start a join phase; from Empty, the initial rebalance delay applies.
     ``cause`` is the input that started it, as the transition table names it."""
     if group.state == COMPLETING:
@@ -105,14 +101,14 @@ def prepare_rebalance(c: GroupCoordinator, group: Group, cause: str) -> None:
         maybe_complete_join_else_schedule(c, group)
 
 
-def maybe_complete_join_else_schedule(c: GroupCoordinator, group: Group) -> None:
+def maybe_complete_join_else_schedule(c: Context, group: Group) -> None:
     if group.state == PREPARING and group.has_all_members_joined():
         complete_join(c, group)
     else:
         c.timers.schedule(join_key(group.group_id), c.now_ms + group.rebalance_timeout_ms())
 
 
-def maybe_complete_join_phase(c: GroupCoordinator, group: Group) -> None:
+def maybe_complete_join_phase(c: Context, group: Group) -> None:
     """Complete early once everyone rejoined, except during the initial rebalance delay."""
     if (
         group.state != PREPARING
@@ -123,7 +119,7 @@ def maybe_complete_join_phase(c: GroupCoordinator, group: Group) -> None:
     complete_join(c, group)
 
 
-def on_join_timer(c: GroupCoordinator, group: Group) -> None:
+def on_join_timer(c: Context, group: Group) -> None:
     """The join timer fired: extend the initial delay if members keep arriving (GM-10), else complete."""
     if group.in_initial_delay and group.new_member_added and group.initial_remaining_ms != 0:
         group.new_member_added = False
@@ -138,7 +134,7 @@ def on_join_timer(c: GroupCoordinator, group: Group) -> None:
 # -- completing the join phase ----------------------------------------------------
 
 
-def complete_join(c: GroupCoordinator, group: Group) -> None:
+def complete_join(c: Context, group: Group) -> None:
     """GM-14: drop dynamic members that did not rejoin, then form the next generation."""
     c.timers.cancel(join_key(group.group_id))
     group.in_initial_delay = False
@@ -177,7 +173,7 @@ def complete_join(c: GroupCoordinator, group: Group) -> None:
     c.timers.schedule(sync_key(group.group_id), c.now_ms + group.rebalance_timeout_ms())
 
 
-def maybe_elect_new_joined_leader(c: GroupCoordinator, group: Group) -> bool:
+def maybe_elect_new_joined_leader(c: Context, group: Group) -> bool:
     """GM-15: a leader that did not rejoin hands over to a member that did."""
     if group.leader_id is None:
         return False
@@ -190,7 +186,7 @@ def maybe_elect_new_joined_leader(c: GroupCoordinator, group: Group) -> bool:
     return True
 
 
-def init_next_generation(c: GroupCoordinator, group: Group) -> None:
+def init_next_generation(c: Context, group: Group) -> None:
     """GM-17: the generation moves by exactly one at every completed join phase."""
     group.generation_id += 1
     if group.members:
@@ -207,21 +203,19 @@ def init_next_generation(c: GroupCoordinator, group: Group) -> None:
 # -- the sync phase -----------------------------------------------------------------
 
 
-def remove_sync_expiration(c: GroupCoordinator, group: Group) -> None:
+def remove_sync_expiration(c: Context, group: Group) -> None:
     group.pending_sync.clear()
     c.timers.cancel(sync_key(group.group_id))
 
 
-def remove_pending_sync_member(c: GroupCoordinator, group: Group, member_id: str) -> None:
+def remove_pending_sync_member(c: Context, group: Group, member_id: str) -> None:
     group.pending_sync.pop(member_id, None)
     if group.state in (COMPLETING, STABLE) and group.pending_sync:
         return
     c.timers.cancel(sync_key(group.group_id))
 
 
-def set_and_propagate_assignment(
-    c: GroupCoordinator, group: Group, assignment: dict[str, bytes]
-) -> None:
+def set_and_propagate_assignment(c: Context, group: Group, assignment: dict[str, bytes]) -> None:
     """GM-22: store the leader's assignment and answer every parked SyncGroup."""
     for member in group.members.values():
         member.assignment = assignment.get(member.member_id, b"")
@@ -229,9 +223,7 @@ def set_and_propagate_assignment(
     propagate_assignment(c, group, ErrorCode.NONE)
 
 
-def reset_and_propagate_assignment_with_error(
-    c: GroupCoordinator, group: Group, error: ErrorCode
-) -> None:
+def reset_and_propagate_assignment_with_error(c: Context, group: Group, error: ErrorCode) -> None:
     assert group.state == COMPLETING, f"group {group.group_id} resets assignments in {group.state}"
     for member in group.members.values():
         member.assignment = b""
@@ -239,7 +231,7 @@ def reset_and_propagate_assignment_with_error(
     propagate_assignment(c, group, error)
 
 
-def propagate_assignment(c: GroupCoordinator, group: Group, error: ErrorCode) -> None:
+def propagate_assignment(c: Context, group: Group, error: ErrorCode) -> None:
     ok = error == ErrorCode.NONE
     for member in group.members.values():
         if member.awaiting_sync is None:
@@ -256,7 +248,7 @@ def propagate_assignment(c: GroupCoordinator, group: Group, error: ErrorCode) ->
         reschedule_heartbeat(c, group, member)
 
 
-def on_pending_sync_timer(c: GroupCoordinator, group: Group) -> None:
+def on_pending_sync_timer(c: Context, group: Group) -> None:
     """GM-34: members that never sent SyncGroup within the rebalance timeout are removed."""
     if group.state not in (COMPLETING, STABLE) or not group.pending_sync:
         return
@@ -269,7 +261,7 @@ def on_pending_sync_timer(c: GroupCoordinator, group: Group) -> None:
 # -- members leaving ------------------------------------------------------------------
 
 
-def answer_parked_join_unknown(c: GroupCoordinator, member: Member) -> None:
+def answer_parked_join_unknown(c: Context, member: Member) -> None:
     """A member removed while parked in JoinGroup learns it with UNKNOWN_MEMBER_ID."""
     if member.awaiting_join is not None:
         c.reply_parked(
@@ -280,7 +272,7 @@ def answer_parked_join_unknown(c: GroupCoordinator, member: Member) -> None:
         member.awaiting_join = None
 
 
-def on_session_timer(c: GroupCoordinator, group: Group, member_id: str) -> None:
+def on_session_timer(c: Context, group: Group, member_id: str) -> None:
     """GM-33: a member (or a pending member id) whose session ran out is removed."""
     if group.state == DEAD:
         return
@@ -298,7 +290,7 @@ def on_session_timer(c: GroupCoordinator, group: Group, member_id: str) -> None:
         complete_join(c, group)
 
 
-def remove_pending_member(c: GroupCoordinator, group: Group, member_id: str) -> None:
+def remove_pending_member(c: Context, group: Group, member_id: str) -> None:
     group.remove(member_id, c.choices)
     c.timers.cancel(session_key(group.group_id, member_id))
     if group.state == PREPARING:
