@@ -79,7 +79,7 @@ stutter in which the spec's OffsetCommit is not enabled either.
 
 When one reference step completes the join phase on the way (the last member rejoins,
 leaves or expires; all pending-sync members expire), the driver observes the
-reference just before ``complete_join`` runs and records two steps: the request or timer,
+reference just before the CompleteJoin sub-step (reference/substeps.py) and records two steps: the request or timer,
 then CompleteJoin.
 
 The driver stays inside the spec's abstractions: appends complete at once, members are
@@ -93,11 +93,10 @@ through its ``Choices``.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coordspec.conformance.formal.tlc import TlcError
@@ -214,27 +213,15 @@ class Step:
     state: dict
 
 
-@contextlib.contextmanager
-def _before_complete_join(callback) -> Iterator[None]:
-    original = rebalance.complete_join
-
-    def wrapped(c, group):
-        callback()
-        return original(c, group)
-
-    rebalance.complete_join = wrapped
-    try:
-        yield
-    finally:
-        rebalance.complete_join = original
-
-
 class Harness:
     """One group on the reference coordinator, two clients, and the spec's view of it."""
 
     def __init__(self, seed: int = 0, arbitrary: bool = True) -> None:
         self.choices = ScriptedChoices(seed, arbitrary)
-        self.coordinator = GroupCoordinator(CONFIG, self.choices, now_ms=0, observer=Monitor())
+        self.coordinator = GroupCoordinator(
+            CONFIG, self.choices, now_ms=0, observer=Monitor(), substeps=self
+        )
+        self._mids: list[dict] | None = None  # while recording: the states before CompleteJoin
         self.now_ms = 0
         self.clients = {c: Client(c) for c in CLIENTS}
         self.client_of: dict[str, str] = {}
@@ -385,8 +372,11 @@ class Harness:
         """Run one reference event; split it where the join phase completed on the way."""
         before = self.steps[-1].state
         mids: list[dict] = []
-        with _before_complete_join(lambda: mids.append(self.abstract())):
+        self._mids = mids
+        try:
             run()
+        finally:
+            self._mids = None
         end = self.abstract()
         if action == "CompleteJoin":
             steps = [] if end == before else [Step("CompleteJoin", NONE, False, end)]
@@ -396,6 +386,15 @@ class Harness:
             steps += [Step("CompleteJoin", NONE, False, s) for s in states[1:]]
         self.steps.extend(steps)
         return steps
+
+    # The reference's sub-steps (reference/substeps.py): a step is cut before CompleteJoin.
+
+    def started(self, action: str, subject: object) -> None:
+        if action == "CompleteJoin" and self._mids is not None:
+            self._mids.append(self.abstract())
+
+    def ended(self, action: str, subject: object, effects: Sequence[object]) -> None:
+        pass
 
     def protocols(self, c: str) -> tuple[Protocol, ...]:
         sub = Subscription((TOPIC,), user_data=bytes([self.clients[c].variant]))

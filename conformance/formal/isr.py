@@ -134,12 +134,12 @@ Differences between the spec and the model, and how the driver stays within both
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import random
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coordspec.conformance.formal.tlc import TlcError
@@ -152,7 +152,6 @@ from coordspec.conformance.formal.trace_tlc import (
     tla_value,
     trace_data_module,
 )
-from coordspec.reference.replication import partition as partition_module
 from coordspec.reference.replication.broker import Broker
 from coordspec.reference.replication.cluster import Cluster
 from coordspec.reference.replication.config import ReplicationConfig
@@ -160,7 +159,7 @@ from coordspec.reference.replication.controller import Controller
 from coordspec.reference.replication.effects import ProduceAcked
 from coordspec.reference.replication.events import BrokerTick, ControllerStartup, FetchResponse
 from coordspec.reference.replication.messages import LeaderAndIsr
-from coordspec.reference.replication.partition import Role
+from coordspec.reference.replication.partition import Partition, Role
 from coordspec.reference.replication.znodes import (
     NO_LEADER,
     PartitionState,
@@ -227,13 +226,11 @@ class TraceMismatch(AssertionError):
 
 
 class HeldController(Controller):
-    """A controller whose candidacy waits for the driver, and which reports the start of
-    every ChangeLeaders round (where the driver observes the model)."""
+    """A controller whose candidacy waits for the driver."""
 
     def __init__(self, broker_id, config=None):
         super().__init__(broker_id, config)
         self.held: ControllerStartup | None = None
-        self.on_round = None
 
     def handle(self, event):
         if isinstance(event, ControllerStartup) and not getattr(self, "_releasing", False):
@@ -247,11 +244,6 @@ class HeldController(Controller):
             return super().handle(ControllerStartup(now_ms))
         finally:
             self._releasing = False
-
-    def _change_leaders(self, tps, reason, decide=None):
-        if self.on_round is not None:
-            self.on_round(self.broker_id)
-        return (yield from super()._change_leaders(tps, reason, decide))
 
 
 class HeldBroker(Broker):
@@ -268,38 +260,13 @@ class Step:
     state: dict
 
 
-@contextlib.contextmanager
-def _hw_observed(harness):
-    original = partition_module.Partition.advance_high_watermark
-
-    def wrapped(self, min_insync):
-        if harness.observing:
-            harness.cut(None)
-        effects = original(self, min_insync)
-        if harness.observing and effects:
-            harness.hw[self.broker_id] = self.log.high_watermark
-            for (
-                effect
-            ) in effects:  # the Cluster records acks as it carries the effects out: here, at once
-                if isinstance(effect, ProduceAcked):
-                    harness.cluster.committed.setdefault(self.tp, {})[effect.offset] = (
-                        self.log.records[effect.offset]
-                    )
-            harness.cut(("AdvanceHighWatermark", NAME[self.broker_id], NONE))
-        return effects
-
-    partition_module.Partition.advance_high_watermark = wrapped
-    try:
-        yield
-    finally:
-        partition_module.Partition.advance_high_watermark = original
-
-
 class Harness:
     """One partition on three brokers, driven at the spec's granularity."""
 
     def __init__(self) -> None:
-        self.cluster = Cluster(list(BROKERS), CONFIG, zookeeper=ZK, broker_factory=HeldBroker)
+        self.cluster = Cluster(
+            list(BROKERS), CONFIG, zookeeper=ZK, broker_factory=HeldBroker, substeps=self
+        )
         for op in (
             Create(topic_path(TOPIC), TopicAssignment.of({0: BROKERS}).encode()),
             Create(partitions_path(TOPIC)),
@@ -316,13 +283,28 @@ class Harness:
         )  # (controller epoch, leader epoch, zk_version) of controller writes
         self.observing = False
         self._cuts: list = []
-        self._hook_controllers()
         self.steps: list[Step] = [Step("Init", NONE, NONE, self.abstract())]
 
-    def _hook_controllers(self) -> None:
-        for slot in self.cluster.slots.values():
-            if slot.broker is not None:
-                slot.broker.controller.on_round = lambda b: self.observing and self.cut(None)
+    # -- the reference's sub-steps (reference/substeps.py), where a move is cut --------------------------------
+
+    def started(self, action: str, subject: object) -> None:
+        """A ChangeLeaders round or a high watermark advance begins: what came before is a step."""
+        if self.observing:
+            self.cut(None)
+
+    def ended(self, action: str, subject: object, effects: Sequence[object]) -> None:
+        if action != "AdvanceHighWatermark" or not self.observing or not effects:
+            return
+        assert isinstance(subject, Partition)
+        self.hw[subject.broker_id] = subject.log.high_watermark
+        for (
+            effect
+        ) in effects:  # the Cluster records acks as it carries the effects out: here, at once
+            if isinstance(effect, ProduceAcked):
+                self.cluster.committed.setdefault(subject.tp, {})[effect.offset] = (
+                    subject.log.records[effect.offset]
+                )
+        self.cut(("AdvanceHighWatermark", NAME[subject.broker_id], NONE))
 
     # -- the abstraction ----------------------------------------------------------------------------------
 
@@ -453,8 +435,7 @@ class Harness:
         self._cuts = []
         self.observing = True
         try:
-            with _hw_observed(self):
-                run()
+            run()
             self._sync_ghosts()
             self._drop_resends()
             self.cut(None)
@@ -609,7 +590,6 @@ class Harness:
             if expired:
                 self.cut(("ResumeBroker", NAME[b], NONE))
                 c._renew_session(b)
-                self._hook_controllers()
                 self.cut(("StartBroker", NAME[b], NONE))
 
         return self.move(("ResumeBroker", NAME[b], NONE), run)
@@ -778,7 +758,6 @@ def random_trace(
             k = rng.choices(range(len(moves)), [w for w, _, _ in moves])[0]
             _, name, args = moves.pop(k)
             trial = copy.deepcopy(h)
-            trial._hook_controllers()
             new = getattr(trial, name)(*args)
             if not all(_within_bounds(s.state) for s in new):
                 continue
@@ -1273,7 +1252,6 @@ def _flush(h: Harness) -> Harness:
             and slot.broker.controller.active
         ):
             trial = copy.deepcopy(h)
-            trial._hook_controllers()
             if not trial.controller_job(b):
                 h = trial
     return h
@@ -1315,7 +1293,6 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
         tried, furthest = [], k
         for name, args in _candidates(h, act["action"], act["actor"], act["other"]):
             trial = copy.deepcopy(h)
-            trial._hook_controllers()
             steps = (
                 _deliver_lossy(trial, *args)
                 if name == "deliver_lossy"

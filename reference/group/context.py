@@ -17,6 +17,7 @@ from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import Timers
+from coordspec.reference.substeps import SubStepObserver
 
 
 class Context(Protocol):
@@ -27,6 +28,7 @@ class Context(Protocol):
     groups: dict[str, Group]
     appends_issued: int  # how many writes so far: a handler sees whether it wrote
     deletions: dict[int | str, Deletion]  # DeleteGroups requests awaiting their writes
+    substeps: SubStepObserver  # told of CompleteJoin
 
     def reply(self, req: Request, response: Response) -> None:
         """Answer the request being handled."""

@@ -59,6 +59,7 @@ from coordspec.reference.group.responses import JoinGroupResponse, Response, Syn
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import Timers
 from coordspec.reference.group.transitions import DEAD
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
 
 class Observer(Protocol):
@@ -112,6 +113,7 @@ class GroupCoordinator:
         now_ms: int = 0,
         complete_appends: bool = True,
         observer: Observer | None = None,
+        substeps: SubStepObserver = UNOBSERVED,
     ) -> None:
         self.config = config or GroupConfig()
         self.choices: Choices = choices or SeededChoices()
@@ -123,6 +125,7 @@ class GroupCoordinator:
         self.groups_created = 0  # numbers each group's incarnation (Group.incarnation)
         self.deletions: dict[int | str, Deletion] = {}  # DeleteGroups awaiting their writes
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
+        self.substeps = substeps  # sees CompleteJoin within a step (see reference/substeps.py)
         self._pending_appends: dict[int, tuple[str, AfterWrite | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
         self._completing: int | None = (

@@ -135,6 +135,12 @@ def on_join_timer(c: Context, group: Group) -> None:
 
 
 def complete_join(c: Context, group: Group) -> None:
+    c.substeps.started("CompleteJoin", group)
+    form_next_generation(c, group)
+    c.substeps.ended("CompleteJoin", group, ())
+
+
+def form_next_generation(c: Context, group: Group) -> None:
     """GM-14: drop dynamic members that did not rejoin, then form the next generation."""
     c.timers.cancel(join_key(group.group_id))
     group.in_initial_delay = False

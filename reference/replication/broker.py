@@ -72,6 +72,7 @@ from coordspec.reference.replication.znodes import (
     encode_isr_change,
     state_path,
 )
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 from coordspec.reference.zookeeper import (
     Code,
     Create,
@@ -108,11 +109,18 @@ class Broker:
         self.config = config or ReplicationConfig()
         self.logs: dict[TopicPartition, ReplicaLog] = {} if logs is None else logs
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.substeps: SubStepObserver = UNOBSERVED  # see report_substeps
         self.controller = Controller(broker_id, self.config)
         self.controller_epoch = -1  # the highest seen in a controller request
         self.registered = False
         self._calls: dict[int, tuple] = {}  # call id -> what the result is for
         self._next_call = 1
+
+    def report_substeps(self, observer: SubStepObserver) -> None:
+        """Tell ``observer`` of the sub-steps of this broker's controller and partitions."""
+        self.substeps = self.controller.substeps = observer
+        for partition in self.partitions.values():
+            partition.substeps = observer
 
     # -- driving -----------------------------------------------------------------------
 
@@ -253,7 +261,10 @@ class Broker:
             partition = self.partitions.get(decision.tp)
             if partition is None:
                 partition = self.partitions[decision.tp] = Partition(
-                    decision.tp, self.broker_id, self.logs.setdefault(decision.tp, ReplicaLog())
+                    decision.tp,
+                    self.broker_id,
+                    self.logs.setdefault(decision.tp, ReplicaLog()),
+                    substeps=self.substeps,
                 )
             if decision.leader_epoch > partition.leader_epoch:  # an older or equal epoch is stale
                 effects += partition.apply(now_ms, decision, self.config.min_insync_replicas)

@@ -59,6 +59,7 @@ from coordspec.reference.replication.znodes import (
     state_path_partition,
     topic_path,
 )
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 from coordspec.reference.zookeeper import (
     CloseSession,
     Code,
@@ -128,6 +129,7 @@ class Cluster:
         zookeeper: ZooKeeperConfig | None = None,
         monitor=None,
         broker_factory=Broker,
+        substeps: SubStepObserver = UNOBSERVED,
     ) -> None:
         if not broker_ids or len(set(broker_ids)) != len(broker_ids):
             raise UsageError(
@@ -138,6 +140,7 @@ class Cluster:
         self.now_ms = 0
         self.monitor = monitor
         self.broker_factory = broker_factory
+        self.substeps = substeps  # given to every broker started (see reference/substeps.py)
         self.slots = {b: BrokerSlot(b) for b in broker_ids}
         self.in_flight: list[InFlight] = []
         self.state_writes: list[StateWrite] = []  # ghost: accepted partition-state writes
@@ -393,6 +396,7 @@ class Cluster:
     def _start(self, broker_id: int) -> list[Notice]:
         slot = self.slots[broker_id]
         slot.broker = self.broker_factory(broker_id, self.config, logs=slot.logs)
+        slot.broker.report_substeps(self.substeps)
         return self._open_session(broker_id)
 
     def _open_session(self, broker_id: int) -> list[Notice]:

@@ -99,6 +99,7 @@ from coordspec.reference.replication.znodes import (
     state_path_partition,
     topic_path,
 )
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 from coordspec.reference.zookeeper import (
     Check,
     Code,
@@ -128,6 +129,8 @@ class Controller:
     def __init__(self, broker_id: int, config: ReplicationConfig | None = None) -> None:
         self.broker_id = broker_id
         self.config = config or ReplicationConfig()
+        # told of ChangeLeaders (reference/substeps.py; set by Broker.report_substeps)
+        self.substeps: SubStepObserver = UNOBSERVED
         self.active = False
         self.controller_epoch = -1
         self.epoch_zk_version = -1
@@ -423,6 +426,7 @@ class Controller:
     ) -> Job:
         """Decide every partition of ``tps``, write all decisions batched (or one at a
         time), retry those whose write met a newer version, then send LeaderAndIsr."""
+        self.substeps.started("ChangeLeaders", self)
         decide = decide or self._decide
         decided: list[TopicPartition] = []
         written = multis = 0
@@ -448,6 +452,7 @@ class Controller:
             pending = [tp for tp in stale if tp.topic in self.assignments]
         self._send_leader_and_isr(decided, set(self.live_brokers))
         self._effects.append(LeadersChanged(reason, written, multis))
+        self.substeps.ended("ChangeLeaders", self, ())
 
     def _reread_dirs(self, topic: str) -> Job:
         (dirs,) = yield [GetChildren(partitions_path(topic))]

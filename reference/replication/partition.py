@@ -27,6 +27,7 @@ from coordspec.reference.replication.events import Fetch, FetchResponse
 from coordspec.reference.replication.log import Record, ReplicaLog
 from coordspec.reference.replication.messages import LeaderAndIsrPartition
 from coordspec.reference.replication.znodes import NO_LEADER, PartitionState, TopicPartition
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
 
 class Role(StrEnum):
@@ -68,6 +69,8 @@ class Partition:
     epoch_start_offset: int = 0
     pending_isr: tuple[int, ...] | None = None  # an ISR write in flight
     pending_acks: list[PendingAck] = field(default_factory=list)
+    # told of AdvanceHighWatermark (see reference/substeps.py)
+    substeps: SubStepObserver = field(default=UNOBSERVED, compare=False, repr=False)
 
     # -- roles (LeaderAndIsr, ISR-11) ----------------------------------------------------
 
@@ -151,6 +154,12 @@ class Partition:
         return self.isr + tuple(r for r in self.pending_isr if r not in self.isr)
 
     def advance_high_watermark(self, min_insync: int) -> list[Effect]:
+        self.substeps.started("AdvanceHighWatermark", self)
+        effects = self._advance_high_watermark(min_insync)
+        self.substeps.ended("AdvanceHighWatermark", self, effects)
+        return effects
+
+    def _advance_high_watermark(self, min_insync: int) -> list[Effect]:
         """HW = the smallest LEO over the maximal ISR (the leader's own included)."""
         ends = [self.log.log_end_offset]
         for replica in self.maximal_isr():
