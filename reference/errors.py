@@ -12,6 +12,7 @@ Three kinds of failure are kept apart in the reference:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -80,3 +81,18 @@ class InvariantViolation(AssertionError):
         super().__init__(f"{invariant} violated: {detail}")
         self.invariant = invariant
         self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Invariant:
+    """A safety property, under the name an :class:`InvariantViolation` of it carries."""
+
+    name: str
+    rule: str  # the spec rule (spec/*.md) it upholds
+    meaning: str
+    tla: bool  # TLC checks it too, under the same name (tla/MC*.cfg)
+
+
+def registry(*invariants: Invariant) -> dict[str, Invariant]:
+    """Invariants by name, as each model's ``INVARIANTS``."""
+    return {invariant.name: invariant for invariant in invariants}

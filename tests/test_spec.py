@@ -22,6 +22,11 @@ PAGES = {
     "ISR": ("isr-versioned-writes.md", "IsrVersionedWrites"),
     "CF": ("coordinator-failover.md", "CoordinatorFailover"),
 }
+INVARIANT_MODULES = {
+    "GM": "coordspec.reference.group.invariants",
+    "ISR": "coordspec.reference.replication.invariants",
+    "CF": "coordspec.reference.failover.invariants",
+}
 CITING = [
     *(ROOT / "reference").rglob("*.py"),
     *(ROOT / "tla").glob("*.tla"),
@@ -95,11 +100,7 @@ def test_every_test_and_file_the_spec_cites_exists():
 @pytest.mark.parametrize("prefix", PAGES)
 def test_the_reference_checks_every_invariant_tlc_checks_under_the_same_name(prefix):
     spec = PAGES[prefix][1]
-    module = {
-        "GM": "coordspec.reference.group.invariants",
-        "ISR": "coordspec.reference.replication.invariants",
-        "CF": "coordspec.reference.failover.invariants",
-    }[prefix]
+    module = INVARIANT_MODULES[prefix]
     python = set(importlib.import_module(module).INVARIANTS)
     tla = set(checked_names(TLA_DIR / f"MC{spec}.cfg")) - {"TypeOK"}
     assert tla <= python, f"{spec} checks {sorted(tla - python)}, which {module} does not"
@@ -107,3 +108,13 @@ def test_the_reference_checks_every_invariant_tlc_checks_under_the_same_name(pre
     assert not unexplained, (
         f"spec/{PAGES[prefix][0]} does not name the reference's invariants {unexplained}"
     )
+
+
+@pytest.mark.parametrize("prefix", PAGES)
+def test_each_invariant_names_a_defined_rule_and_whether_tlc_checks_it(prefix):
+    module = INVARIANT_MODULES[prefix]
+    invariants = importlib.import_module(module).INVARIANTS
+    undefined = {i.rule for i in invariants.values()} - rules_defined(prefix)
+    assert not undefined, f"{module} cites rules spec/{PAGES[prefix][0]} does not define"
+    tla = set(checked_names(TLA_DIR / f"MC{PAGES[prefix][1]}.cfg")) - {"TypeOK"}
+    assert {name for name, i in invariants.items() if i.tla} == tla

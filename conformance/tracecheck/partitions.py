@@ -28,13 +28,8 @@ from coordspec.reference.replication.log import Record, ReplicaLog
 from coordspec.reference.replication.partition import Role
 from coordspec.reference.replication.znodes import PartitionState, TopicPartition, state_path
 
-# The rule (spec/isr-versioned-writes.md) each invariant and each event belongs to.
-INVARIANT_RULES = {
-    "LeaderInIsr": "ISR-6",
-    "AtMostOneLeaderCanCommit": "ISR-7",
-    "NoCommittedRecordLost": "ISR-13",
-    "ControllerEpochMonotonic": "ISR-3",
-}
+# The rule (spec/isr-versioned-writes.md) each event belongs to; an invariant's is in
+# invariants.INVARIANTS.
 WRITE_RULES = {
     "InitLeaders": "ISR-8",
     "ElectLeader": "ISR-4",
@@ -210,7 +205,7 @@ def replay(records: list[PartitionRecord]) -> tuple[Finding | None, list[str]]:
                 epoch = view.check_state(epoch)
             except InvariantViolation as exc:
                 return Finding(
-                    index - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail
+                    index - 1, invariants.INVARIANTS[exc.invariant].rule, exc.invariant, exc.detail
                 ), exercised
         found = _check_event(view, record)
         if found is not None:
@@ -225,7 +220,7 @@ def replay(records: list[PartitionRecord]) -> tuple[Finding | None, list[str]]:
         view.check_state(epoch)
     except InvariantViolation as exc:
         return Finding(
-            len(records) - 1, INVARIANT_RULES[exc.invariant], exc.invariant, exc.detail
+            len(records) - 1, invariants.INVARIANTS[exc.invariant].rule, exc.invariant, exc.detail
         ), exercised
     return None, exercised
 

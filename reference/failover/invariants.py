@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.errors import ErrorCode, Invariant, InvariantViolation, registry
 from coordspec.reference.failover.effects import AppendToPartition, HostEffect
 from coordspec.reference.failover.events import (
     BecomeCoordinator,
@@ -54,16 +54,36 @@ from coordspec.reference.group.responses import (
 if TYPE_CHECKING:
     from coordspec.reference.failover.host import CoordinatorHost
 
-INVARIANTS: dict[str, str] = {
-    "SingleActiveCoordinator": "per offsets partition and leader epoch at most one broker serves; and writes are "
-    "committed by one broker per epoch, epochs never going back",
-    "NoCommittedOffsetLost": "an acknowledged offset commit is what the serving coordinator holds, or a commit "
-    "(or deletion) of that partition written after it",
-    "LoadBeforeServe": "a broker answers for a group (other than NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS) only "
-    "after loading the group's partition since it last became its leader",
-    "NoStaleGenerationAfterFailover": "the serving coordinator's generation of a group is never below a generation "
-    "committed to the log before, unless the group was deleted since",
-}
+INVARIANTS: dict[str, Invariant] = registry(
+    Invariant(
+        "SingleActiveCoordinator",
+        "CF-20",
+        "per offsets partition and leader epoch at most one broker serves; and writes are "
+        "committed by one broker per epoch, epochs never going back",
+        tla=True,
+    ),
+    Invariant(
+        "NoCommittedOffsetLost",
+        "CF-21",
+        "an acknowledged offset commit is what the serving coordinator holds, or a commit "
+        "(or deletion) of that partition written after it",
+        tla=True,
+    ),
+    Invariant(
+        "LoadBeforeServe",
+        "CF-22",
+        "a broker answers for a group (other than NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS) "
+        "only after loading the group's partition since it last became its leader",
+        tla=True,
+    ),
+    Invariant(
+        "NoStaleGenerationAfterFailover",
+        "CF-23",
+        "the serving coordinator's generation of a group is never below a generation committed "
+        "to the log before, unless the group was deleted since",
+        tla=True,
+    ),
+)
 
 # Answers that say nothing about a group's state: refusals, and the service's own checks.
 _STATELESS_ERRORS = frozenset(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from coordspec.reference.choices import Choices, SeededChoices
-from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
 from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
 from coordspec.reference.group.after_write import (
     AfterWrite,
@@ -216,7 +216,8 @@ class GroupCoordinator:
         elif kind == "ExpireSession":
             rebalance.on_session_timer(self, group, key[2])
         else:
-            raise AssertionError(f"unknown timer {key!r}")
+            # The coordinator sets no other timer: a caller put this one in its Timers.
+            raise UsageError(f"GroupCoordinator: unknown timer {key!r} in its timers")
 
     def _load(self, records: tuple[Record, ...]) -> None:
         if self.timers.deadline(lifecycle.RETENTION_TIMER) is None:
@@ -270,8 +271,9 @@ class GroupCoordinator:
         self, request_id: int | str, api: str, version: int, response: Response
     ) -> None:
         if request_id not in self._open_requests:
-            raise AssertionError(
-                f"{api} reply to request {request_id!r}, which is not awaiting one"
+            raise InvariantViolation(
+                "AtMostOneReply",
+                f"{api} reply to request {request_id!r}, which is not awaiting one",
             )
         self._open_requests.discard(request_id)
         at_version = getattr(response, "at_version", None)

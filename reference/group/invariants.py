@@ -8,12 +8,12 @@ the Hypothesis state machines. ``Monitor`` checks all of them after every step o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
-from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.errors import ErrorCode, Invariant, InvariantViolation, registry
 from coordspec.reference.group.effects import Effect, Reply
 from coordspec.reference.group.requests import Event, OffsetCommit, SyncGroup
 from coordspec.reference.group.responses import OffsetCommitResponse, SyncGroupResponse
@@ -23,15 +23,61 @@ from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, STABL
 if TYPE_CHECKING:
     from coordspec.reference.group.coordinator import GroupCoordinator
 
-INVARIANTS: dict[str, str] = {
-    "GenerationMonotonic": "a group's generation id never decreases",
-    "NoStaleGenerationCommit": "an accepted OffsetCommit came from a current member of the group's current "
-    "generation, or from outside group management while the group was Empty",
-    "LeaderIsMember": "a group has a leader exactly when it has members, and the leader is one of them",
-    "AtMostOneOwnerPerPartition": "the assignments handed out in one generation give each partition to at most one member",
-    "StableImpliesAllSynced": "a Stable group holds the leader's assignment of its current generation",
-    "StaticMembersMapped": "each group instance id maps to the one member that carries it",
-}
+INVARIANTS: dict[str, Invariant] = registry(
+    # Checked by the Monitor after every step.
+    Invariant("GenerationMonotonic", "GM-17", "a group's generation id never decreases", tla=True),
+    Invariant(
+        "NoStaleGenerationCommit",
+        "GM-50",
+        "an accepted OffsetCommit came from a current member of the group's current "
+        "generation, or from outside group management while the group was Empty",
+        tla=True,
+    ),
+    Invariant(
+        "LeaderIsMember",
+        "GM-15",
+        "a group has a leader exactly when it has members, and the leader is one of them",
+        tla=True,
+    ),
+    Invariant(
+        "AtMostOneOwnerPerPartition",
+        "GM-22",
+        "the assignments handed out in one generation give each partition to at most one member",
+        tla=True,
+    ),
+    Invariant(
+        "StableImpliesAllSynced",
+        "GM-22",
+        "a Stable group holds the leader's assignment of its current generation",
+        tla=True,
+    ),
+    Invariant(
+        "StaticMembersMapped",
+        "GM-6",
+        "each group instance id maps to the one member that carries it",
+        tla=False,
+    ),
+    # Asserted by the coordinator where it acts (state.py, coordinator.py).
+    Invariant(
+        "ValidTransition",
+        "GM-10",
+        "every change of a group's state is an edge of transitions.TRANSITIONS, "
+        "caused by the input the edge names",
+        tla=False,
+    ),
+    Invariant(
+        "SelectedProtocolSupported",
+        "GM-16",
+        "every member supports the protocol its group selected",
+        tla=False,
+    ),
+    Invariant(
+        "AtMostOneReply",
+        "GM-35",
+        "a request is answered at most once, and only while it awaits its answer",
+        tla=False,
+    ),
+)
 
 
 def check_leader_is_member(group: Group) -> None:
@@ -127,7 +173,8 @@ class Monitor:
             group = coordinator.groups.get(group_id)
             if group is None:
                 continue
-            self._check_generation(group)
+            check_generation_monotonic(group, self._generations.get(group_id))
+            self._generations[group_id] = (group, group.generation_id)
             for check in STATE_CHECKS:
                 check(group)
 
@@ -138,15 +185,6 @@ class Monitor:
             self._incarnations[group.group_id] = known
         return known[1]
 
-    def _check_generation(self, group: Group) -> None:
-        seen = self._generations.get(group.group_id)
-        if seen is not None and seen[0] is group and group.generation_id < seen[1]:
-            raise InvariantViolation(
-                "GenerationMonotonic",
-                f"group {group.group_id!r} went from generation {seen[1]} to {group.generation_id}",
-            )
-        self._generations[group.group_id] = (group, group.generation_id)
-
     def _check_reply(self, coordinator: GroupCoordinator, reply: Reply) -> None:
         response = reply.response
         if isinstance(response, OffsetCommitResponse):
@@ -154,7 +192,7 @@ class Monitor:
             if context is not None and any(
                 p.error_code == ErrorCode.NONE for t in response.topics for p in t.partitions
             ):
-                check_commit_was_current(context)
+                check_no_stale_generation_commit(context)
         elif isinstance(response, SyncGroupResponse):
             request = self._syncs.pop(reply.request_id, None)
             if request is not None and response.error_code == ErrorCode.NONE:
@@ -174,19 +212,42 @@ class Monitor:
         owners = self._owners.setdefault(
             (group.group_id, self._incarnation(group), request.generation_id), {}
         )
-        for topic_partitions in decoded.partitions:
-            for partition in topic_partitions.partitions:
-                key = (topic_partitions.topic, partition)
-                previous = owners.setdefault(key, owner)
-                if previous != owner:
-                    raise InvariantViolation(
-                        "AtMostOneOwnerPerPartition",
-                        f"group {group.group_id!r} generation {request.generation_id}: {key[0]}-{key[1]} "
-                        f"handed to {previous!r} and to {owner!r}",
-                    )
+        check_at_most_one_owner_per_partition(
+            owners,
+            owner,
+            ((tp.topic, p) for tp in decoded.partitions for p in tp.partitions),
+            f"group {group.group_id!r} generation {request.generation_id}",
+        )
 
 
-def check_commit_was_current(context: _CommitContext) -> None:
+def check_generation_monotonic(group: Group, seen: tuple[Group, int] | None) -> None:
+    """``seen``: the group (object) and generation the Monitor saw last under this id; a
+    group deleted and created again starts afresh."""
+    if seen is not None and seen[0] is group and group.generation_id < seen[1]:
+        raise InvariantViolation(
+            "GenerationMonotonic",
+            f"group {group.group_id!r} went from generation {seen[1]} to {group.generation_id}",
+        )
+
+
+def check_at_most_one_owner_per_partition(
+    owners: dict[tuple[str, int], str],
+    owner: str,
+    partitions: Iterable[tuple[str, int]],
+    where: str,
+) -> None:
+    """Record ``owner`` for ``partitions`` in one generation's ``owners``; a partition
+    already handed to another owner is a violation."""
+    for key in partitions:
+        previous = owners.setdefault(key, owner)
+        if previous != owner:
+            raise InvariantViolation(
+                "AtMostOneOwnerPerPartition",
+                f"{where}: {key[0]}-{key[1]} handed to {previous!r} and to {owner!r}",
+            )
+
+
+def check_no_stale_generation_commit(context: _CommitContext) -> None:
     req = context.request
     if req.generation_id < 0:
         if context.existed and context.state != EMPTY:

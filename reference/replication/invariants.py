@@ -11,22 +11,49 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coordspec.reference.errors import InvariantViolation
+from coordspec.reference.errors import Invariant, InvariantViolation, registry
 from coordspec.reference.replication.partition import Role
 from coordspec.reference.replication.znodes import NO_LEADER, TopicPartition
 
 if TYPE_CHECKING:
     from coordspec.reference.replication.cluster import Cluster, StateWrite
 
-INVARIANTS: dict[str, str] = {
-    "NoWriteWithStaleVersion": "every partition-state write ZooKeeper accepted was conditional on the version current at that moment",
-    "LeaderInIsr": "a published leader (not -1) is a member of the published ISR",
-    "AtMostOneLeaderCanCommit": "per partition at most one broker can commit: running, leading, and followed at its "
-    "leader epoch by every other member of the ISR it holds",
-    "NoCommittedRecordLost": "every acknowledged record is in the log, at its offset, of the published leader once it "
-    "has taken up leadership at the published leader epoch",
-    "ControllerEpochMonotonic": "/controller_epoch never decreases, and no partition state carries a larger controller epoch",
-}
+INVARIANTS: dict[str, Invariant] = registry(
+    Invariant(
+        "NoWriteWithStaleVersion",
+        "ISR-4",
+        "every partition-state write ZooKeeper accepted was conditional on the version current "
+        "at that moment",
+        tla=True,
+    ),
+    Invariant(
+        "LeaderInIsr",
+        "ISR-6",
+        "a published leader (not -1) is a member of the published ISR",
+        tla=True,
+    ),
+    Invariant(
+        "AtMostOneLeaderCanCommit",
+        "ISR-7",
+        "per partition at most one broker can commit: running, leading, and followed at its "
+        "leader epoch by every other member of the ISR it holds",
+        tla=True,
+    ),
+    Invariant(
+        "NoCommittedRecordLost",
+        "ISR-13",
+        "every acknowledged record is in the log, at its offset, of the published leader once "
+        "it has taken up leadership at the published leader epoch",
+        tla=True,
+    ),
+    Invariant(
+        "ControllerEpochMonotonic",
+        "ISR-3",
+        "/controller_epoch never decreases, and no partition state carries a larger controller "
+        "epoch",
+        tla=True,
+    ),
+)
 
 
 def check_no_write_with_stale_version(writes: list[StateWrite]) -> None:

@@ -36,16 +36,6 @@ def move_leadership(
     old.resign(epoch=epoch)
 
 
-def test_every_invariant_has_a_test_here():
-    names = {
-        "SingleActiveCoordinator",
-        "NoCommittedOffsetLost",
-        "LoadBeforeServe",
-        "NoStaleGenerationAfterFailover",
-    }
-    assert set(INVARIANTS) == names
-
-
 def test_clean_failover_keeps_every_invariant():
     old, new = two_brokers()
     old.lead()
@@ -212,3 +202,15 @@ def test_zombie_whose_high_watermark_is_stuck_never_acknowledges():
     assert commit not in zombie.replies
     zombie.resign(epoch=2)
     assert zombie.reply(commit).topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+
+
+MUTANTS = {
+    "SingleActiveCoordinator": test_two_leaders_at_one_epoch_break_single_active_coordinator,
+    "NoCommittedOffsetLost": test_acknowledging_before_replication_breaks_no_committed_offset_lost,
+    "LoadBeforeServe": test_serving_before_loading_breaks_load_before_serve,
+    "NoStaleGenerationAfterFailover": test_loading_only_to_the_high_watermark_breaks_no_stale_generation,
+}
+
+
+def test_every_invariant_has_a_test_here():
+    assert MUTANTS.keys() == INVARIANTS.keys()
