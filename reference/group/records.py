@@ -66,8 +66,4 @@ class OffsetCommitValue:
 @dataclass(frozen=True, slots=True)
 class Record:
     key: GroupMetadataKey | OffsetCommitKey
-    value: GroupMetadataValue | OffsetCommitValue | None
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.value is None
+    value: GroupMetadataValue | OffsetCommitValue | None  # None: a tombstone

@@ -305,4 +305,3 @@ class UnloadGroups:
 
 Event = Request | Tick | AppendCompleted | LoadGroups | UnloadGroups
 GROUP_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
-ALL_REQUESTS = (*GROUP_REQUESTS, DescribeGroups, ListGroups, DeleteGroups)

@@ -5,7 +5,7 @@ Two tables:
 ``TRANSITIONS``
     the edges a group may take, each labelled with the input that causes it. The
     coordinator asserts every state change against this table, the totality test walks
-    it, and ``scripts/render_state_diagram.py`` draws it into spec/.
+    it, and ``coordspec diagram`` (conformance/cli/diagram.py) draws it into spec/.
 
 ``OUTCOMES``
     what a request from a valid member of the current generation gets, per group
