@@ -20,7 +20,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000
 
-    def __deepcopy__(self, memo: dict) -> GroupConfig:
+    def __deepcopy__(self, memo: dict[int, object]) -> GroupConfig:
         return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
 
     def __post_init__(self) -> None:

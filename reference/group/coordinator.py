@@ -57,7 +57,7 @@ from coordspec.reference.group.requests import (
 )
 from coordspec.reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
 from coordspec.reference.group.state import Group, Parked
-from coordspec.reference.group.timers import Timers
+from coordspec.reference.group.timers import TimerKey, Timers
 from coordspec.reference.group.transitions import DEAD
 from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
@@ -70,7 +70,7 @@ class Observer(Protocol):
     def after(self, coordinator: GroupCoordinator, event: Event, effects: list[Effect]) -> None: ...
 
 
-_HANDLERS: dict[type, Callable] = {
+_HANDLERS: dict[type[object], Callable[..., None]] = {
     JoinGroup: membership.join_group,
     SyncGroup: membership.sync_group,
     Heartbeat: membership.heartbeat,
@@ -155,7 +155,7 @@ class GroupCoordinator:
             raise UsageError(
                 f"{type(event).__name__}: now_ms {now_ms} is before the coordinator's time {self.now_ms}"
             )
-        if handler is not None and event.request_id in self._open_requests:
+        if isinstance(event, Request) and event.request_id in self._open_requests:
             raise UsageError(
                 f"{event.api}: request_id {event.request_id!r} is still awaiting its reply"
             )
@@ -165,19 +165,22 @@ class GroupCoordinator:
         self.now_ms = now_ms
         if self.observer is not None:
             self.observer.before(self, event)
-        if handler is not None:
-            self._open_requests.add(event.request_id)
-            self.touched_groups.update(_group_ids(event))
-            handler(self, event)
-            self._complete_own_appends()
-        elif isinstance(event, AppendCompleted):
-            self._complete_append(event.append_id, event.error)
-        elif isinstance(event, LoadGroups):
-            self._load(event.records)
-            self.touched_groups.update(self.groups)
-        elif isinstance(event, UnloadGroups):
-            self._unload()
-            self.touched_groups.update(self.groups)
+        match event:
+            case Request():
+                self._open_requests.add(event.request_id)
+                self.touched_groups.update(_group_ids(event))
+                _HANDLERS[type(event)](self, event)
+                self._complete_own_appends()
+            case AppendCompleted():
+                self._complete_append(event.append_id, event.error)
+            case LoadGroups():
+                self._load(event.records)
+                self.touched_groups.update(self.groups)
+            case UnloadGroups():
+                self._unload()
+                self.touched_groups.update(self.groups)
+            case Tick():
+                pass  # only the timers due by now, fired above
         self._fire_timers(now_ms)
         effects, self._effects = self._effects, []
         if self.observer is not None:
@@ -199,7 +202,7 @@ class GroupCoordinator:
             self._fire(key)
             self._complete_own_appends()
 
-    def _fire(self, key: tuple) -> None:
+    def _fire(self, key: TimerKey) -> None:
         kind = key[0]
         if kind == "ExpireOffsets":
             self.touched_groups.update(self.groups)

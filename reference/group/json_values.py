@@ -42,7 +42,7 @@ def _plain(hint: Any) -> bool:
 
 def encode(value: Any) -> Any:
     """A reference value as JSON values (the recording proxy encodes every response: kept cheap)."""
-    kind = type(value)
+    kind: type = type(value)
     if kind in _AS_THEY_ARE:
         return value
     if kind is bytes:
@@ -59,18 +59,19 @@ def encode(value: Any) -> Any:
     return value
 
 
-def request_fields(request: request_types.Request) -> dict:
+def request_fields(request: request_types.Request) -> dict[str, Any]:
     """A request's own fields, without the envelope (id, version, time) the trace keeps apart."""
     return {k: v for k, v in encode(request).items() if k not in REQUEST_ENVELOPE}
 
 
 def decode_request(
-    api: str, api_version: int, request_id: int, now_ms: int, fields: dict
+    api: str, api_version: int, request_id: int, now_ms: int, fields: dict[str, Any]
 ) -> request_types.Request:
     cls = getattr(request_types, api)
-    return cls(
+    request: request_types.Request = cls(
         request_id, api_version, now_ms, **{k: decode(_hints(cls)[k], v) for k, v in fields.items()}
     )
+    return request
 
 
 RESPONSES = {
@@ -86,8 +87,9 @@ RESPONSES = {
 }
 
 
-def decode_response(api: str, fields: dict) -> response_types.Response:
-    return decode(RESPONSES[api], fields)
+def decode_response(api: str, fields: dict[str, Any]) -> response_types.Response:
+    response: response_types.Response = decode(RESPONSES[api], fields)
+    return response
 
 
 @functools.cache
@@ -113,7 +115,7 @@ def decode(tp: Any, data: Any) -> Any:
         if not isinstance(data, list):
             raise TypeError(f"expected a list, got {data!r}")
         return tuple(decode(item, v) for v in data)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise TypeError(f"expected an object for {tp.__name__}, got {data!r}")
         hints = _hints(tp)

@@ -61,7 +61,9 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
     return groups
 
 
-def group_from_value(group_id: str, value: GroupMetadataValue, offsets: dict) -> Group:
+def group_from_value(
+    group_id: str, value: GroupMetadataValue, offsets: dict[tuple[str, int], OffsetCommitValue]
+) -> Group:
     group = Group(
         group_id,
         state=STABLE if value.members else EMPTY,

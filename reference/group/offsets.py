@@ -54,12 +54,12 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if group is None:
         if req.generation_id >= 0:
             # GM-50: v9 names the missing group; older versions keep ILLEGAL_GENERATION.
-            error = (
+            missing = (
                 ErrorCode.GROUP_ID_NOT_FOUND
                 if req.api_version >= 9
                 else ErrorCode.ILLEGAL_GENERATION
             )
-            c.reply(req, commit_error_response(req, error))
+            c.reply(req, commit_error_response(req, missing))
             return
         # GM-51: a commit outside group management creates a "simple" group.
         group = c.create_group(req.group_id)

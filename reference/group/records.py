@@ -59,7 +59,7 @@ class OffsetCommitValue:
     def version(self) -> int:
         return 1 if self.expire_timestamp != -1 else 3
 
-    def __deepcopy__(self, memo: dict) -> OffsetCommitValue:
+    def __deepcopy__(self, memo: dict[int, object]) -> OffsetCommitValue:
         return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
 
 

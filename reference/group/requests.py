@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.group.records import Record
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
 VERSIONS: dict[str, range] = {
@@ -79,7 +80,7 @@ class Protocol:
     name: str
     metadata: bytes = b""
 
-    def __deepcopy__(self, memo: dict) -> Protocol:
+    def __deepcopy__(self, memo: dict[int, object]) -> Protocol:
         return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
 
 
@@ -286,7 +287,7 @@ class AppendCompleted:
 class LoadGroups:
     """This coordinator now leads the partition holding ``records`` (read from its start)."""
 
-    records: tuple
+    records: tuple[Record, ...]
     now_ms: int
 
     def __post_init__(self) -> None:

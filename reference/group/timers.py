@@ -9,24 +9,25 @@ instant fire in the order they were scheduled.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable
+
+TimerKey = tuple[str, ...]  # the timer's kind, then the group (and member) it is for
 
 
 class Timers:
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, Hashable]] = []
-        self._live: dict[Hashable, tuple[int, int]] = {}
+        self._heap: list[tuple[int, int, TimerKey]] = []
+        self._live: dict[TimerKey, tuple[int, int]] = {}
         self._seq = 0
 
-    def schedule(self, key: Hashable, deadline_ms: int) -> None:
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self._seq += 1
         self._live[key] = (deadline_ms, self._seq)
         heapq.heappush(self._heap, (deadline_ms, self._seq, key))
 
-    def cancel(self, key: Hashable) -> None:
+    def cancel(self, key: TimerKey) -> None:
         self._live.pop(key, None)
 
-    def deadline(self, key: Hashable) -> int | None:
+    def deadline(self, key: TimerKey) -> int | None:
         entry = self._live.get(key)
         return entry[0] if entry else None
 
@@ -39,7 +40,7 @@ class Timers:
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 
-    def pop_due(self, now_ms: int) -> tuple[Hashable, int] | None:
+    def pop_due(self, now_ms: int) -> tuple[TimerKey, int] | None:
         """The earliest timer due at ``now_ms``, removed, with its deadline; or None."""
         heap = self._heap
         if not heap or heap[0][0] > now_ms:
