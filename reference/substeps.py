@@ -1,4 +1,5 @@
-"""Named sub-steps within one step of a model, for observers that must see between them.
+"""Named sub-steps and state changes within one step of a model, for observers that must
+see between them.
 
 One input to a reference model can be several actions of its TLA+ spec: a JoinGroup
 that completes the join phase on the way is JoinGroup, then CompleteJoin. The core
@@ -17,7 +18,9 @@ The reported sub-steps:
     a leader recomputes its high watermark (subject: the ``Partition``; ``ended`` gets
     the effects, empty when the high watermark stayed).
 
-A sub-step cut short by an exception is not reported as ended.
+A sub-step cut short by an exception is not reported as ended. A group's change of state
+is reported as ``moved``, with the cause the transition table names (raft traces its
+``becomeLeader`` and kin the same way).
 """
 
 from __future__ import annotations
@@ -31,14 +34,19 @@ class SubStepObserver(Protocol):
 
     def ended(self, action: str, subject: object, effects: Sequence[object]) -> None: ...
 
+    def moved(self, subject: object, source: str, target: str, cause: str) -> None: ...
+
 
 class Unobserved:
-    """The default: nobody looks inside a step."""
+    """Ignores every report: the default, and a base for observers that want only some."""
 
     def started(self, action: str, subject: object) -> None:
         pass
 
     def ended(self, action: str, subject: object, effects: Sequence[object]) -> None:
+        pass
+
+    def moved(self, subject: object, source: str, target: str, cause: str) -> None:
         pass
 
 

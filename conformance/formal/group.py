@@ -96,7 +96,6 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coordspec.conformance.formal.tlc import TlcError
@@ -137,6 +136,7 @@ from coordspec.reference.group import (
 )
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.invariants import Monitor
+from coordspec.reference.substeps import Unobserved
 
 CLIENTS = ("c1", "c2")
 PARTITIONS = ("p1", "p2")
@@ -213,7 +213,7 @@ class Step:
     state: dict
 
 
-class Harness:
+class Harness(Unobserved):
     """One group on the reference coordinator, two clients, and the spec's view of it."""
 
     def __init__(self, seed: int = 0, arbitrary: bool = True) -> None:
@@ -392,9 +392,6 @@ class Harness:
     def started(self, action: str, subject: object) -> None:
         if action == "CompleteJoin" and self._mids is not None:
             self._mids.append(self.abstract())
-
-    def ended(self, action: str, subject: object, effects: Sequence[object]) -> None:
-        pass
 
     def protocols(self, c: str) -> tuple[Protocol, ...]:
         sub = Subscription((TOPIC,), user_data=bytes([self.clients[c].variant]))

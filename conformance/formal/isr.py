@@ -171,6 +171,7 @@ from coordspec.reference.replication.znodes import (
     state_path,
     topic_path,
 )
+from coordspec.reference.substeps import Unobserved
 from coordspec.reference.zookeeper import Create, ZooKeeperConfig
 
 BROKERS = (1, 2, 3)
@@ -260,7 +261,7 @@ class Step:
     state: dict
 
 
-class Harness:
+class Harness(Unobserved):
     """One partition on three brokers, driven at the spec's granularity."""
 
     def __init__(self) -> None:

@@ -28,7 +28,7 @@ class Context(Protocol):
     groups: dict[str, Group]
     appends_issued: int  # how many writes so far: a handler sees whether it wrote
     deletions: dict[int | str, Deletion]  # DeleteGroups requests awaiting their writes
-    substeps: SubStepObserver  # told of CompleteJoin
+    substeps: SubStepObserver  # told of CompleteJoin and of every change of a group's state
 
     def reply(self, req: Request, response: Response) -> None:
         """Answer the request being handled."""

@@ -125,7 +125,8 @@ class GroupCoordinator:
         self.groups_created = 0  # numbers each group's incarnation (Group.incarnation)
         self.deletions: dict[int | str, Deletion] = {}  # DeleteGroups awaiting their writes
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
-        self.substeps = substeps  # sees CompleteJoin within a step (see reference/substeps.py)
+        # told of CompleteJoin and of state changes within a step (reference/substeps.py)
+        self.substeps = substeps
         self._pending_appends: dict[int, tuple[str, AfterWrite | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
         self._completing: int | None = (
@@ -256,7 +257,7 @@ class GroupCoordinator:
                     member.awaiting_sync = None
             self._cancel_timers(group)
             if group.state != DEAD:
-                group.transition_to(DEAD, "UnloadGroups", self.now_ms)
+                rebalance.move(self, group, DEAD, "UnloadGroups")
 
     # -- services for the handlers ---------------------------------------------------
 

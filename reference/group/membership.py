@@ -22,6 +22,7 @@ from coordspec.reference.group.rebalance import (
     group_metadata_record,
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
+    move,
     prepare_rebalance,
     remove_pending_sync_member,
     reschedule_heartbeat,
@@ -421,7 +422,7 @@ def leader_assignment_written(c: Context, after: LeaderAssignmentWritten, error:
         maybe_prepare_rebalance_or_complete_join(c, group, "AppendCompleted")
         return
     set_and_propagate_assignment(c, group, dict(after.assignment))
-    group.transition_to(STABLE, "AppendCompleted", c.now_ms)
+    move(c, group, STABLE, "AppendCompleted")
 
 
 # -- Heartbeat ----------------------------------------------------------------------------

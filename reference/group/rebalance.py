@@ -19,7 +19,14 @@ from coordspec.reference.group.records import (
 )
 from coordspec.reference.group.responses import JoinGroupResponse, SyncGroupResponse
 from coordspec.reference.group.state import Group, Member
-from coordspec.reference.group.transitions import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
+from coordspec.reference.group.transitions import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    PREPARING,
+    STABLE,
+    GroupState,
+)
 
 
 def join_key(group_id: str) -> tuple[str, str]:
@@ -72,6 +79,13 @@ def group_metadata_record(group: Group, assignment: dict[str, bytes]) -> Record:
     return Record(GroupMetadataKey(group.group_id), value)
 
 
+def move(c: Context, group: Group, target: GroupState, cause: str) -> None:
+    """Change the group's state by an edge of the transition table, and report it."""
+    source = group.state
+    group.transition_to(target, cause, c.now_ms)
+    c.substeps.moved(group, source, target, cause)
+
+
 # -- entering the join phase ------------------------------------------------------
 
 
@@ -89,7 +103,7 @@ def prepare_rebalance(c: Context, group: Group, cause: str) -> None:
         reset_and_propagate_assignment_with_error(c, group, ErrorCode.REBALANCE_IN_PROGRESS)
     remove_sync_expiration(c, group)
     initial = group.state == EMPTY
-    group.transition_to(PREPARING, cause, c.now_ms)
+    move(c, group, PREPARING, cause)
     if initial:
         delay_ms = c.config.initial_rebalance_delay_ms
         group.in_initial_delay = True
@@ -197,10 +211,10 @@ def init_next_generation(c: Context, group: Group) -> None:
     group.generation_id += 1
     if group.members:
         group.protocol_name = group.select_protocol(c.choices)
-        group.transition_to(COMPLETING, "CompleteJoin", c.now_ms)
+        move(c, group, COMPLETING, "CompleteJoin")
     else:
         group.protocol_name = None
-        group.transition_to(EMPTY, "CompleteJoin", c.now_ms)
+        move(c, group, EMPTY, "CompleteJoin")
     group.subscribed_topics = group.compute_subscribed_topics()
     group.assignment_generation = None
     group.pending_sync.clear()

@@ -51,8 +51,11 @@ from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.invariants import Monitor
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.state import Group
+from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
 GROUP_ID = "group-id"
+# What every Driver's coordinator reports its sub-steps to; a test may subscribe here.
+SUBSTEPS: SubStepObserver = UNOBSERVED
 LATEST = {
     "JoinGroup": 9,
     "SyncGroup": 5,
@@ -124,6 +127,7 @@ class Driver:
             now_ms=now_ms,
             complete_appends=complete_appends,
             observer=self.monitor,
+            substeps=SUBSTEPS,
         )
         self.now_ms = now_ms
         self.replies: dict[int, Reply] = {}

@@ -8,11 +8,11 @@ observed must be an edge of ``TRANSITIONS``, and every edge must be observed.
 
 from __future__ import annotations
 
+import driver
 import pytest
 from driver import Driver, kafka_test_config
 
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group import state as state_module
 from coordspec.reference.group.rebalance import join_key
 from coordspec.reference.group.transitions import (
     COMPLETING,
@@ -25,23 +25,26 @@ from coordspec.reference.group.transitions import (
     GroupState,
     Outcome,
 )
+from coordspec.reference.substeps import Unobserved
 
 SESSION_MS = 5_000
 REBALANCE_MS = 500
 
 
+class Moves(Unobserved):
+    def __init__(self) -> None:
+        self.seen: set[tuple[GroupState, GroupState, str]] = set()
+
+    def moved(self, subject: object, source: str, target: str, cause: str) -> None:
+        self.seen.add((GroupState(source), GroupState(target), cause))
+
+
 @pytest.fixture
 def observed(monkeypatch):
-    """Every (source, target, cause) the coordinator asks the table about."""
-    seen: set[tuple[GroupState, GroupState, str]] = set()
-    allowed = state_module.is_allowed
-
-    def recording(source, target, cause):
-        seen.add((source, target, cause))
-        return allowed(source, target, cause)
-
-    monkeypatch.setattr(state_module, "is_allowed", recording)
-    return seen
+    """Every (source, target, cause) a coordinator moved a group by, as it reports them."""
+    moves = Moves()
+    monkeypatch.setattr(driver, "SUBSTEPS", moves)
+    return moves.seen
 
 
 def two_member_group(target: GroupState) -> tuple[Driver, dict]:
