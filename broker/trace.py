@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ValidationError
 
 from coordspec.reference.group import json_values
-from coordspec.reference.group.requests import API_KEYS
+from coordspec.reference.group.requests import API_KEYS, Request
 
 FORMAT_VERSION = 1
 _COMPACT = json.JSONEncoder(
@@ -73,15 +73,9 @@ def _object_writer(cls: type, leave_out: frozenset[str]) -> Callable[[Any], str]
     return write
 
 
-def group_key(request: Any) -> str:
-    if getattr(request, "group_id", None) is not None:
-        return request.group_id
-    names = [
-        g
-        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
-        if g is not None
-    ]
-    return names[0] if names else ""
+def group_key(request: Request) -> str:
+    """The trace line's group: the first group the request is about ("" for ListGroups)."""
+    return next(iter(request.group_ids), "")
 
 
 class TraceFileError(Exception):

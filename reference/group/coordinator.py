@@ -93,17 +93,6 @@ _AFTER_WRITE: dict[type, Callable[..., None]] = {
 }
 
 
-def _group_ids(request: Request) -> tuple[str, ...]:
-    group_id = getattr(request, "group_id", None)
-    if group_id is not None:
-        return (group_id,)
-    return tuple(
-        g
-        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
-        if g is not None
-    )
-
-
 class GroupCoordinator:
     def __init__(
         self,
@@ -169,7 +158,7 @@ class GroupCoordinator:
         match event:
             case Request():
                 self._open_requests.add(event.request_id)
-                self.touched_groups.update(_group_ids(event))
+                self.touched_groups.update(event.group_ids)
                 _HANDLERS[type(event)](self, event)
                 self._complete_own_appends()
             case AppendCompleted():

@@ -65,6 +65,18 @@ class Request:
     def api(self) -> str:
         return type(self).__name__
 
+    @property
+    def group_ids(self) -> tuple[str, ...]:
+        """The groups this request is about: its group, the groups it names (DescribeGroups,
+        DeleteGroups; null names are no group), or none (ListGroups)."""
+        group_id: str | None = getattr(self, "group_id", None)
+        if group_id is not None:
+            return (group_id,)
+        named: tuple[str | None, ...] = getattr(self, "groups", ()) or getattr(
+            self, "groups_names", ()
+        )
+        return tuple(g for g in named if g is not None)
+
     def __post_init__(self) -> None:
         _check_time(self.api, self.now_ms)
         versions = VERSIONS[self.api]
