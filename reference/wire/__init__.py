@@ -1,0 +1,7 @@
+"""Kafka's wire vocabulary of the reference's events: kio entities to and from the
+reference's requests and responses.
+
+This is the one part of ``reference/`` that imports something outside the standard
+library: kio, a codec with no IO, so the package stays pure. The broker, the conformance
+client and the recording proxy all convert through here.
+"""

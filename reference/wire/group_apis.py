@@ -1,0 +1,396 @@
+"""The group APIs in Kafka's wire vocabulary: one table entry per API, both directions.
+
+As h11 keeps its readers and writers beside its events, each group API here has four
+functions: a kio request entity to the reference's request, the reference's request to
+the values of a kio request, the reference's response to the values of a kio response, and
+a kio response entity to the reference's response. Values are mappings that
+:func:`entities.build` fits to the schema of one version. Most fields have the same name
+on both sides (the reference uses Kafka's field names); what differs is written here once:
+kio's durations (``session_timeout`` for ``session_timeout_ms``), OffsetCommit's
+``generation_id_or_member_epoch``, LeaveGroup below v3 (one member id at the top level),
+OffsetFetch from v8 (a batch of groups, which the reference answers one at a time) and
+ListGroups v5's group type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import kio.index
+
+from coordspec.reference.group import requests as rq
+from coordspec.reference.group.json_values import REQUEST_ENVELOPE, RESPONSES
+from coordspec.reference.group.requests import API_KEYS
+from coordspec.reference.group.responses import (
+    FetchTopicResponse,
+    OffsetFetchResponse,
+    Response,
+)
+from coordspec.reference.wire.entities import build, ms, read
+
+# The envelope, and the header values JoinGroup keeps: none of them is in a kio request body.
+_NOT_IN_BODY = REQUEST_ENVELOPE | {"client_id", "client_host"}
+
+
+class Envelope(NamedTuple):
+    """What a reference request holds besides the kio body: the driver's request id, the
+    version, the time, and the request header's client id and the connection's host (a
+    tuple, not a dataclass: the broker makes one per request, and a tuple is made faster)."""
+
+    request_id: int | str
+    api_version: int
+    now_ms: int
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupApi:
+    """One group API's wire vocabulary (see the module docstring)."""
+
+    read_request: Callable[[Any, Envelope], rq.Request]
+    write_request: Callable[[Any], dict[str, Any]]
+    write_response: Callable[[Any, int, Any], dict[str, Any]]  # (response, version, kio request)
+    read_response: Callable[[Any, int], Response]
+
+
+# -- plain values of the reference's dataclasses ------------------------------------------
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _values(value: Any) -> dict[str, Any]:
+    """``dataclasses.asdict`` for the reference's values, with each type's fields looked up once
+    (the broker answers every Heartbeat through here)."""
+    cls: type = type(value)
+    return {name: _plain(getattr(value, name)) for name in _field_names(cls)}
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (int, str, bytes)):  # first: is_dataclass is slower
+        return value
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if dataclasses.is_dataclass(value):
+        return _values(value)
+    return value
+
+
+def _request_values(request: rq.Request) -> dict[str, Any]:
+    return {k: v for k, v in _values(request).items() if k not in _NOT_IN_BODY}
+
+
+def _response_values(response: Any, version: int, asked: Any) -> dict[str, Any]:
+    return _values(response)
+
+
+def _read_response(api: str) -> Callable[[Any, int], Response]:
+    cls = RESPONSES[api]
+    return lambda entity, version: read(cls, entity)
+
+
+# -- JoinGroup -----------------------------------------------------------------------------
+
+
+def _read_join_group(body: Any, e: Envelope) -> rq.JoinGroup:
+    return rq.JoinGroup(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        session_timeout_ms=ms(body.session_timeout),
+        rebalance_timeout_ms=ms(getattr(body, "rebalance_timeout", None)),  # v1+
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        protocol_type=body.protocol_type,
+        protocols=tuple(rq.Protocol(p.name, p.metadata) for p in body.protocols),
+        reason=getattr(body, "reason", None),
+        client_id=e.client_id,
+        client_host=e.client_host,
+    )
+
+
+def _write_join_group(request: rq.JoinGroup) -> dict[str, Any]:
+    values = _request_values(request)
+    values["session_timeout"] = values.pop("session_timeout_ms")
+    values["rebalance_timeout"] = values.pop("rebalance_timeout_ms")
+    return values
+
+
+# -- SyncGroup, Heartbeat --------------------------------------------------------------------
+
+
+def _read_sync_group(body: Any, e: Envelope) -> rq.SyncGroup:
+    return rq.SyncGroup(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        generation_id=body.generation_id,
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        protocol_type=getattr(body, "protocol_type", None),
+        protocol_name=getattr(body, "protocol_name", None),
+        assignments=tuple(rq.Assignment(a.member_id, a.assignment) for a in body.assignments),
+    )
+
+
+def _read_heartbeat(body: Any, e: Envelope) -> rq.Heartbeat:
+    return rq.Heartbeat(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        generation_id=body.generation_id,
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+    )
+
+
+# -- LeaveGroup ----------------------------------------------------------------------------
+
+
+def _read_leave_group(body: Any, e: Envelope) -> rq.LeaveGroup:
+    if e.api_version >= 3:
+        members = tuple(
+            rq.MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None))
+            for m in body.members
+        )
+    else:  # one member, named at the top level
+        members = (rq.MemberIdentity(body.member_id),)
+    return rq.LeaveGroup(
+        e.request_id, e.api_version, e.now_ms, group_id=body.group_id, members=members
+    )
+
+
+def _write_leave_group(request: rq.LeaveGroup) -> dict[str, Any]:
+    values = _request_values(request)
+    if request.api_version < 3:
+        values["member_id"] = request.members[0].member_id
+    return values
+
+
+# -- OffsetCommit --------------------------------------------------------------------------
+
+
+def _read_offset_commit(body: Any, e: Envelope) -> rq.OffsetCommit:
+    retention = getattr(body, "retention_time", None)  # v2-v4
+    return rq.OffsetCommit(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        generation_id=body.generation_id_or_member_epoch,
+        member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        retention_time_ms=-1 if retention is None else ms(retention),
+        topics=tuple(
+            rq.CommitTopic(
+                t.name,
+                tuple(
+                    rq.CommitPartition(
+                        p.partition_index,
+                        p.committed_offset,
+                        getattr(p, "committed_leader_epoch", -1),
+                        p.committed_metadata,
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in body.topics
+        ),
+    )
+
+
+def _write_offset_commit(request: rq.OffsetCommit) -> dict[str, Any]:
+    values = _request_values(request)
+    values["generation_id_or_member_epoch"] = values.pop("generation_id")
+    values["retention_time"] = values.pop("retention_time_ms")
+    return values
+
+
+# -- OffsetFetch: from v8 a batch of groups ------------------------------------------------
+
+
+def _fetch_topics(topics: Any) -> tuple[rq.FetchTopic, ...] | None:
+    if topics is None:  # v2+: every committed partition
+        return None
+    return tuple(rq.FetchTopic(t.name, tuple(t.partition_indexes)) for t in topics)
+
+
+def _read_offset_fetch(body: Any, e: Envelope) -> rq.OffsetFetch:
+    # From v8 the first group: a classic client asks for one (the broker splits first).
+    group = body.groups[0] if e.api_version >= 8 else body
+    return rq.OffsetFetch(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=group.group_id,
+        topics=_fetch_topics(group.topics),
+        require_stable=getattr(body, "require_stable", False),
+    )
+
+
+def _write_offset_fetch(request: rq.OffsetFetch) -> dict[str, Any]:
+    values = _request_values(request)
+    if request.api_version >= 8:  # a classic client sends no member id or epoch
+        group = {
+            "group_id": values.pop("group_id"),
+            "topics": values.pop("topics"),
+            "member_id": None,
+            "member_epoch": -1,
+        }
+        values["groups"] = (group,)
+    return values
+
+
+def _write_offset_fetch_response(
+    response: OffsetFetchResponse, version: int, asked: Any
+) -> dict[str, Any]:
+    if version < 8:
+        return _values(response)
+    return {"groups": [{"group_id": asked.groups[0].group_id, **_values(response)}]}
+
+
+def _read_offset_fetch_response(entity: Any, version: int) -> OffsetFetchResponse:
+    if version < 8:
+        return read(OffsetFetchResponse, entity)  # type: ignore[no-any-return]
+    if len(entity.groups) != 1:
+        raise ValueError(f"OffsetFetch v{version}: asked for one group, got {len(entity.groups)}")
+    group = entity.groups[0]
+    return OffsetFetchResponse(
+        read(OffsetFetchResponse, group).error_code,
+        tuple(read(FetchTopicResponse, t) for t in group.topics),
+    )
+
+
+# -- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------
+
+
+def _read_describe_groups(body: Any, e: Envelope) -> rq.DescribeGroups:
+    return rq.DescribeGroups(e.request_id, e.api_version, e.now_ms, groups=tuple(body.groups))
+
+
+def _read_list_groups(body: Any, e: Envelope) -> rq.ListGroups:
+    states = tuple(getattr(body, "states_filter", ()))  # v4+
+    return rq.ListGroups(e.request_id, e.api_version, e.now_ms, states_filter=states)
+
+
+def _write_list_groups_response(response: Any, version: int, asked: Any) -> dict[str, Any]:
+    answer = _values(response)
+    for group in answer["groups"]:  # v5 names the type: the reference's groups are classic
+        group["group_type"] = "classic"
+    return answer
+
+
+def _read_delete_groups(body: Any, e: Envelope) -> rq.DeleteGroups:
+    names = tuple(body.groups_names)
+    return rq.DeleteGroups(e.request_id, e.api_version, e.now_ms, groups_names=names)
+
+
+GROUP_APIS: dict[str, GroupApi] = {
+    "JoinGroup": GroupApi(
+        _read_join_group, _write_join_group, _response_values, _read_response("JoinGroup")
+    ),
+    "SyncGroup": GroupApi(
+        _read_sync_group, _request_values, _response_values, _read_response("SyncGroup")
+    ),
+    "Heartbeat": GroupApi(
+        _read_heartbeat, _request_values, _response_values, _read_response("Heartbeat")
+    ),
+    "LeaveGroup": GroupApi(
+        _read_leave_group, _write_leave_group, _response_values, _read_response("LeaveGroup")
+    ),
+    "OffsetCommit": GroupApi(
+        _read_offset_commit,
+        _write_offset_commit,
+        _response_values,
+        _read_response("OffsetCommit"),
+    ),
+    "OffsetFetch": GroupApi(
+        _read_offset_fetch,
+        _write_offset_fetch,
+        _write_offset_fetch_response,
+        _read_offset_fetch_response,
+    ),
+    "DescribeGroups": GroupApi(
+        _read_describe_groups, _request_values, _response_values, _read_response("DescribeGroups")
+    ),
+    "ListGroups": GroupApi(
+        _read_list_groups,
+        _request_values,
+        _write_list_groups_response,
+        _read_response("ListGroups"),
+    ),
+    "DeleteGroups": GroupApi(
+        _read_delete_groups, _request_values, _response_values, _read_response("DeleteGroups")
+    ),
+}
+
+
+# -- the four directions, by API name --------------------------------------------------------
+
+
+def request_from_kio(api: str, body: Any, envelope: Envelope) -> rq.Request:
+    """The reference request for a decoded kio request body."""
+    return GROUP_APIS[api].read_request(body, envelope)
+
+
+def request_to_kio(request: rq.Request) -> Any:
+    """The kio request entity for ``request`` at its ``api_version``."""
+    cls = kio.index.load_request_schema(API_KEYS[request.api], request.api_version)
+    return build(cls, GROUP_APIS[request.api].write_request(request))
+
+
+def response_values(api: str, version: int, asked: Any, response: Response) -> dict[str, Any]:
+    """The values of the kio response to the kio request ``asked`` (OffsetFetch v8+ echoes its
+    group id), for :func:`entities.build` at ``version``."""
+    return GROUP_APIS[api].write_response(response, version, asked)
+
+
+def response_from_kio(api: str, version: int, entity: Any) -> Response:
+    """The reference response for a decoded kio response entity; raises
+    :class:`entities.UnknownErrorCode` for an error code the reference does not know."""
+    return GROUP_APIS[api].read_response(entity, version)
+
+
+# -- requests naming several groups ----------------------------------------------------------
+
+# The request field naming the groups, and the response field answering one item each.
+_PER_GROUP = {
+    "DescribeGroups": ("groups", "groups"),
+    "DeleteGroups": ("groups_names", "results"),
+    "OffsetFetch": ("groups", "groups"),  # v8+
+}
+
+
+def _batched(api: str, version: int) -> tuple[str, str] | None:
+    if api == "OffsetFetch" and version < 8:
+        return None
+    return _PER_GROUP.get(api)
+
+
+def one_per_group(api: str, version: int, body: Any) -> tuple[Any, ...]:
+    """``body`` as one kio request per group it names (DescribeGroups, DeleteGroups, OffsetFetch
+    v8+), else as itself: each group's answer depends on that group alone."""
+    batched = _batched(api, version)
+    if batched is None:
+        return (body,)
+    field = batched[0]
+    return tuple(dataclasses.replace(body, **{field: (group,)}) for group in getattr(body, field))
+
+
+def merged(api: str, version: int, answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The response values answering the parts :func:`one_per_group` made, as one."""
+    batched = _batched(api, version)
+    if batched is None:
+        return answers[0]
+    field = batched[1]
+    return {field: [item for answer in answers for item in answer[field]]}
