@@ -24,7 +24,7 @@ from typing import Any, Self
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from coordspec.broker.wire.entities import build
+from coordspec.reference.wire.entities import build
 
 _SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
 

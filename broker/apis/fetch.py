@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 from coordspec.broker.context import BrokerContext, Client
-from coordspec.broker.wire.entities import ms
+from coordspec.reference.wire.entities import ms
 
 NONE, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, FETCH_SESSION_ID_NOT_FOUND = 0, 1, 3, 70
 

@@ -29,12 +29,12 @@ from coordspec.broker.context import Client
 from coordspec.broker.log.batches import InvalidBatch, check_single_batch, read_header
 from coordspec.broker.log.producers import SequenceError
 from coordspec.broker.log.topics import topic_name_error
-from coordspec.broker.wire.entities import build, ms, type_hints
 from coordspec.broker.wire.protocol import response_class
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 from coordspec.reference.replication.effects import ProduceFailed
 from coordspec.reference.replication.znodes import TopicPartition
+from coordspec.reference.wire.entities import build, ms, type_hints
 
 NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE = (
     0,

@@ -21,7 +21,6 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from coordspec.broker.wire.entities import build
 from coordspec.broker.wire.framing import FrameError, frame, read_frame
 from coordspec.reference.replication.messages import (
     ControllerRequest,
@@ -30,6 +29,7 @@ from coordspec.reference.replication.messages import (
     StopReplica,
 )
 from coordspec.reference.replication.znodes import TopicPartition
+from coordspec.reference.wire.entities import build
 
 LEADER_AND_ISR, STOP_REPLICA = 4, 5
 INTERNAL_KEYS = (LEADER_AND_ISR, STOP_REPLICA)

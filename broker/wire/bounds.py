@@ -17,7 +17,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from coordspec.broker.wire.entities import entity_of, is_array, nullable, type_hints
+from coordspec.reference.wire.entities import entity_of, is_array, nullable, type_hints
 
 _FIXED = {
     "int8": 1,

@@ -12,7 +12,7 @@ import kio.index
 from kio.serial import entity_reader, entity_writer
 
 from coordspec.broker.wire.bounds import check_lengths
-from coordspec.broker.wire.entities import build
+from coordspec.reference.wire.entities import build
 
 API_VERSIONS_KEY = 18
 _LENGTH, _LENGTH_AND_ID = struct.Struct(">i"), struct.Struct(">ii")

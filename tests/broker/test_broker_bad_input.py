@@ -25,10 +25,10 @@ from kio.serial import entity_reader, entity_writer
 
 from coordspec.broker.testing import BrokerProcess
 from coordspec.broker.wire import fuzz
-from coordspec.broker.wire.entities import build
 from coordspec.broker.wire.fuzz import framed, seeds
 from coordspec.conformance.tracecheck.check import check_files
 from coordspec.conformance.tracecheck.replay import Settings
+from coordspec.reference.wire.entities import build
 
 pytestmark = pytest.mark.wire
 

@@ -16,7 +16,7 @@ import raw_frames
 from kio.serial import entity_writer
 
 from coordspec.broker.testing import BrokerProcess
-from coordspec.broker.wire.entities import build
+from coordspec.reference.wire.entities import build
 
 pytestmark = pytest.mark.wire
 

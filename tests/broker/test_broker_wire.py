@@ -22,7 +22,7 @@ from kio.static.primitive import TZAwareMicros
 
 from coordspec.broker import testing
 from coordspec.broker.testing import BrokerProcess
-from coordspec.broker.wire.entities import build
+from coordspec.reference.wire.entities import build
 
 pytestmark = pytest.mark.wire
 
