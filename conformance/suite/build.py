@@ -15,15 +15,7 @@ from coordspec.reference.consumer_protocol import Subscription, encode_subscript
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.responses import JoinGroupResponse, Response
-
-# The first version whose schema has GroupInstanceId, per API.
-_INSTANCE_ID_SINCE = {
-    "JoinGroup": 5,
-    "SyncGroup": 3,
-    "Heartbeat": 3,
-    "LeaveGroup": 3,
-    "OffsetCommit": 7,
-}
+from coordspec.reference.wire.versions import INSTANCE_ID_SINCE
 
 
 def partition_of(name: str) -> tuple[str, int]:
@@ -45,7 +37,7 @@ def build(
     def instance_id() -> str | None:
         if "group_instance_id" in given:
             return r(f.group_instance_id)
-        return client.group_instance_id if version >= _INSTANCE_ID_SINCE[step.api] else None
+        return client.group_instance_id if version >= INSTANCE_ID_SINCE[step.api] else None
 
     def generation() -> int:
         return r(f.generation_id) if f.generation_id is not None else client.generation_id

@@ -30,14 +30,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from coordspec.conformance.suite import wire_codec
 from coordspec.conformance.suite.kafka_wire import Connection, WireError
-from coordspec.conformance.suite.kio_entities import UnknownErrorCode
 from coordspec.conformance.suite.target import TargetError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import API_KEYS, VERSIONS, Request
 from coordspec.reference.group.responses import Response
+from coordspec.reference.wire.entities import UnknownErrorCode
+from coordspec.reference.wire.group_apis import request_to_kio, response_from_kio
 
 FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
 TOPICS = ("foo", "bar", "baz")  # what scenarios commit offsets to, partitions 0-2
@@ -253,7 +253,7 @@ class KafkaSession:
         state = self.clients.setdefault(client, _Client())
         try:
             connection = await self._route(state, request)
-            entity = wire_codec.request_entity(request)
+            entity = request_to_kio(request)
             client_id = request.client_id if request.api == "JoinGroup" else client
             future = connection.send(
                 API_KEYS[request.api], request.api_version, entity, client_id=client_id
@@ -268,7 +268,7 @@ class KafkaSession:
         what = f"{request.api} v{request.api_version}"
         try:
             entity, arrived = await future
-            response = wire_codec.response_from(request.api, request.api_version, entity)
+            response = response_from_kio(request.api, request.api_version, entity)
         except WireError as exc:
             state.inbox.put_nowait(TargetError(f"{what}: {exc}"))
             return
@@ -276,7 +276,7 @@ class KafkaSession:
             state.inbox.put_nowait(TargetError(f"{what}: the broker answered with {exc}"))
             return
         if _error_codes(response) & _REFIND:
-            key = _group_key(request) or self.group_id
+            key = next(iter(request.group_ids), "") or self.group_id
             state.coordinators.pop(key, None)
             if key == self.group_id:
                 self.coordinator = None  # the one found ahead is stale too
@@ -329,7 +329,7 @@ class KafkaSession:
                 await asyncio.sleep(0.1)
 
     async def _route(self, state: _Client, request: Request) -> Connection:
-        key = _group_key(request) or self.group_id
+        key = next(iter(request.group_ids), "") or self.group_id
         if key not in state.coordinators and key == self.group_id and self.coordinator is not None:
             state.coordinators[key] = self.coordinator  # found ahead, in warm_up
         if key not in state.coordinators:
@@ -433,17 +433,6 @@ class KafkaSession:
                 stderr.seek(0)
                 last = (stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
                 raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
-
-
-def _group_key(request: Request) -> str | None:
-    """The group a request is routed by (DescribeGroups / DeleteGroups: the first one named)."""
-    group = getattr(request, "group_id", None)
-    if group is None:
-        group = next(
-            iter(getattr(request, "groups", None) or getattr(request, "groups_names", None) or ()),
-            None,
-        )
-    return group or None
 
 
 def _error_codes(response: Any) -> set[int]:

@@ -21,7 +21,7 @@ from typing import Any
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from coordspec.conformance.suite.kio_entities import build
+from coordspec.reference.wire.entities import build
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35

@@ -19,68 +19,19 @@ import json
 import struct
 import sys
 import time
-import types
 from collections import deque
 from pathlib import Path
-from typing import Any
 
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
-from coordspec.conformance.suite.kio_entities import read
-from coordspec.conformance.suite.wire_codec import response_from
 from coordspec.reference.group import json_values
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
+from coordspec.reference.wire.group_apis import Envelope, request_from_kio, response_from_kio
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
 _GROUP_APIS = {key: api for api, key in API_KEYS.items()}
-_RENAMES = {
-    "session_timeout_ms": "session_timeout",
-    "rebalance_timeout_ms": "rebalance_timeout",
-    "generation_id": "generation_id_or_member_epoch",
-    "retention_time_ms": "retention_time",
-}
-
-
-class _View:
-    """A kio request entity seen under the reference's field names, plus header values."""
-
-    def __init__(self, entity: Any, extra: dict[str, Any]) -> None:
-        self._entity, self._extra = entity, extra
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self._extra:
-            return self._extra[name]
-        return getattr(
-            self._entity, _RENAMES.get(name, name) if not hasattr(self._entity, name) else name
-        )
-
-
-def reference_request(
-    api: str, version: int, correlation_id: int, now_ms: int, entity: Any, client_id: str, peer: str
-) -> rq.Request:
-    extra: dict[str, Any] = {"request_id": correlation_id, "api_version": version, "now_ms": now_ms}
-    if api == "JoinGroup":
-        extra |= {"client_id": client_id or "", "client_host": f"/{peer.rsplit(':', 1)[0]}"}
-    elif api == "LeaveGroup" and version < 3:
-        extra["members"] = (
-            types.SimpleNamespace(member_id=entity.member_id, group_instance_id=None, reason=None),
-        )
-    elif api == "OffsetFetch" and version >= 8:
-        extra |= {"group_id": entity.groups[0].group_id, "topics": entity.groups[0].topics}
-    return read(getattr(rq, api), _View(entity, extra))
-
-
-def group_of(request: rq.Request) -> str:
-    if getattr(request, "group_id", None) is not None:
-        return request.group_id
-    names = [
-        g
-        for g in getattr(request, "groups", ()) or getattr(request, "groups_names", ())
-        if g is not None
-    ]
-    return names[0] if names else ""  # ListGroups: no single group
 
 
 class Recorder:
@@ -242,19 +193,18 @@ class Proxy:
             body, _ = entity_reader(cls)(frame, offset)
             if key == PRODUCE:
                 return "acks=0" if body.acks == 0 else None
-            request = reference_request(
-                api,
-                version,
+            envelope = Envelope(
                 header.correlation_id,
+                version,
                 self.recorder.now_ms(),
-                body,
-                header.client_id,
-                peer,
+                header.client_id or "",
+                f"/{peer.rsplit(':', 1)[0]}",
             )
+            request = request_from_kio(api, body, envelope)
             self.recorder.write(
                 "request",
                 name,
-                group_of(request),
+                _trace_group(request),
                 api,
                 version,
                 header.correlation_id,
@@ -283,11 +233,11 @@ class Proxy:
     ) -> None:
         cls = kio.index.load_response_schema(key, version)
         offset = entity_reader(cls.__header_schema__)(frame, 0)[1]
-        response = response_from(request.api, version, entity_reader(cls)(frame, offset)[0])
+        response = response_from_kio(request.api, version, entity_reader(cls)(frame, offset)[0])
         self.recorder.write(
             "response",
             name,
-            group_of(request),
+            _trace_group(request),
             request.api,
             version,
             correlation,
@@ -321,6 +271,11 @@ class Proxy:
         entity_writer(cls.__header_schema__)(out, header)
         entity_writer(cls)(out, body)
         return out.getvalue()
+
+
+def _trace_group(request: rq.Request) -> str:
+    """The trace line's group: the first group the request is about ("" for ListGroups)."""
+    return next(iter(request.group_ids), "")
 
 
 async def _frame(reader: asyncio.StreamReader) -> bytes:
