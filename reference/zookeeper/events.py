@@ -9,6 +9,7 @@ that talks to one (``coordspec.broker.zookeeper.executor``) maps them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from coordspec.reference.errors import UsageError
 from coordspec.reference.zookeeper.ops import OPS, Op
@@ -19,7 +20,7 @@ def _require(condition: bool, message: str) -> None:
         raise UsageError(message)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -17,6 +17,8 @@ most of these answers are only seen by a client that sends the path as it is.
 
 from __future__ import annotations
 
+from coordspec.reference.errors import UsageError
+
 ROOT = "/"
 SYSTEM_PATHS = ("/zookeeper", "/zookeeper/quota", "/zookeeper/config")
 
@@ -58,6 +60,14 @@ def split(path: str) -> tuple[str, str] | None:
     if cut == -1:
         return None
     return path[:cut], path[cut + 1 :]
+
+
+def split_node(path: str) -> tuple[str, str]:
+    """:func:`split` of the path of a node, which always holds a ``/``."""
+    cut = split(path)
+    if cut is None:
+        raise UsageError(f"{path!r} names no node: it holds no '/'")
+    return cut
 
 
 def watch_path(parent: str) -> str:

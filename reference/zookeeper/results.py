@@ -7,8 +7,11 @@ creations and deletions (it stores only creations, and reports ``2*created - chi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
+from coordspec.reference.errors import UsageError
 from coordspec.reference.zookeeper.codes import Code
 from coordspec.reference.zookeeper.ops import (
     Check,
@@ -101,7 +104,7 @@ Result = (
     | MultiResult
 )
 
-_RESULT_OF: dict[type, type] = {
+_RESULT_OF: dict[type, Callable[[Code], Result]] = {
     Create: CreateResult,
     Delete: DeleteResult,
     SetData: SetDataResult,
@@ -126,3 +129,32 @@ def failed_multi(size: int, index: int, code: Code) -> MultiResult:
         + [ErrorResult(Code.RUNTIMEINCONSISTENCY)] * (size - index - 1)
     )
     return MultiResult(code, tuple(results))
+
+
+R = TypeVar("R", bound=Result | ErrorResult)
+
+
+def expect(kind: type[R], result: Result | ErrorResult) -> R:
+    """``result`` as the ``kind`` its operation is answered with. Every driver answers an
+    operation with its own kind, failures too (:func:`failure`): another kind is a driver's
+    mistake."""
+    if not isinstance(result, kind):
+        raise UsageError(f"expected a {kind.__name__}, got {result!r}")
+    return result
+
+
+def data_of(result: Result) -> bytes:
+    """The data of a successful GetData."""
+    data = expect(GetDataResult, result).data
+    if data is None:
+        raise UsageError(f"expected a GetDataResult with data, got {result!r}")
+    return data
+
+
+def stat_of(result: Result | ErrorResult) -> Stat:
+    """The stat of a successful read or SetData (alone or in a Multi)."""
+    if not isinstance(result, (SetDataResult, GetDataResult, ExistsResult, GetChildrenResult)):
+        raise UsageError(f"expected a result with a stat, got {result!r}")
+    if result.stat is None:
+        raise UsageError(f"expected a {type(result).__name__} with a stat, got {result!r}")
+    return result.stat

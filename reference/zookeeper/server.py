@@ -22,6 +22,7 @@ from coordspec.reference.zookeeper.codes import Code, KeeperError
 from coordspec.reference.zookeeper.config import ZooKeeperConfig
 from coordspec.reference.zookeeper.effects import (
     Effect,
+    EventType,
     Reply,
     SessionClosed,
     SessionExpired,
@@ -203,7 +204,7 @@ class ZooKeeperServer:
             return ExistsResult(Code.OK, node.stat())
         return GetChildrenResult(Code.OK, tuple(sorted(node.children)), node.stat())
 
-    def _fire(self, events) -> None:
+    def _fire(self, events: list[tuple[str, EventType]]) -> None:
         for path, event_type in events:
             self._effects.extend(self.watches.trigger(path, event_type))
 

@@ -58,8 +58,8 @@ class DataTree:
         self.special_paths = frozenset({paths.ROOT, *(paths.SYSTEM_PATHS if system_nodes else ())})
         if system_nodes:
             for path in paths.SYSTEM_PATHS:
-                parent, name = paths.split(path)
-                self.node(parent).children.add(name)
+                parent, name = paths.split_node(path)
+                self.nodes[parent or paths.ROOT].children.add(name)
                 self.nodes[path] = Node(b"", read_only=path == "/zookeeper/config")
 
     def node(self, path: str) -> Node | None:
@@ -132,7 +132,7 @@ class Txn:
             raise KeeperError(Code.NOCHILDRENFOREPHEMERALS)
         parent = self._writable(parent_path)
         parent.children_created += 1
-        parent.children.add(paths.split(path)[1])
+        parent.children.add(paths.split_node(path)[1])
         self._staged[path] = Node(op.data, ephemeral_owner=self.session_id if op.ephemeral else 0)
         self._events += [
             (path, EventType.NodeCreated),
@@ -155,7 +155,7 @@ class Txn:
 
     def remove(self, path: str) -> None:
         """Delete an existing, childless node without checks (a session's ephemerals)."""
-        parent_path, name = paths.split(path)
+        parent_path, name = paths.split_node(path)
         self._writable(parent_path).children.discard(name)
         self._staged[path] = None
         self._events += [
