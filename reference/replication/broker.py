@@ -37,6 +37,8 @@ not. A paused broker is one the driver does not call.
 
 from __future__ import annotations
 
+from typing import Literal, TypeAlias
+
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.config import ReplicationConfig
 from coordspec.reference.replication.controller import Controller
@@ -48,6 +50,7 @@ from coordspec.reference.replication.effects import (
     ZkCall,
 )
 from coordspec.reference.replication.events import (
+    BrokerEvent,
     BrokerTick,
     ControllerStartup,
     DeliverRequest,
@@ -78,8 +81,23 @@ from coordspec.reference.zookeeper import (
     Create,
     GetData,
     GetDataResult,
+    Op,
+    Result,
     SetData,
     SetDataResult,
+)
+from coordspec.reference.zookeeper.results import data_of, stat_of
+
+# What a ZooKeeper call's result is for: the controller's call of that id, the broker's
+# registration, an ISR write (partition, leader epoch, ISR), a re-read of a state after
+# one, or nothing to learn (a persistent path, an ISR change notification).
+Purpose: TypeAlias = (
+    tuple[Literal["controller"], int]
+    | tuple[Literal["register"]]
+    | tuple[Literal["isr"], TopicPartition, int, tuple[int, ...]]
+    | tuple[Literal["reread"], TopicPartition, int]
+    | tuple[Literal["path"]]
+    | tuple[Literal["notify"]]
 )
 
 _BROKER_EVENTS = (
@@ -113,7 +131,7 @@ class Broker:
         self.controller = Controller(broker_id, self.config)
         self.controller_epoch = -1  # the highest seen in a controller request
         self.registered = False
-        self._calls: dict[int, tuple] = {}  # call id -> what the result is for
+        self._calls: dict[int, Purpose] = {}  # call id -> what the result is for
         self._next_call = 1
 
     def report_substeps(self, observer: SubStepObserver) -> None:
@@ -124,7 +142,7 @@ class Broker:
 
     # -- driving -----------------------------------------------------------------------
 
-    def handle(self, event) -> list[Effect]:
+    def handle(self, event: BrokerEvent) -> list[Effect]:
         if not isinstance(event, _BROKER_EVENTS):
             raise UsageError(
                 f"Broker {self.broker_id}: {type(event).__name__} is not a broker event"
@@ -179,7 +197,7 @@ class Broker:
 
     # -- ZooKeeper ---------------------------------------------------------------------
 
-    def _call(self, purpose: tuple, op) -> ZkCall:
+    def _call(self, purpose: Purpose, op: Op) -> ZkCall:
         call_id = self._next_call
         self._next_call += 1
         self._calls[call_id] = purpose
@@ -214,24 +232,26 @@ class Broker:
             raise UsageError(
                 f"Broker {self.broker_id}: ZkResult for call {event.call_id}, which is not outstanding"
             )
-        kind, *args = purpose
-        if kind == "controller":
-            return self._from_controller(
-                self.controller.handle(ZkResult(event.now_ms, args[0], event.result))
-            )
-        if kind == "register":
-            if event.result.code == Code.NODEEXISTS:
-                raise UsageError(
-                    f"Broker {self.broker_id}: {broker_path(self.broker_id)} exists; start a broker again only after its old session is gone"
+        match purpose:
+            case ("controller", call_id):
+                return self._from_controller(
+                    self.controller.handle(ZkResult(event.now_ms, call_id, event.result))
                 )
-            if event.result.code != Code.OK:
-                return []  # the session ended before the registration: a new session registers
-            self.registered = True
-            return self._from_controller(self.controller.handle(ControllerStartup(event.now_ms)))
-        if kind == "isr":
-            return self._isr_written(event.result, *args)
-        if kind == "reread":
-            return self._reread(event.result, *args)
+            case ("register",):
+                if event.result.code == Code.NODEEXISTS:
+                    raise UsageError(
+                        f"Broker {self.broker_id}: {broker_path(self.broker_id)} exists; start a broker again only after its old session is gone"
+                    )
+                if event.result.code != Code.OK:
+                    return []  # the session ended before the registration: a new session registers
+                self.registered = True
+                return self._from_controller(
+                    self.controller.handle(ControllerStartup(event.now_ms))
+                )
+            case ("isr", tp, leader_epoch, isr):
+                return self._isr_written(event.result, tp, leader_epoch, isr)
+            case ("reread", tp, leader_epoch):
+                return self._reread(event.result, tp, leader_epoch)
         return []  # persistent paths and ISR change notifications: nothing to learn
 
     def _from_controller(self, effects: list[Effect]) -> list[Effect]:
@@ -345,17 +365,17 @@ class Broker:
         return partition
 
     def _isr_written(
-        self, result, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...]
+        self, result: Result, tp: TopicPartition, leader_epoch: int, isr: tuple[int, ...]
     ) -> list[Effect]:
         partition = self._current_leader(tp, leader_epoch)
         if partition is None:
             return []  # leadership changed meanwhile; the new decision replaced the proposal
         if isinstance(result, SetDataResult) and result.code == Code.OK:
-            partition.isr_written(isr, result.stat.version)
+            partition.isr_written(isr, stat_of(result).version)
             notify = self._call(
                 ("notify",), Create(ISR_CHANGE_PREFIX, encode_isr_change([tp]), sequential=True)
             )
-            updated = IsrUpdated(tp.topic, tp.partition, leader_epoch, isr, result.stat.version)
+            updated = IsrUpdated(tp.topic, tp.partition, leader_epoch, isr, stat_of(result).version)
             return [
                 updated,
                 notify,
@@ -365,13 +385,13 @@ class Broker:
             return []  # the new session re-reads
         return [self._call(("reread", tp, leader_epoch), GetData(state_path(tp)))]
 
-    def _reread(self, result, tp: TopicPartition, leader_epoch: int) -> list[Effect]:
+    def _reread(self, result: Result, tp: TopicPartition, leader_epoch: int) -> list[Effect]:
         partition = self._current_leader(tp, leader_epoch)
         if partition is None or result.code == Code.SESSIONEXPIRED:
             return []
         if isinstance(result, GetDataResult) and result.code == Code.OK:
-            published = PartitionState.decode(state_path(tp), result.data)
+            published = PartitionState.decode(state_path(tp), data_of(result))
             return partition.resolve_conflict(
-                published, result.stat.version, self.config.min_insync_replicas
+                published, stat_of(result).version, self.config.min_insync_replicas
             )
         return partition.resolve_conflict(None, -1, self.config.min_insync_replicas)

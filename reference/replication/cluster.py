@@ -25,7 +25,9 @@ writes ZooKeeper accepted, and the records acknowledged (committed).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.broker import Broker
@@ -66,6 +68,7 @@ from coordspec.reference.zookeeper import (
     Create,
     Delete,
     Multi,
+    Op,
     OpenSession,
     Ping,
     Reply,
@@ -78,6 +81,9 @@ from coordspec.reference.zookeeper import (
     ZooKeeperConfig,
     ZooKeeperServer,
 )
+from coordspec.reference.zookeeper import Effect as ZooKeeperEffect
+from coordspec.reference.zookeeper import Event as ZooKeeperEvent
+from coordspec.reference.zookeeper import Result as ZooKeeperResult
 from coordspec.reference.zookeeper.sessions import SessionState
 
 ADMIN_SESSION = 1
@@ -102,7 +108,7 @@ class StateWrite:
 
     path: str
     expected_version: int  # -1: unconditional
-    version_before: int
+    version_before: int | None  # None: the znode was absent
 
 
 @dataclass(eq=False)
@@ -119,6 +125,18 @@ class BrokerSlot:
     def running(self) -> bool:
         return self.broker is not None and not self.paused
 
+    @property
+    def started(self) -> Broker:
+        """The broker of a slot the step knows is not crashed (it checked, or started it)."""
+        assert self.broker is not None, f"broker {self.broker_id} is crashed"
+        return self.broker
+
+
+class ClusterCheck(Protocol):
+    """What a ``monitor`` is: called after every step (invariants.Monitor)."""
+
+    def check(self, cluster: Cluster) -> None: ...
+
 
 class Cluster:
     def __init__(
@@ -127,8 +145,8 @@ class Cluster:
         config: ReplicationConfig | None = None,
         *,
         zookeeper: ZooKeeperConfig | None = None,
-        monitor=None,
-        broker_factory=Broker,
+        monitor: ClusterCheck | None = None,
+        broker_factory: Callable[..., Broker] = Broker,
         substeps: SubStepObserver = UNOBSERVED,
     ) -> None:
         if not broker_ids or len(set(broker_ids)) != len(broker_ids):
@@ -178,7 +196,7 @@ class Cluster:
             for slot in self.slots.values():
                 if slot.running:
                     notices += self._run(
-                        slot.broker_id, slot.broker.handle(BrokerTick(self.now_ms))
+                        slot.broker_id, slot.started.handle(BrokerTick(self.now_ms))
                     )
             if self.now_ms >= target:
                 break
@@ -191,7 +209,7 @@ class Cluster:
         for watch in watches:
             if slot.running:
                 notices += self._run(
-                    broker_id, slot.broker.handle(ZkWatch(self.now_ms, watch.path, watch.type))
+                    broker_id, slot.started.handle(ZkWatch(self.now_ms, watch.path, watch.type))
                 )
         return self._checked(notices)
 
@@ -215,7 +233,7 @@ class Cluster:
                 f"deliver: request {index} cannot be delivered now (deliverable: {self.deliverable()})"
             )
         message = self.in_flight.pop(index)
-        broker = self.slots[message.destination].broker
+        broker = self.slots[message.destination].started
         return self._checked(
             self._run(
                 message.destination, broker.handle(DeliverRequest(self.now_ms, message.request))
@@ -243,7 +261,9 @@ class Cluster:
         return self._checked(
             self._run(
                 broker_id,
-                slot.broker.handle(Produce(self.now_ms, tp.topic, tp.partition, payload_id, value)),
+                slot.started.handle(
+                    Produce(self.now_ms, tp.topic, tp.partition, payload_id, value)
+                ),
             )
         )
 
@@ -251,23 +271,23 @@ class Cluster:
         """One fetch of ``broker_id`` from the broker it follows for ``tp``, and its answer.
         Nothing happens if it follows no one or its leader is crashed or paused."""
         slot = self._running(broker_id, "replicate")
-        fetch = slot.broker.fetch_request(self.now_ms, tp)
+        fetch = slot.started.fetch_request(self.now_ms, tp)
         if fetch is None:
             return []
-        leader_id = slot.broker.partitions[tp].leader
+        leader_id = slot.started.partitions[tp].leader
         leader = self.slots.get(leader_id)
         if leader is None or not leader.running:
             return []
         notices: list[Notice] = []
         responses: list[FetchResponse] = []
-        for effect in leader.broker.handle(fetch):
+        for effect in leader.started.handle(fetch):
             if isinstance(effect, FetchResponse):
                 responses.append(effect)
             else:
                 notices += self._run(leader_id, [effect])
         for response in responses:
             if slot.running:
-                notices += self._run(broker_id, slot.broker.handle(response))
+                notices += self._run(broker_id, slot.started.handle(response))
         return self._checked(notices)
 
     def crash(self, broker_id: int) -> list[Notice]:
@@ -335,7 +355,7 @@ class Cluster:
         )
         return self._checked([])
 
-    def _admin(self, op, what: str) -> None:
+    def _admin(self, op: Op, what: str) -> None:
         result = self._zk(None, op)
         if result.code != Code.OK:
             raise UsageError(f"{what}: ZooKeeper answered {result.code.name}")
@@ -407,13 +427,13 @@ class Cluster:
         self._zk_event(
             OpenSession(self.now_ms, slot.session_id, self.config.zookeeper_session_timeout_ms)
         )
-        return self._run(broker_id, slot.broker.handle(ZkSessionStarted(self.now_ms)))
+        return self._run(broker_id, slot.started.handle(ZkSessionStarted(self.now_ms)))
 
     def _renew_session(self, broker_id: int) -> list[Notice]:
         """The broker learns its session is gone, and opens a new one (ISR-18: Kafka 2.6
         re-registers and stands for controller again; it keeps leading in memory)."""
         slot = self.slots[broker_id]
-        notices = self._run(broker_id, slot.broker.handle(ZkSessionExpired(self.now_ms)))
+        notices = self._run(broker_id, slot.started.handle(ZkSessionExpired(self.now_ms)))
         return notices + self._open_session(broker_id)
 
     def _session_ended(self, broker_id: int) -> list[Notice]:
@@ -429,12 +449,17 @@ class Cluster:
     def _expiries(self) -> list[Notice]:
         notices: list[Notice] = []
         for slot in self.slots.values():
-            live = slot.session_id is not None and not slot.expired and slot.broker is not None
-            if live and self.zk.session_state(slot.session_id) != SessionState.OPEN:
+            session = slot.session_id
+            if (
+                session is not None
+                and not slot.expired
+                and slot.broker is not None
+                and self.zk.session_state(session) != SessionState.OPEN
+            ):
                 notices += self._session_ended(slot.broker_id)
         return notices
 
-    def _zk_event(self, event) -> list:
+    def _zk_event(self, event: ZooKeeperEvent) -> list[ZooKeeperEffect]:
         effects = self.zk.handle(event)
         for effect in effects:
             if isinstance(effect, WatchFired):
@@ -448,18 +473,19 @@ class Cluster:
                     slot.inbox.append(ZkWatch(self.now_ms, effect.path, effect.type))
         return effects
 
-    def _zk(self, broker_id: int | None, op):
+    def _zk(self, broker_id: int | None, op: Op) -> ZooKeeperResult:
         """Run ``op`` on the broker's session (the admin's for None); record accepted
         partition-state writes for NoWriteWithStaleVersion."""
         session = ADMIN_SESSION if broker_id is None else self.slots[broker_id].session_id
+        if session is None:
+            raise UsageError(f"broker {broker_id} has no ZooKeeper session")
         writes = [
             o
             for o in (op.ops if isinstance(op, Multi) else (op,))
             if isinstance(o, (SetData, Delete)) and state_path_partition(o.path)
         ]
         before = {
-            o.path: (self.zk.tree.node(o.path).version if self.zk.tree.node(o.path) else None)
-            for o in writes
+            o.path: (node.version if (node := self.zk.tree.node(o.path)) else None) for o in writes
         }
         effects = self._zk_event(Request(self.now_ms, session, op))
         result = next(e.result for e in effects if isinstance(e, Reply))
@@ -487,7 +513,7 @@ class Cluster:
             else:
                 if isinstance(effect, ProduceAcked):
                     tp = TopicPartition(effect.topic, effect.partition)
-                    record = slot.broker.partitions[tp].log.records[effect.offset]
+                    record = slot.started.partitions[tp].log.records[effect.offset]
                     self.committed.setdefault(tp, {})[effect.offset] = record
                 notices.append(Notice(broker_id, effect))
         return notices

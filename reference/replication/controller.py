@@ -45,7 +45,8 @@ and their decisions recomputed and retried (ISR-4).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
+from typing import TypeAlias, TypeVar
 
 from coordspec.reference.errors import UsageError
 from coordspec.reference.replication.batching import pack
@@ -64,6 +65,7 @@ from coordspec.reference.replication.election import (
     init_leader,
 )
 from coordspec.reference.replication.events import (
+    ControllerEvent,
     ControllerStartup,
     ZkResult,
     ZkSessionExpired,
@@ -107,6 +109,7 @@ from coordspec.reference.zookeeper import (
     Delete,
     Exists,
     GetChildren,
+    GetChildrenResult,
     GetData,
     Multi,
     MultiResult,
@@ -115,8 +118,14 @@ from coordspec.reference.zookeeper import (
     SetData,
 )
 from coordspec.reference.zookeeper.ops import WriteOp
+from coordspec.reference.zookeeper.results import data_of, expect, stat_of
 
-Job = Generator[list[Op], list[Result], None]
+T = TypeVar("T")
+K = TypeVar("K")
+# A job yields a round of operations, is sent their results, and returns a T.
+Job: TypeAlias = Generator[Sequence[Op], list[Result], T]
+Decision: TypeAlias = tuple[PartitionState, tuple[WriteOp, ...]]
+Decide: TypeAlias = Callable[[TopicPartition], Decision | None]
 _LOST = (Code.SESSIONEXPIRED, Code.CONNECTIONLOSS)
 
 
@@ -144,8 +153,9 @@ class Controller:
         self.reassignments: dict[
             TopicPartition, tuple[int, ...]
         ] = {}  # partition -> target replicas
-        self._queue: deque[Callable[[], Job]] = deque()  # controller events waiting their turn
-        self._job: Job | None = None
+        # controller events waiting their turn
+        self._queue: deque[Callable[[], Job[None]]] = deque()
+        self._job: Job[None] | None = None
         self._waiting: dict[int, int] = {}  # call id -> position in the round
         self._round: list[Result | None] = []
         self._next_call = 1
@@ -158,7 +168,7 @@ class Controller:
     def idle(self) -> bool:
         return self._job is None and not self._queue
 
-    def handle(self, event) -> list[Effect]:
+    def handle(self, event: ControllerEvent) -> list[Effect]:
         if not isinstance(event, (ControllerStartup, ZkResult, ZkWatch, ZkSessionExpired)):
             raise UsageError(
                 f"Controller {self.broker_id}: {type(event).__name__} is not a controller event"
@@ -214,9 +224,10 @@ class Controller:
             elif self._waiting:
                 return
             else:
-                results = list(self._round)
+                # No call is waiting, so every position of the round holds its result.
+                results = [r for r in self._round if r is not None]
             try:
-                ops = self._job.send(results)  # type: ignore[arg-type]
+                ops = next(self._job) if results is None else self._job.send(results)
             except StopIteration:
                 self._job = None
                 continue
@@ -239,7 +250,7 @@ class Controller:
         if stand_again:
             self._queue.append(self._elect)
 
-    def _check_session(self, results: list[Result]) -> None:
+    def _check_session(self, results: Sequence[Result]) -> None:
         """A lost session (or connection) ends the job and the term; the driver then
         sends ZkSessionExpired, and ControllerStartup on the new session."""
         if any(r.code in _LOST for r in results):
@@ -249,11 +260,14 @@ class Controller:
 
     # -- ElectController (ISR-1) and the failover that follows (ISR-2) -----------------------------
 
-    def _elect(self) -> Job:
+    def _elect(self) -> Job[None]:
         if self.active:
             (owner,) = yield [GetData(CONTROLLER)]
             self._check_session([owner])
-            if owner.code != Code.OK or decode_controller(CONTROLLER, owner.data) != self.broker_id:
+            if (
+                owner.code != Code.OK
+                or decode_controller(CONTROLLER, data_of(owner)) != self.broker_id
+            ):
                 self._resign("another broker is controller")
             return
         epoch_read, controller = yield [GetData(CONTROLLER_EPOCH), Exists(CONTROLLER, watch=True)]
@@ -265,12 +279,14 @@ class Controller:
             self._check_session([created])
             (epoch_read,) = yield [GetData(CONTROLLER_EPOCH)]
             self._check_session([epoch_read])
-        epoch = decode_controller_epoch(CONTROLLER_EPOCH, epoch_read.data)
+        epoch = decode_controller_epoch(CONTROLLER_EPOCH, data_of(epoch_read))
         claim = Multi(
             (
                 Create(CONTROLLER, encode_controller(self.broker_id, self.now_ms), ephemeral=True),
                 SetData(
-                    CONTROLLER_EPOCH, encode_controller_epoch(epoch + 1), epoch_read.stat.version
+                    CONTROLLER_EPOCH,
+                    encode_controller_epoch(epoch + 1),
+                    stat_of(epoch_read).version,
                 ),
             )
         )
@@ -284,11 +300,12 @@ class Controller:
                 self._queue.append(self._elect)
             return
         self.active = True
-        self.controller_epoch, self.epoch_zk_version = epoch + 1, outcome.results[1].stat.version
+        self.controller_epoch = epoch + 1
+        self.epoch_zk_version = stat_of(expect(MultiResult, outcome).results[1]).version
         self._effects.append(BecameController(self.controller_epoch))
         yield from self._failover()
 
-    def _failover(self) -> Job:
+    def _failover(self) -> Job[None]:
         """Read every published decision, re-send them all, then elect where needed."""
         brokers, topics, deletions, reassignment, notifications = yield [
             GetChildren(BROKER_IDS, watch=True),
@@ -298,33 +315,35 @@ class Controller:
             GetChildren(ISR_CHANGE_NOTIFICATION, watch=True),
         ]
         self._check_session([brokers, topics, deletions, reassignment, notifications])
-        self.broker_sessions = yield from self._read_brokers(brokers.children)
+        self.broker_sessions = yield from self._read_brokers(
+            expect(GetChildrenResult, brokers).children
+        )
         self.live_brokers = set(self.broker_sessions)
         self.assignments, self.states, self.partition_dirs = {}, {}, {}
-        yield from self._read_topics(list(topics.children))
+        yield from self._read_topics(list(expect(GetChildrenResult, topics).children))
         self._send_leader_and_isr(sorted(self.states), set(self.live_brokers))
         yield from self._change_leaders(self._all_partitions(), "ControllerFailover")
-        if deletions.children:
+        if expect(GetChildrenResult, deletions).children:
             self._queue.append(self._delete_topics)
         if reassignment.code == Code.OK:
             self._queue.append(self._reassign)
-        if notifications.children:
+        if expect(GetChildrenResult, notifications).children:
             self._queue.append(self._isr_changes)
 
-    def _read_brokers(self, ids: tuple[str, ...]) -> Job:
+    def _read_brokers(self, ids: tuple[str, ...]) -> Job[dict[int, int]]:
         """The live brokers and the session of each registration (a re-registered broker
         has a new one: Kafka's broker epoch, KIP-380)."""
         numbers = sorted(int(i) for i in ids if i.isdigit())
         found = yield [Exists(broker_path(b)) for b in numbers]
         self._check_session(found)
         sessions = {
-            b: r.stat.ephemeral_owner
+            b: stat_of(r).ephemeral_owner
             for b, r in zip(numbers, found, strict=True)
             if r.code == Code.OK
         }
         return sessions
 
-    def _read_topics(self, topics: list[str]) -> Job:
+    def _read_topics(self, topics: list[str]) -> Job[None]:
         """Assignments, partition znodes and states of ``topics`` into the caches."""
         topics = sorted(topics)
         results = yield [GetData(topic_path(t)) for t in topics] + [
@@ -337,31 +356,33 @@ class Controller:
         ):
             if assignment.code != Code.OK:
                 continue  # deleted meanwhile
-            self.assignments[topic] = TopicAssignment.decode(topic_path(topic), assignment.data)
+            self.assignments[topic] = TopicAssignment.decode(topic_path(topic), data_of(assignment))
             self.partition_dirs[topic] = (
-                {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+                {int(p) for p in expect(GetChildrenResult, dirs).children if p.isdigit()}
+                if dirs.code == Code.OK
+                else None
             )
             reads += [TopicPartition(topic, p) for p in sorted(self.partition_dirs[topic] or ())]
         yield from self._read_states(reads)
 
-    def _read_states(self, tps: list[TopicPartition]) -> Job:
+    def _read_states(self, tps: list[TopicPartition]) -> Job[None]:
         results = yield [GetData(state_path(tp)) for tp in tps]
         self._check_session(results)
         for tp, result in zip(tps, results, strict=True):
             if result.code == Code.OK:
                 self.states[tp] = (
-                    PartitionState.decode(state_path(tp), result.data),
-                    result.stat.version,
+                    PartitionState.decode(state_path(tp), data_of(result)),
+                    stat_of(result).version,
                 )
             else:
                 self.states.pop(tp, None)
 
     # -- BrokerChange (ISR-6) ------------------------------------------------------------------
 
-    def _broker_change(self) -> Job:
+    def _broker_change(self) -> Job[None]:
         (brokers,) = yield [GetChildren(BROKER_IDS, watch=True)]
         self._check_session([brokers])
-        sessions = yield from self._read_brokers(brokers.children)
+        sessions = yield from self._read_brokers(expect(GetChildrenResult, brokers).children)
         now_live = set(sessions)
         bounced = {
             b for b in now_live & self.live_brokers if sessions[b] != self.broker_sessions.get(b)
@@ -393,7 +414,7 @@ class Controller:
         """The full replica set (during a reassignment: target then original replicas)."""
         return self.assignments[tp.topic].partitions.get(tp.partition, ())
 
-    def _decide(self, tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+    def _decide(self, tp: TopicPartition) -> Decision | None:
         replicas = self.assignments[tp.topic].partitions[tp.partition]
         if tp not in self.states:
             state = init_leader(replicas, self.live_brokers, self.controller_epoch)
@@ -422,8 +443,8 @@ class Controller:
         return state, (SetData(state_path(tp), state.encode(), zk_version),)
 
     def _change_leaders(
-        self, tps: list[TopicPartition], reason: str, decide: Callable | None = None
-    ) -> Job:
+        self, tps: list[TopicPartition], reason: str, decide: Decide | None = None
+    ) -> Job[None]:
         """Decide every partition of ``tps``, write all decisions batched (or one at a
         time), retry those whose write met a newer version, then send LeaderAndIsr."""
         self.substeps.started("ChangeLeaders", self)
@@ -454,14 +475,18 @@ class Controller:
         self._effects.append(LeadersChanged(reason, written, multis))
         self.substeps.ended("ChangeLeaders", self, ())
 
-    def _reread_dirs(self, topic: str) -> Job:
+    def _reread_dirs(self, topic: str) -> Job[None]:
         (dirs,) = yield [GetChildren(partitions_path(topic))]
         self._check_session([dirs])
         self.partition_dirs[topic] = (
-            {int(p) for p in dirs.children if p.isdigit()} if dirs.code == Code.OK else None
+            {int(p) for p in expect(GetChildrenResult, dirs).children if p.isdigit()}
+            if dirs.code == Code.OK
+            else None
         )
 
-    def _write(self, groups: list[tuple[object, tuple[WriteOp, ...]]]) -> Job:
+    def _write(
+        self, groups: list[tuple[K, tuple[WriteOp, ...]]]
+    ) -> Job[list[tuple[list[K], Multi, MultiResult]]]:
         """Write ``groups`` (key, ops) as multis headed by the epoch check: all at once,
         packed under the byte budget, or one group per multi, one multi at a time. The
         result: (keys, multi, result) per multi. Resigns if the epoch check failed."""
@@ -471,12 +496,13 @@ class Controller:
                 (keys, Multi(ops))
                 for keys, ops in pack(head, groups, self.config.multi_byte_budget)
             ]
-            results = yield [multi for _, multi in packed]
+            results = [expect(MultiResult, r) for r in (yield [multi for _, multi in packed])]
         else:
             packed, results = [], []
             for key, ops in groups:
                 multi = Multi(head + ops)
-                (result,) = yield [multi]
+                (answer,) = yield [multi]
+                result = expect(MultiResult, answer)
                 packed.append(([key], multi))
                 results.append(result)
                 if result.code != Code.OK and self._epoch_failed(result):
@@ -502,7 +528,7 @@ class Controller:
             if tp is None:
                 continue
             if isinstance(op, SetData):
-                self.states[tp] = (decided[tp], op_result.stat.version)
+                self.states[tp] = (decided[tp], stat_of(op_result).version)
             elif isinstance(op, Create):
                 self.states[tp] = (decided[tp], 0)
 
@@ -537,10 +563,10 @@ class Controller:
 
     # -- TopicChange: new topics (ISR-8) -------------------------------------------------------------
 
-    def _topic_change(self) -> Job:
+    def _topic_change(self) -> Job[None]:
         (topics,) = yield [GetChildren(TOPICS, watch=True)]
         self._check_session([topics])
-        present = set(topics.children)
+        present = set(expect(GetChildrenResult, topics).children)
         for gone in set(self.assignments) - present:
             self._forget_topic(gone)
         new = sorted(present - set(self.assignments))
@@ -565,10 +591,10 @@ class Controller:
 
     # -- DeleteTopic (ISR-9) -------------------------------------------------------------------
 
-    def _delete_topics(self) -> Job:
+    def _delete_topics(self) -> Job[None]:
         (requested,) = yield [GetChildren(DELETE_TOPICS, watch=True)]
         self._check_session([requested])
-        for topic in sorted(requested.children):
+        for topic in sorted(expect(GetChildrenResult, requested).children):
             if topic in self.assignments:
                 tps = [TopicPartition(topic, p) for p in sorted(self.assignments[topic].partitions)]
                 stopping: dict[int, list[TopicPartition]] = {}
@@ -590,7 +616,7 @@ class Controller:
         if not self.reassignments:
             yield from self._complete_reassignments()  # a deleted topic's reassignment is over
 
-    def _remove_topic_znodes(self, topic: str) -> Job:
+    def _remove_topic_znodes(self, topic: str) -> Job[None]:
         """Delete the topic's znodes, children first; each state conditional on its
         zk_version. A leader's ISR write in between makes a delete fail: read again, retry."""
         while True:
@@ -605,25 +631,28 @@ class Controller:
                 state_delete = (
                     (Delete(state_path(tp), self.states[tp][1]),) if tp in self.states else ()
                 )
-                groups.append((tp, state_delete + (Delete(partition_path(tp)),)))
+                groups.append((tp, (*state_delete, Delete(partition_path(tp)))))
             tail: tuple[WriteOp, ...] = ()
             if self.partition_dirs.get(topic) is not None:
                 tail += (Delete(partitions_path(topic)),)
             if exists.code == Code.OK:
                 tail += (Delete(topic_path(topic)),)
-            groups.append((topic, tail + (Delete(delete_topic_path(topic)),)))
+            groups.append((topic, (*tail, Delete(delete_topic_path(topic)))))
             outcomes = yield from self._write(groups)
             if all(result.code == Code.OK for _, _, result in outcomes):
                 return
 
     # -- IsrChangeNotification (ISR-19) ---------------------------------------------------------------
 
-    def _isr_changes(self) -> Job:
+    def _isr_changes(self) -> Job[None]:
         """Leaders changed ISRs themselves: refresh the cached states (and see whether a
         reassignment's new replicas have joined)."""
         (listing,) = yield [GetChildren(ISR_CHANGE_NOTIFICATION, watch=True)]
         self._check_session([listing])
-        paths = [f"{ISR_CHANGE_NOTIFICATION}/{name}" for name in listing.children]
+        paths = [
+            f"{ISR_CHANGE_NOTIFICATION}/{name}"
+            for name in expect(GetChildrenResult, listing).children
+        ]
         if not paths:
             return
         notes = yield [GetData(path) for path in paths]
@@ -633,7 +662,7 @@ class Controller:
                 tp
                 for path, note in zip(paths, notes, strict=True)
                 if note.code == Code.OK
-                for tp in decode_isr_change(path, note.data)
+                for tp in decode_isr_change(path, data_of(note))
             }
         )
         yield from self._read_states([tp for tp in changed if tp.topic in self.assignments])
@@ -643,7 +672,7 @@ class Controller:
 
     # -- Reassign (ISR-10) -----------------------------------------------------------------------
 
-    def _reassign(self) -> Job:
+    def _reassign(self) -> Job[None]:
         """Start a reassignment read from /admin/reassign_partitions: the partition's
         replicas become target + current (with KIP-455's adding and removing replicas),
         the leader epoch moves, the new replicas start as followers. It completes when
@@ -652,7 +681,7 @@ class Controller:
         self._check_session([request])
         if request.code != Code.OK:
             return
-        targets = decode_reassignment(REASSIGN_PARTITIONS, request.data)
+        targets = decode_reassignment(REASSIGN_PARTITIONS, data_of(request))
         for tp, target in sorted(targets.items()):
             assignment = self.assignments.get(tp.topic)
             if (
@@ -687,18 +716,18 @@ class Controller:
                 yield from self._change_leaders([tp], "Reassign", decide=self._bump_epoch)
         yield from self._complete_reassignments()
 
-    def _bump_epoch(self, tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+    def _bump_epoch(self, tp: TopicPartition) -> Decision | None:
         state, zk_version = self.states[tp]
         if state.leader == -1:
             return None
         new = state.next(state.leader, state.isr, self.controller_epoch)
         return new, (SetData(state_path(tp), new.encode(), zk_version),)
 
-    def _write_assignment(self, topic: str, assignment: TopicAssignment) -> Job:
+    def _write_assignment(self, topic: str, assignment: TopicAssignment) -> Job[None]:
         yield from self._write([(topic, (SetData(topic_path(topic), assignment.encode()),))])
         self.assignments[topic] = assignment
 
-    def _complete_reassignments(self) -> Job:
+    def _complete_reassignments(self) -> Job[None]:
         """For each reassignment whose targets are all in the ISR: lead from a target,
         drop the removed replicas from the ISR, switch the assignment, stop the old
         replicas; when none is left, delete /admin/reassign_partitions."""
@@ -730,8 +759,8 @@ class Controller:
             if exists.code == Code.OK:
                 yield from self._write([(REASSIGN_PARTITIONS, (Delete(REASSIGN_PARTITIONS),))])
 
-    def _finish_decision(self, target: tuple[int, ...]) -> Callable:
-        def decide(tp: TopicPartition) -> tuple[PartitionState, tuple[WriteOp, ...]] | None:
+    def _finish_decision(self, target: tuple[int, ...]) -> Decide:
+        def decide(tp: TopicPartition) -> Decision | None:
             state, zk_version = self.states[tp]
             new = elect_reassigned_leader(target, state, self.live_brokers, self.controller_epoch)
             if new is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordspec.reference.replication.events import FetchResponse
 from coordspec.reference.replication.messages import ControllerRequest
 from coordspec.reference.zookeeper import Op
 
@@ -155,4 +156,5 @@ Effect = (
     | ProduceAccepted
     | ProduceAcked
     | ProduceFailed
+    | FetchResponse  # a leader's answer to a Fetch, an event of the follower it goes to
 )

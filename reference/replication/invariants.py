@@ -77,9 +77,10 @@ def can_commit(cluster: Cluster, broker_id: int, tp: TopicPartition) -> bool:
     """Running, leading ``tp``, and every other member of the ISR it holds follows it at
     its leader epoch (so its high watermark can advance)."""
     slot = cluster.slots[broker_id]
-    if not slot.running or not slot.broker.leads(tp):
+    broker = slot.broker  # a running slot has one; said again for the type checker
+    if not slot.running or broker is None or not broker.leads(tp):
         return False
-    partition = slot.broker.partitions[tp]
+    partition = broker.partitions[tp]
     for member in partition.isr:
         if member == broker_id:
             continue

@@ -10,6 +10,7 @@ writes to ZooKeeper (:mod:`coordspec.reference.replication.broker`). Methods ret
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -202,7 +203,11 @@ class Partition:
     def serve_fetch(self, fetch: Fetch, min_insync: int) -> tuple[FetchResponse, list[Effect]]:
         """The leader's side of a follower's fetch."""
 
-        def answer(error: str | None, diverging=None, records=()) -> FetchResponse:
+        def answer(
+            error: str | None,
+            diverging: tuple[int, int] | None = None,
+            records: Iterable[Record] = (),
+        ) -> FetchResponse:
             return FetchResponse(
                 fetch.now_ms,
                 self.broker_id,
@@ -283,7 +288,7 @@ class Partition:
             self.log.high_watermark, self.epoch_start_offset
         ):
             return None
-        return self.isr + (replica_id,)
+        return (*self.isr, replica_id)
 
     def isr_written(self, isr: tuple[int, ...], zk_version: int) -> None:
         self.isr, self.zk_version, self.pending_isr = isr, zk_version, None

@@ -9,12 +9,14 @@ Kafka's own writers touch these znodes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from coordspec.reference.errors import UsageError
 
 NO_LEADER = -1  # LeaderAndIsr.NoLeader
+V = TypeVar("V")
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -86,7 +88,7 @@ def _dumps(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _loads(path: str, data: bytes) -> dict:
+def _loads(path: str, data: bytes) -> dict[str, Any]:
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError):
@@ -96,7 +98,7 @@ def _loads(path: str, data: bytes) -> dict:
     return value
 
 
-def _field(path: str, value: dict, name: str, kind: type):
+def _field(path: str, value: dict[str, Any], name: str, kind: type[V]) -> V:
     field = value.get(name)
     if not isinstance(field, kind) or isinstance(field, bool):
         raise UsageError(f"{path}: field {name!r} must be {kind.__name__}, got {field!r}")
@@ -165,7 +167,7 @@ class TopicAssignment:
     removing_replicas: dict[int, tuple[int, ...]]
 
     @staticmethod
-    def of(partitions: dict[int, tuple[int, ...] | list[int]]) -> TopicAssignment:
+    def of(partitions: Mapping[int, Iterable[int]]) -> TopicAssignment:
         return TopicAssignment({p: tuple(r) for p, r in partitions.items()}, {}, {})
 
     def encode(self) -> bytes:
