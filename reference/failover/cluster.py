@@ -22,6 +22,7 @@ turns it off).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode, UsageError
@@ -30,6 +31,7 @@ from coordspec.reference.failover.events import (
     AppendFailed,
     BecomeCoordinator,
     HighWatermarkUpdated,
+    HostEvent,
     LoadGroup,
     ResignCoordinator,
 )
@@ -37,10 +39,12 @@ from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.failover.invariants import Monitor
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
 from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.coordinator import Observer as GroupObserver
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.invariants import Monitor as GroupMonitor
+from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import Request, Tick
-from coordspec.reference.replication.cluster import Cluster, Notice
+from coordspec.reference.replication.cluster import Cluster, ClusterCheck, Notice
 from coordspec.reference.replication.config import ReplicationConfig
 from coordspec.reference.replication.effects import (
     BecameFollower,
@@ -53,6 +57,17 @@ from coordspec.reference.replication.effects import (
 )
 from coordspec.reference.replication.znodes import TopicPartition
 
+# The notices a host hears of. ProduceAccepted / ProduceAcked / ProduceFailed of an
+# appended batch are not: the high watermark decides (Kafka 4.0 appends with acks=1 and
+# waits for it).
+_HOST_NOTICES = (BecameLeader, LeadershipLost, BecameFollower, ReplicaStopped, HighWatermarkMoved)
+
+
+def _batch(value: object) -> tuple[Record, ...]:
+    """A record of an offsets partition: its value is the batch a host appended (_produce)."""
+    assert isinstance(value, tuple), f"not a batch of group records: {value!r}"
+    return value
+
 
 class FailoverCluster:
     def __init__(
@@ -64,8 +79,8 @@ class FailoverCluster:
         group_config: GroupConfig | None = None,
         replication_config: ReplicationConfig | None = None,
         monitor: Monitor | None = None,
-        replication_monitor=None,
-        group_observer=GroupMonitor,
+        replication_monitor: ClusterCheck | None = None,
+        group_observer: Callable[[], GroupObserver] | None = GroupMonitor,
         seed: int = 0,
     ) -> None:
         factor = len(broker_ids) if replication_factor is None else replication_factor
@@ -139,10 +154,10 @@ class FailoverCluster:
         if not self.running(broker_id):
             raise UsageError(f"load: broker {broker_id} is not running")
         self.pending_loads.discard((broker_id, partition))
-        replica = self.cluster.broker(broker_id).partitions.get(self.tp(partition))
+        replica = self.cluster.slots[broker_id].started.partitions.get(self.tp(partition))
         if replica is None:
             return
-        batches = tuple(record.value for record in replica.log.records)
+        batches = tuple(_batch(record.value) for record in replica.log.records)
         self._handle(
             broker_id,
             LoadGroup(
@@ -218,7 +233,7 @@ class FailoverCluster:
         self.hosts[broker_id] = host
         self.monitor.watch(host)
 
-    def _handle(self, broker_id: int, event) -> None:
+    def _handle(self, broker_id: int, event: HostEvent) -> None:
         self._execute(broker_id, self.hosts[broker_id].handle(event))
 
     def _execute(self, broker_id: int, effects: list[HostEffect]) -> None:
@@ -267,7 +282,11 @@ class FailoverCluster:
 
     def _notice(self, notice: Notice) -> None:
         effect = notice.effect
-        if getattr(effect, "topic", None) != OFFSETS_TOPIC or notice.broker_id not in self.hosts:
+        if (
+            not isinstance(effect, _HOST_NOTICES)
+            or effect.topic != OFFSETS_TOPIC
+            or notice.broker_id not in self.hosts
+        ):
             return
         broker_id, partition = notice.broker_id, effect.partition
         if isinstance(effect, BecameLeader):
@@ -283,8 +302,6 @@ class FailoverCluster:
             self._handle(
                 broker_id, HighWatermarkUpdated(partition, effect.high_watermark, self.now_ms)
             )
-        # ProduceAccepted / ProduceAcked / ProduceFailed of an appended batch: the high
-        # watermark decides (Kafka 4.0 appends with acks=1 and waits for it).
 
     @staticmethod
     def _reelected(rest: list[Notice], broker_id: int, partition: int) -> bool:
@@ -293,9 +310,9 @@ class FailoverCluster:
             effect = notice.effect
             if (
                 notice.broker_id == broker_id
-                and getattr(effect, "topic", None) == OFFSETS_TOPIC
-                and effect.partition == partition
                 and isinstance(effect, (BecameLeader, LeadershipLost, BecameFollower))
+                and effect.topic == OFFSETS_TOPIC
+                and effect.partition == partition
             ):
                 return isinstance(effect, BecameLeader)
         return False

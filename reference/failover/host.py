@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol, TypeAlias
 
 from coordspec.reference.choices import Choices, SeededChoices
 from coordspec.reference.errors import ErrorCode, UsageError, append_error_to_response_error
@@ -41,6 +41,7 @@ from coordspec.reference.group.coordinator import Observer as GroupObserver
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
+    GROUP_REQUESTS,
     AppendCompleted,
     DeleteGroups,
     DescribeGroups,
@@ -51,6 +52,7 @@ from coordspec.reference.group.requests import (
     Tick,
     UnloadGroups,
 )
+from coordspec.reference.group.requests import Event as GroupEvent
 from coordspec.reference.group.responses import (
     DeleteGroupsResponse,
     DescribeGroupsResponse,
@@ -59,6 +61,9 @@ from coordspec.reference.group.responses import (
 )
 
 MultiGroupRequest = DescribeGroups | DeleteGroups | ListGroups
+# The entries of a multi-group response: DescribedGroup, DeletableGroupResult or ListedGroup,
+# one kind per request (its type says which, which mypy cannot follow).
+Entries: TypeAlias = tuple[Any, ...]
 _HOST_EVENTS = (
     Request,
     Tick,
@@ -93,10 +98,8 @@ class _FanOut:
     """A request for several groups, split by partition as Kafka's service splits it."""
 
     request: MultiGroupRequest
-    parts: list[tuple | None] = field(
-        default_factory=list
-    )  # per-partition entries, None while awaited
-    slots: dict[str, int] = field(default_factory=dict)  # sub-request id -> index in parts
+    parts: list[Entries | None] = field(default_factory=list)  # per partition, None while awaited
+    slots: dict[int | str, int] = field(default_factory=dict)  # sub-request id -> index in parts
 
 
 class CoordinatorHost:
@@ -252,7 +255,7 @@ class CoordinatorHost:
             return
         if hosted.serving:
             self._closing.add(hosted.partition)
-            frozen = hosted.coordinator.now_ms
+            frozen = _coordinator(hosted).now_ms
             pending = [hosted.appends.pop(offset)[0] for offset in sorted(hosted.appends)]
             for append_id in pending:
                 self._drive(hosted, AppendCompleted(append_id, frozen, ErrorCode.NOT_COORDINATOR))
@@ -326,7 +329,7 @@ class CoordinatorHost:
         if answer is not None:
             self._emit(request, answer)
             return
-        hosted = self.hosted.get(self.partition_for(request.group_id))
+        hosted = self.hosted.get(self.partition_for(_group_of(request)))
         if hosted is None:
             self._emit(request, refusal(request, ErrorCode.NOT_COORDINATOR))
         elif not hosted.serving:
@@ -348,6 +351,7 @@ class CoordinatorHost:
         answered INVALID_GROUP_ID first) and asks every partition for ListGroups."""
         fan = _FanOut(request)
         self._fan_outs[request.request_id] = fan
+        batches: dict[int, tuple[str, ...]]
         if isinstance(request, ListGroups):
             if any(not h.serving for h in self.hosted.values()):
                 del self._fan_outs[request.request_id]
@@ -361,11 +365,11 @@ class CoordinatorHost:
                 fan.parts.append(
                     _entries(refusal(_sub(request, "", invalid), ErrorCode.INVALID_GROUP_ID))
                 )
-            batches: dict[int, tuple] = {}
+            batches = {}
             for group_id in ids:
                 if group_id is not None:
                     partition = self.partition_for(group_id)
-                    batches[partition] = batches.get(partition, ()) + (group_id,)
+                    batches[partition] = (*batches.get(partition, ()), group_id)
         forwards = []
         for partition, group_ids in batches.items():
             sub = _sub(request, f"{request.request_id}/{partition}", group_ids)
@@ -391,7 +395,8 @@ class CoordinatorHost:
         if any(part is None for part in fan.parts) or fan.request.request_id not in self._fan_outs:
             return
         del self._fan_outs[fan.request.request_id]
-        entries = tuple(entry for part in fan.parts for entry in part)
+        # Every part has come (checked above): none is None.
+        entries = tuple(entry for part in fan.parts if part is not None for entry in part)
         request = fan.request
         if isinstance(request, DescribeGroups):
             self._emit(request, DescribeGroupsResponse(entries))
@@ -402,10 +407,12 @@ class CoordinatorHost:
 
     # -- the partitions' coordinators ---------------------------------------------------
 
-    def _drive(self, hosted: HostedPartition, event, *, deferring: Request | None = None) -> None:
+    def _drive(
+        self, hosted: HostedPartition, event: GroupEvent, *, deferring: Request | None = None
+    ) -> None:
         """Hand ``event`` to the partition's coordinator and route what it does."""
-        assert hosted.coordinator is not None
-        effects = hosted.coordinator.handle(event)
+        coordinator = _coordinator(hosted)
+        effects = coordinator.handle(event)
         refused: list[int] = []
         for effect in effects:
             if isinstance(effect, AppendRecords):
@@ -429,7 +436,7 @@ class CoordinatorHost:
         for append_id in refused:
             self._drive(
                 hosted,
-                AppendCompleted(append_id, hosted.coordinator.now_ms, ErrorCode.NOT_COORDINATOR),
+                AppendCompleted(append_id, coordinator.now_ms, ErrorCode.NOT_COORDINATOR),
             )
 
     def _deliver(self, request: Request, response: Response) -> None:
@@ -446,7 +453,24 @@ class CoordinatorHost:
         self._effects.append(Reply(request.request_id, request.api, request.api_version, shaped))
 
 
-def _sub(request: MultiGroupRequest, request_id: str, group_ids: tuple) -> MultiGroupRequest:
+def _coordinator(hosted: HostedPartition) -> GroupCoordinator:
+    """The coordinator of a partition the host serves: a loaded one has it."""
+    assert hosted.coordinator is not None, f"partition {hosted.partition} is not loaded"
+    return hosted.coordinator
+
+
+def _group_of(request: Request) -> str:
+    """The group of a single-group request that passed ``service_check`` (which answers a
+    missing group id)."""
+    group_id = request.group_id if isinstance(request, GROUP_REQUESTS) else None
+    if group_id is None:
+        raise UsageError(f"{type(request).__name__} names no group to route by")
+    return group_id
+
+
+def _sub(
+    request: MultiGroupRequest, request_id: str, group_ids: tuple[str | None, ...]
+) -> MultiGroupRequest:
     """The part of ``request`` for one partition."""
     if isinstance(request, DescribeGroups):
         return DescribeGroups(request_id, request.api_version, request.now_ms, groups=group_ids)
@@ -457,7 +481,7 @@ def _sub(request: MultiGroupRequest, request_id: str, group_ids: tuple) -> Multi
     )
 
 
-def _entries(response: Response) -> tuple:
+def _entries(response: Response) -> Entries:
     if isinstance(response, DescribeGroupsResponse):
         return response.groups
     if isinstance(response, DeleteGroupsResponse):

@@ -34,21 +34,31 @@ from coordspec.reference.group.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    Record,
 )
 from coordspec.reference.group.requests import (
     DeleteGroups,
     DescribeGroups,
     Heartbeat,
+    JoinGroup,
+    LeaveGroup,
     ListGroups,
     OffsetCommit,
     OffsetFetch,
     Request,
+    SyncGroup,
 )
 from coordspec.reference.group.responses import (
+    DeleteGroupsResponse,
     DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
     ListGroupsResponse,
     OffsetCommitResponse,
     OffsetFetchResponse,
+    Response,
+    SyncGroupResponse,
 )
 
 if TYPE_CHECKING:
@@ -128,12 +138,10 @@ class Monitor:
         self._acked_offsets: dict[OffsetKey, int] = {}  # -> seq of the acknowledged write
         # group -> (generation, seq of the batch) of the newest group record committed
         self._acked_generations: dict[str, tuple[int, int]] = {}
-        self._batches: dict[
-            tuple[int, int], list[tuple[int, tuple]]
-        ] = {}  # (partition, offset) -> [(seq, records)]
-        self._tails: dict[
-            tuple[int, int], dict[int, tuple]
-        ] = {}  # (broker, partition) -> loaded batches past the HW
+        # (partition, offset) -> [(seq, records)]
+        self._batches: dict[tuple[int, int], list[tuple[int, tuple[Record, ...]]]] = {}
+        # (broker, partition) -> loaded batches past the HW
+        self._tails: dict[tuple[int, int], dict[int, tuple[Record, ...]]] = {}
         self._requests: dict[tuple[int, int | str], Request] = {}
         self._commit_writes: dict[tuple[int, int | str], dict[OffsetKey, int]] = {}
 
@@ -147,8 +155,8 @@ class Monitor:
             del self.hosts[host.broker_id]
         for key in [k for k in self._leadership if k[0] == host.broker_id]:
             del self._leadership[key]
-        for key in [k for k in self._requests if k[0] == host.broker_id]:
-            del self._requests[key]
+        for request_key in [k for k in self._requests if k[0] == host.broker_id]:
+            del self._requests[request_key]
         for key in [k for k in self._tails if k[0] == host.broker_id]:
             del self._tails[key]
 
@@ -210,7 +218,9 @@ class Monitor:
             key = record.key
             if isinstance(key, OffsetCommitKey):
                 offset_key = (key.group, key.topic, key.partition)
-                self._offset_writes.setdefault(offset_key, []).append((self._seq, record.value))
+                value = record.value
+                assert not isinstance(value, GroupMetadataValue), f"{key} holds group metadata"
+                self._offset_writes.setdefault(offset_key, []).append((self._seq, value))
                 if isinstance(event, OffsetCommit) and event.group_id == key.group:
                     self._commit_writes.setdefault((host.broker_id, event.request_id), {})[
                         offset_key
@@ -230,7 +240,7 @@ class Monitor:
                             self._acked_offsets.get(key, 0), written[key]
                         )
 
-    def _committed(self, partition: int, offset: int, records: tuple) -> None:
+    def _committed(self, partition: int, offset: int, records: tuple[Record, ...]) -> None:
         """A batch passed the high watermark: its group records' generations are acknowledged.
 
         Where the batch was appended (found by its content at that offset) orders it against
@@ -357,7 +367,8 @@ class Monitor:
             acked = next(value for seq, value in self._offset_writes[key] if seq == acked_seq)
             raise InvariantViolation(
                 "NoCommittedOffsetLost",
-                f"group {group_id!r} {topic}-{partition_index}: commit of offset {acked.offset} was acknowledged, "
+                f"group {group_id!r} {topic}-{partition_index}: commit of offset "
+                f"{acked.offset if acked is not None else 'nothing'} was acknowledged, "
                 f"the serving coordinator holds {held.offset if held is not None else 'nothing'}",
             )
 
@@ -378,17 +389,19 @@ class Monitor:
                 )
 
 
-def _answers(request: Request, response) -> list[tuple[str | None, ErrorCode]]:
+def _answers(request: Request, response: Response) -> list[tuple[str | None, ErrorCode]]:
     """(group id, error) for each group a reply speaks for."""
-    if isinstance(request, (DescribeGroups, DeleteGroups)):
-        entries = (
-            response.groups if isinstance(response, DescribeGroupsResponse) else response.results
-        )
-        return [(e.group_id, e.error_code) for e in entries]
+    if isinstance(request, DescribeGroups):
+        assert isinstance(response, DescribeGroupsResponse)
+        return [(e.group_id, e.error_code) for e in response.groups]
+    if isinstance(request, DeleteGroups):
+        assert isinstance(response, DeleteGroupsResponse)
+        return [(e.group_id, e.error_code) for e in response.results]
     if isinstance(request, ListGroups):
         assert isinstance(response, ListGroupsResponse)
         return [(g.group_id, response.error_code) for g in response.groups]
     if isinstance(request, OffsetCommit):
+        assert isinstance(response, OffsetCommitResponse)
         errors = {p.error_code for t in response.topics for p in t.partitions}
         if not errors:
             return []  # an empty commit: a refusal and an answer look the same
@@ -399,4 +412,8 @@ def _answers(request: Request, response) -> list[tuple[str | None, ErrorCode]]:
         if request.api_version < 2 and request.topics and not response.topics:
             return []  # below v2 a group error leaves only an empty answer
         return [(request.group_id, response.error_code)]
+    assert isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup))
+    assert isinstance(
+        response, (JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse)
+    )
     return [(request.group_id, response.error_code)]
