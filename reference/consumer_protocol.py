@@ -95,10 +95,10 @@ class _Reader:
         return chunk
 
     def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        return int(struct.unpack(">h", self._take(2))[0])
 
     def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        return int(struct.unpack(">i", self._take(4))[0])
 
     def string(self, nullable: bool = False) -> str | None:
         n = self.int16()

@@ -42,7 +42,7 @@ def decode_generation(user_data: bytes | None) -> int | None:
         return None
     if len(user_data) < 4:
         return DEFAULT_GENERATION
-    return struct.unpack_from(">i", user_data)[0]
+    return int(struct.unpack_from(">i", user_data)[0])
 
 
 def owned_partitions(subscription: Subscription) -> tuple[TopicPartition, ...]:

@@ -30,7 +30,7 @@ def java_string_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def member_order_key(member_id: str, group_instance_id: str | None) -> tuple:
+def member_order_key(member_id: str, group_instance_id: str | None) -> tuple[int, bytes, bytes]:
     """Kafka's ``MemberInfo`` order: members with a group.instance.id come first, ordered
     by it; the others follow, ordered by member id. Two members claiming the same instance
     id (which the coordinator never lets happen) tie in Kafka and keep their input order
@@ -73,6 +73,8 @@ class RangeAssignor:
             ordered = sorted(
                 members, key=lambda m: member_order_key(m, subscriptions[m].group_instance_id)
             )
-            for member_id, partitions in zip(ordered, _ranges(num_partitions, len(ordered))):
+            for member_id, partitions in zip(
+                ordered, _ranges(num_partitions, len(ordered)), strict=True
+            ):
                 assignment[member_id].extend((topic, p) for p in partitions)
         return {member_id: sorted(tps) for member_id, tps in assignment.items()}

@@ -50,14 +50,17 @@ from __future__ import annotations
 import bisect
 import struct
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from coordspec.reference.assignors.base import Assignment, TopicPartition
 from coordspec.reference.assignors.range import java_string_key
 from coordspec.reference.consumer_protocol import Subscription
 
 DEFAULT_GENERATION = -1
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 _INT32 = 0xFFFFFFFF
 
 
@@ -84,25 +87,25 @@ def topic_partition_hash(tp: TopicPartition) -> int:
     return (31 * ((31 + tp[1]) & _INT32) + java_string_hash(tp[0])) & _INT32
 
 
-class JavaHashOrder:
+class JavaHashOrder(Generic[K]):
     """The iteration order of a ``java.util.HashMap`` (or ``HashSet``) created with the
     default capacity: keys go by bucket (spread hash & (capacity - 1)), and within a bucket
     by insertion, since Java appends to a bucket's chain and resizing keeps relative order.
     Capacity starts at 16 and doubles when the size passes 3/4 of it, or when a chain grows
     past 8 in a table smaller than 64 (Java resizes instead of building a tree there)."""
 
-    def __init__(self, hash_code: Callable[[Hashable], int]) -> None:
+    def __init__(self, hash_code: Callable[[K], int]) -> None:
         self._hash_code = hash_code
         self._capacity = 16
-        self._spread: dict[Hashable, int] = {}
-        self._inserted: dict[Hashable, int] = {}
+        self._spread: dict[K, int] = {}
+        self._inserted: dict[K, int] = {}
         self._chain_lengths: Counter[int] = Counter()
         self._next_insertion = 0
 
     def __len__(self) -> int:
         return len(self._inserted)
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: K) -> None:
         if key in self._inserted:
             return
         h = self._hash_code(key)
@@ -116,22 +119,22 @@ class JavaHashOrder:
         if len(self._inserted) > self._capacity * 3 // 4:
             self._resize()
 
-    def remove(self, key: Hashable) -> None:
+    def remove(self, key: K) -> None:
         if key in self._inserted:
             self._chain_lengths[self._bucket(key)] -= 1
             del self._inserted[key]
             del self._spread[key]
 
-    def first(self) -> Hashable:
+    def first(self) -> K:
         return min(self._inserted, key=self._position)
 
-    def ordered(self) -> list:
+    def ordered(self) -> list[K]:
         return sorted(self._inserted, key=self._position)
 
-    def _bucket(self, key: Hashable) -> int:
+    def _bucket(self, key: K) -> int:
         return self._spread[key] & (self._capacity - 1)
 
-    def _position(self, key: Hashable) -> tuple[int, int]:
+    def _position(self, key: K) -> tuple[int, int]:
         return (self._bucket(key), self._inserted[key])
 
     def _resize(self) -> None:
@@ -140,8 +143,8 @@ class JavaHashOrder:
 
 
 def java_hash_map_order(
-    keys: Iterable[Hashable], hash_code: Callable[[Hashable], int] = java_string_hash
-) -> list:
+    keys: Iterable[str], hash_code: Callable[[str], int] = java_string_hash
+) -> list[str]:
     """The order in which a default-capacity Java HashMap filled with ``keys`` (in this
     order) iterates them."""
     table = JavaHashOrder(hash_code)
@@ -178,10 +181,10 @@ class _UserDataReader:
         return chunk
 
     def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        return int(struct.unpack(">h", self._take(2))[0])
 
     def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        return int(struct.unpack(">i", self._take(4))[0])
 
     def array_size(self) -> int:
         # Kafka's ArrayOf: a negative size or one larger than the bytes left is an error.
@@ -198,7 +201,7 @@ class _UserDataReader:
         return self._take(n).decode("utf-8", "replace")
 
     def topic_assignments(self) -> list[TopicPartition]:
-        partitions = []
+        partitions: list[TopicPartition] = []
         for _ in range(self.array_size()):
             topic = self.string()
             partitions.extend((topic, self.int32()) for _ in range(self.array_size()))
@@ -210,7 +213,10 @@ def _grouped_topic_order(topics: Iterable[str]) -> list[str]:
     ``computeIfAbsent(topic)``, called once per partition. Unlike ``put``, that call puts a
     new key at the head of its bucket, grows the table before inserting (when the size
     already exceeds 3/4 of the capacity) and resizes for a chain of 8 (not 9)."""
-    capacity, spread, inserted, chains = 16, {}, {}, Counter()
+    capacity = 16
+    spread: dict[str, int] = {}
+    inserted: dict[str, int] = {}
+    chains: Counter[int] = Counter()
     for topic in topics:
         if len(inserted) > capacity * 3 // 4:
             capacity *= 2
@@ -333,7 +339,7 @@ class _PreviousOwnership:
     max_generation: int
 
 
-def _remove_first(items: list, item: object) -> None:
+def _remove_first(items: list[T], item: T) -> None:
     if item in items:
         items.remove(item)
 
@@ -525,7 +531,7 @@ class _PartitionMovements:
 
     def __init__(self) -> None:
         self._pair_of: dict[TopicPartition, tuple[str, str]] = {}
-        self._by_topic: dict[str, dict[tuple[str, str], JavaHashOrder]] = {}
+        self._by_topic: dict[str, dict[tuple[str, str], JavaHashOrder[TopicPartition]]] = {}
 
     def move(self, tp: TopicPartition, old: str, new: str) -> None:
         if tp in self._pair_of:
@@ -592,7 +598,7 @@ class _MembersBySize:
     def last(self) -> str:
         return self._entries[-1][2]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         # Callers stop iterating as soon as they change the set.
         return (entry[2] for entry in self._entries)
 
@@ -755,7 +761,7 @@ class _GeneralAssignment:
         # hold; the member's own partitions never pass the test (n + 1 < n), so comparing
         # with the most loaded holder of each topic gives the same answer, faster.
         most_loaded_holder: dict[str, int] = {}
-        for holder, tps in self.current.items():
+        for tps in self.current.values():
             for t, p in tps:
                 if 0 <= p < self.counts[t]:
                     most_loaded_holder[t] = max(most_loaded_holder.get(t, 0), len(tps))
