@@ -15,7 +15,7 @@ MaxCommits 2).
 
 ``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
     TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
-    runs ``SIM_MODULE``, a wrapper that constrains the spec to the reference's choices and
+    runs tla/SimCoordinatorFailover.tla, a wrapper that constrains the spec to the reference's choices and
     granularity (its header lists the constraints), ``count`` behaviours back to back in one
     run (a behaviour restarts after ``depth`` steps, or earlier when the wrapper has nothing
     left to do). Each behaviour is replayed on a fresh :class:`Harness`: every "free" step is
@@ -171,20 +171,24 @@ Not fixed, reported (each a reference step the spec has no step for):
 from __future__ import annotations
 
 import random
-import re
 import time
-from dataclasses import dataclass, field
 
-from coordspec.conformance.formal.group import TraceMismatch
-from coordspec.conformance.formal.trace_tlc import (
+from coordspec.conformance.formal.harness import (
+    RandomTraceSummary,
     ReplaySummary,
+    Step,
     TraceCheck,
+    TraceMismatch,
     check_trace_data,
     replay_all,
     simulate_behaviours,
-    tla_value,
     trace_data_module,
+    trace_rows,
 )
+from coordspec.conformance.formal.harness import (
+    validate_random_traces as validate,
+)
+from coordspec.conformance.formal.tla_values import tla_value
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.cluster import FailoverCluster
 from coordspec.reference.failover.partition import PartitionState
@@ -214,6 +218,8 @@ NONE = "none"
 GROUP = "g"
 TOPIC = "foo"
 MAX_EPOCH, MAX_GENERATION, MAX_COMMITS = 3, 1, 2
+# Step.args: a broker or "none", then ExpandIsr's follower or OffsetCommit's partition, or "none"
+ARGS = ("a1", "a2")
 VARIABLES = (
     "leader",
     "leaderEpoch",
@@ -233,14 +239,6 @@ NO_VIEW = {"leader": NONE, "epoch": 0, "isr": frozenset()}
 EMPTY_GROUP = {"gen": 0, "offsets": {"p1": 0}}
 EXPIRE_WEIGHT = 0.4
 GROUP_CONFIG = GroupConfig(initial_rebalance_delay_ms=0)
-
-
-@dataclass
-class Step:
-    action: str
-    a1: str  # the action's first parameter (a broker, "none" for none)
-    a2: str  # its second (ExpandIsr's follower, OffsetCommit's partition), else "none"
-    state: dict
 
 
 class _Cluster(FailoverCluster):
@@ -301,7 +299,7 @@ class Harness:
         self.commits = 0
         self.member_id: str | None = None  # the client's member id of its answered SyncGroup
         self.awaiting_sync = False
-        self.steps: list[Step] = [Step("Init", NONE, NONE, self.abstract())]
+        self.steps: list[Step] = [Step("Init", (NONE, NONE), self.abstract())]
 
     # -- the abstraction ---------------------------------------------------------------
 
@@ -428,7 +426,7 @@ class Harness:
                 raise TraceMismatch(
                     f"{label[0]}({label[1]}): expected no change, got {[s.action for s in steps]}"
                 )
-            steps = [Step(*label, after)]
+            steps = [Step(label[0], label[1:], after)]
         self.steps.extend(steps)
         return steps
 
@@ -573,7 +571,7 @@ class Harness:
         cluster = self.fc.cluster
         out: list[tuple[int, object]] = []
         # No election while a LeaderAndIsr naming its destination leader is in flight (the spec's
-        # brokers learn only the current epoch: see the module docstring).
+        # brokers learn only the current epoch: see module docstring).
         leader_in_flight = any(
             p.leader == m.destination
             for m in cluster.in_flight
@@ -637,7 +635,7 @@ class Harness:
     def would_advance_on_shrink(self, x: str) -> bool:
         """Whether the leader, re-elected when x leaves the ISR, would advance its high
         watermark on applying the new epoch from what followers that have not applied it
-        fetched before (finding 2 in the module docstring)."""
+        fetched before (finding 2 in module docstring)."""
         published = self.fc.cluster.published()[self.tp][0]
         lead = self._leading(published.leader)
         if lead is None or NAMES.get(published.leader) == x:
@@ -652,7 +650,7 @@ class Harness:
     def would_advance_on_apply(self, index: int) -> bool:
         """Whether delivering request ``index`` re-elects a leader that would advance its high
         watermark from what ISR members that have not applied the new epoch fetched before
-        (finding 2 in the module docstring)."""
+        (finding 2 in module docstring)."""
         message = self.fc.cluster.in_flight[index]
         lead = self._leading(message.destination)
         if lead is None:
@@ -677,7 +675,7 @@ class Harness:
     def hw_ahead(self, f: str) -> bool:
         """Whether f's high watermark is above its leader's: the spec's Replicate lowers it to
         the leader's (as Kafka 2.6's follower does), the reference's follower keeps it
-        (finding 3 in the module docstring)."""
+        (finding 3 in module docstring)."""
         replica = self.replica(f)
         leader = self.fc.cluster.broker(replica.leader)
         lead = leader.partitions.get(self.tp) if leader is not None else None
@@ -704,7 +702,7 @@ class Harness:
     def would_step_down(self, f: str) -> bool:
         """Whether f's fetch would make its leader, re-elected at a newer epoch it has not
         applied yet, try to add f to the ISR and step down when the write fails (ISR-17):
-        a step the spec does not have (finding 1 in the module docstring)."""
+        a step the spec does not have (finding 1 in module docstring)."""
         replica = self.replica(f)
         leader = self.fc.cluster.broker(replica.leader)
         lead = leader.partitions.get(self.tp) if leader is not None else None
@@ -731,7 +729,7 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
     steps: list[Step] = []
 
     def emit(action: str, a1: str = NONE, a2: str = NONE) -> None:
-        steps.append(Step(action, a1, a2, _copy(cur)))
+        steps.append(Step(action, (a1, a2), _copy(cur)))
 
     if follower_first is not None:
         leader = cur["view"][follower_first]["leader"]
@@ -857,28 +855,8 @@ def validate_random_traces(
 ) -> RandomTraceSummary:
     """``count`` random reference runs of at least ``steps`` spec steps, checked by TLC in one run.
     Runs that end shorter (the driver ran out of moves within the bounds) are drawn again."""
-    started = time.monotonic()
-    traces, draws = [], 0
-    while len(traces) < count:
-        if max_draws is not None and draws >= max_draws:
-            raise TraceMismatch(f"only {len(traces)} of {draws} random runs reached {steps} steps")
-        trace = random_trace(seed * 100_003 + draws, steps)
-        draws += 1
-        if len(trace) > steps:
-            traces.append(trace)
-    actions: dict[str, int] = {}
-    for trace in traces:
-        for s in trace[1:]:
-            actions[s.action] = actions.get(s.action, 0) + 1
-    check = check_traces(traces)
-    return RandomTraceSummary(
-        count,
-        draws,
-        sum(len(t) - 1 for t in traces),
-        actions,
-        check,
-        time.monotonic() - started,
-        traces,
+    return validate(
+        lambda run: random_trace(run, steps), check_traces, count, steps, seed, max_draws
     )
 
 
@@ -911,16 +889,8 @@ _SHARED = (
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    rows = [
-        [
-            [tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.a1), tla(s.a2)]
-            for s in trace
-        ]
-        for trace in traces
-    ]
-    return trace_data_module(
-        rows, [*VARIABLES, "action", "a1", "a2"], [*BROKERS, *PARTITIONS], _SHARED
-    )
+    rows = trace_rows(traces, VARIABLES, lambda name, value: tla(value), tla)
+    return trace_data_module(rows, [*VARIABLES, "action", *ARGS], [*BROKERS, *PARTITIONS], _SHARED)
 
 
 CONSTANTS = """CONSTANTS
@@ -955,29 +925,14 @@ def check_traces(traces: list[list[Step]]) -> TraceCheck:
     )
 
 
-@dataclass
-class RandomTraceSummary:
-    traces: int
-    draws: int  # random runs drawn (the shorter ones dropped)
-    steps: int  # spec steps, Init excluded
-    actions: dict[str, int]
-    check: TraceCheck
-    seconds: float
-    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
-
-    @property
-    def accepted(self) -> bool:
-        return self.check.accepted
-
-
 def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
     """The first accepted OffsetCommit is acknowledged at its append (acks=1, the spec's
     BugOffsetCommitAcksOne) instead of when the high watermark passes it: (trace, 1-based index
     of the first record changed)."""
-    out = [Step(s.action, s.a1, s.a2, _copy(s.state)) for s in trace]
+    out = [Step(s.action, s.args, _copy(s.state)) for s in trace]
     for k, s in enumerate(out):
         if s.action == "OffsetCommit":
-            offset = s.state["log"][s.a1][-1]["offset"]
+            offset = s.state["log"][s.args[0]][-1]["offset"]
             for x in out[k:]:
                 if x.state["acked"]["p1"] >= offset:
                     break
@@ -988,176 +943,20 @@ def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
 
 # -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
 
-SIM_MODULE = r"""------------------------ MODULE SimCoordinatorFailover ------------------------
-(* Random behaviours of CoordinatorFailover for replay on the reference                        *)
-(* (conformance/formal/failover.py). As SimGroupMembership: one simulation run yields Count    *)
-(* behaviours of at most Depth steps, Restart puts the base variables back to Init after Depth  *)
-(* steps or when nothing is enabled, and the invariant Done fails once Count are complete.      *)
-(*                                                                                               *)
-(* The reference takes several spec steps in one step, in a fixed order, and decides some      *)
-(* choices itself; this wrapper constrains the spec to what it would do (none of this is a     *)
-(* safety rule):                                                                                 *)
-(*  - A "free" step starts what the reference does in one step: ElectLeader (the controller's  *)
-(*    choice after replica x's session expiry: the first ISR member in assignment order when  *)
-(*    x led, else the leader keeps leading with x out of the ISR; the first election names b1  *)
-(*    and keeps the ISR), BecomeCoordinator, ResignCoordinator, LoadGroup, SyncGroup,           *)
-(*    OffsetCommit, or Fetch(f), a ghost step (a stutter of the spec's variables) in which     *)
-(*    f's leader learns f's log end (known, the leader's Replica state).                        *)
-(*  - Forced steps follow, in the reference's order: after a Fetch, ExpandIsr when the         *)
-(*    reference's leader would add f (its log end reached the high watermark and the epoch    *)
-(*    start); then AdvanceHighWatermark when the smallest log end the leader *knows* over its  *)
-(*    ISR passes its high watermark (also after an append and after BecomeCoordinator); then   *)
-(*    every AckCommit the high watermark allows; then, after a Fetch, the Replicate that is    *)
-(*    the fetch's answer (the whole leader log, as the reference takes it).                     *)
-(*  - Steps the reference would take but the spec cannot follow are not started (see the     *)
-(*    module docstring's findings): no Fetch from a leader that would try an ISR write it       *)
-(*    cannot make (it steps down), none by a follower whose log diverges or whose high          *)
-(*    watermark is above its leader's, and no step after which the reference's high watermark  *)
-(*    would move to other than the smallest log end over an ISR all following at the epoch.   *)
-(*    No election before the leader applied the current epoch; the client rebalances only      *)
-(*    while no group record is in any log and none was acknowledged.                           *)
-EXTENDS CoordinatorFailover
-CONSTANTS Depth, Count, b1, b2, b3, p1
-VARIABLES k, bn, act, phase, fF, fL, known
 
-Order == <<b1, b2, b3>>
-FirstOf(S) == Order[CHOOSE j \in 1..3 : Order[j] \in S /\ \A m \in 1..(j - 1) : Order[m] \notin S]
-NoKnown == [b \in Brokers |-> [f \in Brokers |-> -1]]
-Act(name, a1, a2) == act' = [action |-> name, a1 |-> a1, a2 |-> a2]
-IsrWritable(l) == leader = l /\ LeadsInView(l) /\ view[l].epoch = leaderEpoch
-
-\* the reference leader's high watermark candidate: the smallest log end it knows over its ISR
-PyCand(l) == SetMin({Len(log[l])} \cup {known[l][f] : f \in view[l].isr \ {l}})
-HW1(l) == Max(hw[l], PyCand(l))
-WouldExpand(l, f) == f \notin view[l].isr /\ known[l][f] >= Max(HW1(l), EpochStartOffset(l))
-NeedHW(l) == l /= None /\ LeadsInView(l) /\ PyCand(l) > hw[l]
-NeedAck == \E w \in pending : status[w.broker] = "Active" /\ w.index <= hw[w.broker]
-Answer(f, l) == <<log[l], Min(hw[l], Len(log[l]))>>
-NeedReplicate(f, l) == f /= None /\ Answer(f, l) /= <<log[f], hw[f]>>
-\* the spec can follow the reference's high watermark: AdvanceHighWatermark moves it there exactly
-Feasible ==
-    phase = "free" \/ ~NeedHW(fL)
-      \/ (/\ \A f \in view[fL].isr \ {fL} : CaughtUpFollower(f, fL)
-          /\ SetMin({Len(log[f]) : f \in view[fL].isr}) = PyCand(fL))
-
-\* the stage after a step: the first one still needed
-Stage(s) ==
-    IF s = "expand" /\ fF /= None /\ WouldExpand(fL, fF) THEN "expand"
-    ELSE IF s \in {"expand", "hw"} /\ NeedHW(fL) THEN "hw"
-    ELSE IF s \in {"expand", "hw", "ack"} /\ NeedAck THEN "ack"
-    ELSE IF s \in {"expand", "hw", "ack", "replicate"} /\ fF /= None /\ NeedReplicate(fF, fL) THEN "replicate"
-    ELSE "free"
-
-Then(s) == phase' = Stage(s)'
-
-Elect ==
-    \/ /\ leader = None
-       /\ ElectLeader(b1) /\ isr' = isr
-       /\ Act("ElectLeader", b1, None)
-    \/ /\ leader /= None /\ view[leader].epoch = leaderEpoch
-       /\ \E x \in isr :
-             /\ isr \ {x} /= {}
-             /\ LET l == IF x = leader THEN FirstOf(isr \ {x}) ELSE leader
-                IN ElectLeader(l) /\ leader' = l /\ isr' = isr \ {x}
-             /\ Act("ElectLeader", leader', x)
-
-FetchGhost(f) ==
-    LET l == view[f].leader
-    IN /\ l /= None /\ l /= f /\ view[l].leader = l /\ view[l].epoch = view[f].epoch
-       /\ IsPrefix(log[f], log[l]) /\ hw[f] <= hw[l]
-       /\ known' = [known EXCEPT ![l][f] = Len(log[f])]
-       /\ fF' = f /\ fL' = l
-       /\ UNCHANGED vars
-       /\ Act("Fetch", f, None)
-       \* a reference leader that is not current would try an ISR write and step down
-       /\ ~(WouldExpand(l, f)' /\ ~IsrWritable(l))
-       /\ phase' = Stage("expand")'
-       \* a fetch that changes nothing is not worth a step
-       /\ known' /= known \/ phase' /= "free"
-
-Free ==
-    /\ phase = "free"
-    /\ \/ Elect /\ UNCHANGED known /\ phase' = "free" /\ UNCHANGED <<fF, fL>>
-       \/ \E b \in Brokers :
-            \/ /\ BecomeCoordinator(b)
-               /\ known' = IF LeadsInView(b) THEN known ELSE [known EXCEPT ![b] = [f \in Brokers |-> -1]]
-               /\ Act("BecomeCoordinator", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ /\ ResignCoordinator(b) /\ UNCHANGED known
-               /\ Act("ResignCoordinator", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
-            \/ /\ LoadGroup(b) /\ UNCHANGED known
-               /\ Act("LoadGroup", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
-            \/ /\ ackedGen = 0 /\ \A x \in Brokers : \A j \in 1..Len(log[x]) : log[x][j].kind /= "group"
-               /\ SyncGroup(b) /\ UNCHANGED known
-               /\ Act("SyncGroup", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ \E p \in TopicPartitions :
-                 /\ OffsetCommit(b, p) /\ UNCHANGED known
-                 /\ Act("OffsetCommit", b, p) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ FetchGhost(b)
-
-Forced ==
-    /\ phase /= "free"
-    /\ UNCHANGED <<known, fF, fL>>
-    /\ \/ phase = "expand" /\ ExpandIsr(fL, fF) /\ Act("ExpandIsr", fL, fF) /\ Then("hw")
-       \/ phase = "hw" /\ AdvanceHighWatermark(fL) /\ Act("AdvanceHighWatermark", fL, None) /\ Then("ack")
-       \/ phase = "ack" /\ \E b \in Brokers : AckCommit(b) /\ Act("AckCommit", b, None) /\ Then("ack")
-       \/ phase = "replicate" /\ Replicate(fF) /\ log'[fF] = log[fL] /\ Act("Replicate", fF, None)
-          /\ Then("replicate")
-
-Step ==
-    /\ k < Depth
-    /\ Free \/ Forced
-    /\ Feasible'
-    /\ k' = k + 1
-    /\ bn' = bn
-
-SimInit ==
-    /\ Init
-    /\ k = 0 /\ bn = 0 /\ phase = "free" /\ fF = None /\ fL = None /\ known = NoKnown
-    /\ act = [action |-> "Init", a1 |-> None, a2 |-> None]
-
-Restart ==
-    /\ k = Depth \/ ~ENABLED Step
-    /\ leader' = None /\ leaderEpoch' = 0 /\ isr' = Brokers /\ view' = [b \in Brokers |-> NoView]
-    /\ log' = [b \in Brokers |-> <<>>] /\ hw' = [b \in Brokers |-> 0]
-    /\ status' = [b \in Brokers |-> "NotCoordinator"] /\ cache' = [b \in Brokers |-> EmptyGroup]
-    /\ pending' = {} /\ ackedGen' = 0 /\ acked' = [p \in TopicPartitions |-> 0] /\ commits' = 0
-    /\ answeredLoaded' = TRUE
-    /\ k' = 0 /\ bn' = bn + 1 /\ phase' = "free" /\ fF' = None /\ fL' = None /\ known' = NoKnown
-    /\ act' = [action |-> "Init", a1 |-> None, a2 |-> None]
-
-SimNext == Step \/ Restart
-
-Done == bn < Count
-=============================================================================
-"""
-
-
-def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
-    """A state TLC printed -> (act, spec state) in the shape Harness.abstract gives."""
-    from coordspec.conformance.formal.group import parse_value
-
-    state = {}
-    for name in VARIABLES:
-        text = values[name]
-        if name == "pending":
-            state[name] = frozenset(
-                (b, int(i)) for b, i in re.findall(r"broker \|-> (\w+),\s*index \|-> (\d+)", text)
-            )
-            continue
-        value = parse_value(text)
-        if name == "log":
-            value = {
-                b: [value[b][j] for j in sorted(value[b])] if value[b] else [] for b in BROKERS
-            }
-        state[name] = value
-    return parse_value(values["act"]), state
+def _spec_state(values: dict) -> dict:
+    """A state TLC printed, parsed -> the spec state in the shape Harness.abstract gives."""
+    state = {name: values[name] for name in VARIABLES}
+    state["pending"] = frozenset((w["broker"], w["index"]) for w in values["pending"])
+    state["log"] = {b: [values["log"][b][j] for j in sorted(values["log"][b])] for b in BROKERS}
+    return state
 
 
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec (at most ``depth`` steps each, fewer when the wrapper has
     nothing left to do), from one TLC simulation run: lists of (act, spec state), Init first."""
     return simulate_behaviours(
-        "CoordinatorFailover", SIM_MODULE, CONSTANTS, count, depth, seed, _parse_state
+        "CoordinatorFailover", CONSTANTS, count, depth, seed, VARIABLES, _spec_state
     )[:count]
 
 
@@ -1192,9 +991,9 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
                 break  # the behaviour was cut at its depth inside this reference step
             want_act, want = behaviour[k]
             name = "OffsetCommit" if s.action == "OffsetCommitFenced" else s.action
-            if (name, s.a1) != (want_act["action"], want_act["a1"]):
+            if (name, s.args[0]) != (want_act["action"], want_act["a1"]):
                 raise TraceMismatch(
-                    f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.a1})"
+                    f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.args[0]})"
                 )
             if s.state != want:
                 raise TraceMismatch(
