@@ -1,94 +1,12 @@
-"""Trace validation between tla/GroupMembership.tla and the reference coordinator (reference/group).
+"""Spec check of the reference coordinator (reference/group) against tla/GroupMembership.tla,
+both ways at the CI bounds (clients c1, c2; partitions p1, p2; MaxGeneration 3).
 
-Two directions, both at the CI bounds (clients c1, c2; partitions p1, p2; MaxGeneration 3):
-
-``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays one group on the reference, records after every step
-    the reference state mapped onto the spec's variables plus the spec action the step
-    is, writes the traces as a TLA+ module (``TraceData``) and has TLC check, in one run,
-    that every trace is a behaviour of the spec (tla/TraceGroupMembership.tla).
-
-``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
-    TLC's simulation mode produces random behaviours of the spec; each is replayed on
-    the reference, which must take every step and reach the same abstract state.
-
-How a trace is accepted. TraceGroupMembership's variables are the spec's plus a trace
-number ``t`` and an index ``i``; Init picks any trace and matches its first record, Next
-moves ``i`` to ``i + 1`` by the base action the record names (each name is a disjunct of
-the base Next, so this is a Next step) landing exactly on record ``i + 1``, and a trace
-that reached its end stutters. TLC runs with deadlock checking on: a deadlock is a trace
-that cannot be continued (its number and index are in TLC's counterexample); no deadlock
-means every trace was matched to its end. No TLCGet and no ALIAS are needed. The
-invariant ``StartsInInit`` checks each first record against the base Init, and an accepted
-run must find exactly sum(len(trace)) distinct states (every record reached once). All
-traces are checked by one TLC run.
-
-Behaviours for the other direction come from ``-simulate -depth -seed`` on a wrapper
-module (tla/SimGroupMembership.tla, copied next to the spec): TLC 2.15 has no
-``-simulate file=...`` (``-help`` lists only ``-depth``, ``-seed``, ``-aril``), so the
-wrapper runs ``count`` behaviours back to back in one simulated run (after ``depth`` steps a
-Restart step puts the spec's variables back to Init) and an invariant fails once all are
-done: the counterexample TLC prints in ``-tool`` mode is the run, cut at its Init states.
-The wrapper forces CompleteJoin whenever the reference would complete the join phase at
-once (see tla/SimGroupMembership.tla).
-
-Found by these checks and fixed in the reference: a JoinGroup into a group rebalancing with
-no members left (its only member left during the initial join phase) was refused with
-INCONSISTENT_GROUP_PROTOCOL; Kafka's ``supportsProtocols``, like the spec, accepts it.
-
-The mapping, reference -> spec
-------------------------------
-Member ids: each client keeps one identity, as the spec abstracts. The driver rejoins
-with its known member id while that id is a member, and with an empty id (JoinGroup v3:
-the id comes at once, no MEMBER_ID_REQUIRED) only when it is not, so a client never has
-two ids in the group. Every id the coordinator hands out is mapped to the client it was
-handed to.
-
-=================  ==========================================================================
-spec variable      reference
-=================  ==========================================================================
-state              ``group.state`` (no group yet: "Empty")
-generation         ``group.generation_id``
-members            clients of ``group.members``
-joined             members with a parked JoinGroup (``awaiting_join``)
-syncing            members with a parked SyncGroup (``awaiting_sync``)
-pendingSync        clients of ``group.pending_sync``
-leader             client of ``group.leader_id``, or "none"
-assignment         the members' decoded assignments when the reference last stored a
-                   leader's assignment (``assignment_generation`` changed); the spec keeps
-                   it across rebalances and removals, the reference clears it, so this is
-                   history kept by the mapping
-assignmentGen      that ``assignment_generation`` (0 before any)
-clientGen          the driver's clients: generation of their last successful JoinGroup
-                   reply; -1 initially, after LeaveGroup and after Crash
-clientLeader       whether that reply named the client leader
-owners             ghost: [g][p] = clients a successful SyncGroup reply of generation g
-                   handed p (``foo-0`` is p1, ``foo-1`` is p2)
-lastCommit         ghost: the last accepted OffsetCommit with the group's generation, the
-                   client's membership and the group state when it was sent
-=================  ==========================================================================
-
-Actions: JoinGroup / JoinGroupAnswered (a JoinGroup the coordinator answers at once with
-the current generation, GM-12), SyncGroup, Heartbeat, LeaveGroup, OffsetCommit(c, TRUE /
-FALSE), are the requests; Crash is the driver forgetting a client's generation (no
-request). Timers fire at any moment in the spec: the driver moves a timer's deadline to
-now and sends Tick, and the firing is CompleteJoin (the join timer), ExpireSession(c)
-(c's session timer) or ExpirePendingSync (the pending-sync timer). A commit the
-coordinator refuses is recorded as ``OffsetCommitRejected``, which TLC checks as a
-stutter in which the spec's OffsetCommit is not enabled either.
-
-When one reference step completes the join phase on the way (the last member rejoins,
-leaves or expires; all pending-sync members expire), the driver observes the
-reference just before the CompleteJoin sub-step (reference/substeps.py) and records two steps: the request or timer,
-then CompleteJoin.
-
-The driver stays inside the spec's abstractions: appends complete at once, members are
-dynamic, only members not parked expire (the reference also drops a *new* member parked
-in JoinGroup after ``new_member_join_timeout_ms``, GM-32, which the spec does not model),
-JoinGroup is sent only while the generation is below MaxGeneration (except the unchanged
-rejoins the coordinator answers at once), and a client leaves only while a member.
-Replaying spec behaviours, the spec's choice of a new leader is given to the reference
-through its ``Choices``.
+``validate_random_traces`` (reference -> spec): a seeded driver plays one group on the
+reference as the spec's clients; TLC checks that every recorded trace is a behaviour of the
+spec (tla/TraceGroupMembership.tla). ``replay_simulated_behaviours`` (spec -> reference):
+TLC's random behaviours (tla/SimGroupMembership.tla) are replayed on the reference, which
+must take every step and reach the same abstract state. The mapping, and what these checks
+found, are in tla/README.md.
 """
 
 from __future__ import annotations

@@ -1,135 +1,13 @@
-"""Trace validation between tla/IsrVersionedWrites.tla and the replication model (reference/replication).
+"""Spec check of the replication model (reference/replication) against
+tla/IsrVersionedWrites.tla: one partition on three brokers, at the CI bounds.
 
-``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays one partition on a three-broker :class:`Cluster`, records
-    after every spec step the Python state mapped onto the spec's sixteen variables plus
-    the spec action the step is, writes the traces as a TLA+ module (``TraceData``) and has
-    TLC check, in one run, that every trace is a behaviour of the spec at the CI constants
-    (tla/TraceIsrVersionedWrites.tla; the acceptance test is TLC's deadlock check, as in
-    conformance/formal/group.py).
-
-``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
-    TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
-    runs tla/SimIsrVersionedWrites.tla, a wrapper that constrains the spec to the model's choices and
-    granularity (its header lists the constraints), ``count`` behaviours back to back in one
-    run, as conformance/formal/group.py does. A behaviour restarts after ``depth`` steps or when the
-    wrapper has no step left: at the CI bounds with no stuttering step that is after 12 to 25
-    steps (MaxVersion and the one fault run out first), so no behaviour reaches depth 30.
-    Each behaviour is replayed on a fresh :class:`Harness` (``replay``): at every free step
-    each driver move that may start with it (``_candidates``: ElectController -> ``stand``,
-    ElectLeader -> ``controller_job``, LeaderAndIsr -> ``deliver`` of a request in flight to
-    the broker, older requests on its connection lost, ShrinkIsr / StepDown -> ``shrink``
-    (or ``replicate``, a serve that finds the ISR write stale), and the move of the same name
-    for the rest) is tried on a copy, and one must record exactly the behaviour's next steps:
-    action, parameters and all sixteen variables, the move's forced steps included. Controller
-    jobs that change nothing the spec sees are run in between (``_flush``). ``ReplayMismatch``
-    names the step no move reaches.
-
-    What the replay found, each the reason for one constraint of the wrapper (removing it
-    gives mismatches in 300 behaviours, seeds 1-5): (a) 18 (a leader kept at a newer epoch
-    advances its HW on the LeaderAndIsr / acknowledges a record of the older epoch); (b) 3 (HW
-    moved on the fetch offset, below the spec's value); the model's ISR shrink drops every
-    lagging follower at once: 129 (a ShrinkIsr of one follower the model cannot make, so the
-    wrapper shrinks only when exactly one follower is out of sync); MaxVersion: 13 (the model,
-    unbounded, expands the ISR where the spec's bound forbids the write). The model sends a
-    LeaderAndIsr only to registered brokers, and a connection delivers in order (the spec's
-    requests are a set: the wrapper delivers to a broker only what the model sent it). Never
-    exercised by the replay: the rule for difference (c) (no mismatch without it), the
-    offline partition (one fault never takes every ISR member), ElectLeader's failed-check
-    branch (a stale controller resigns before it can act).
-
-How a trace is accepted: as for GroupMembership (see conformance/formal/group.py): TLC runs
-TraceInit/TraceNext with deadlock checking on; a deadlock is a record no step of the named
-base action reaches (its trace number and index are in the counterexample).
-
-The mapping, reference -> spec
-------------------------------
-Brokers 1, 2, 3 are b1, b2, b3; the topic "t" has one partition replicated on all three.
-The partition state is seeded by the admin before any controller exists, as the spec's Init
-folds InitLeaders: ``{leader: -1, leader_epoch: 0, isr: [1, 2, 3], controller_epoch: 0}`` at
-zk_version 0. Each broker's controller candidacy (ControllerStartup, sent by the broker on
-registration) is held back until the driver lets the broker stand, so the cluster starts
-with every broker registered and no controller, as Init does.
-
-================  ===========================================================================
-spec variable     reference
-================  ===========================================================================
-controller        the broker id in /controller, or "none"
-controllerEpoch   /controller_epoch (0 before the first election)
-session           /brokers/ids/<id> exists
-partState         the partition-state znode (leader -1 is "none")
-zkVersion         its zk_version
-brokerState       crashed: "down"; paused: "paused"; else "up"
-ctrlEpochOf       the broker's controller epoch while its Controller is active, else 0
-seenCtrlEpoch     ``Broker.controller_epoch`` (-1, never heard from a controller, is 0)
-view              the broker's ``Partition``: leader (None unless its role is leader or
-                  follower), leader epoch, ISR, controller epoch, zk_version; no Partition
-                  (never told, or crashed): NoView
-fetched           ghost kept by the driver: TRUE after a fetch of the broker served by its
-                  leader at its leader epoch, FALSE again when its role or epoch changes
-log               the leader epochs of the records on the broker's disk
-hw                ghost kept by the driver: the high watermark the broker last advanced as
-                  leader (the spec leaves a follower's HW out), cut by truncation
-lisr              ghost: every LeaderAndIsr decision a controller sent right after writing
-                  it, as [controllerEpoch, partition]
-lastWrite         the last accepted partition-state write (``Cluster.state_writes``)
-committed         ``Cluster.committed`` as <<offset + 1, leader epoch>>
-faults            crashes and pauses so far
-================  ===========================================================================
-
-Granularity. Every ZooKeeper call runs at once in the Cluster, so a controller job is one
-driver move. Where one move is several spec steps, the driver observes the model between
-them: at the start of each ChangeLeaders round of the controller (so ElectController and the
-ElectLeader of the failover that follows are two steps, and a BrokerChange that writes twice
-is two ElectLeader steps), and around every high-watermark advance (an
-AdvanceHighWatermark step split off the step it happens in). A fetch is a move of its own:
-the leader serves it (its ISR expansion, or the step-down after a failed write, are steps of
-their own), then the follower applies the answer (Replicate); the driver then sends the same
-follower's next fetch at once and drops its answer, so that the leader knows the follower's
-log end as the spec's leader does (the spec's leader reads its followers' logs). A fetch
-answer carries at most one record (a fetch size limit) since Replicate appends one record,
-and a fetch answered with a diverging epoch (truncation) is followed at once by the fetch
-that appends, as Replicate truncates and appends in one step.
-
-Differences between the spec and the model, and how the driver stays within both:
- - the new leader: the spec elects any live ISR member, the model the first in assignment
-   order; the spec keeps any one ISR member of an offline partition, the model its last
-   leader. The model's choice is one of the spec's, nothing to constrain.
- - re-sends: a new controller re-sends every published state (onControllerFailover), and
-   on a broker's start-up the published states of its replicas; the spec leaves both out.
-   The driver drops such requests (lost on the network, which the spec allows): a request
-   is kept only if its decision is one a controller wrote under the request's epoch.
- - restarts are not driven: the spec's StartBroker of a crashed broker reads the published
-   state at once, the model waits for the controller's BrokerChange and its LeaderAndIsr.
-   A zombie (resumed after its session expired) re-registers: ResumeBroker then StartBroker.
- - ISR shrinks are timed in the model (replica.lag.time.max.ms) and drop every lagging
-   follower at once: the driver lets time pass only when exactly one follower of exactly
-   one leader is dropped and that follower is not in sync in the spec's sense.
- - bounds: a move whose result leaves the CI bounds (leader epoch 2, controller epoch 2,
-   zk_version 4, two records, one fault) is not taken (the driver tries it on a copy).
- - the model's controller acts on watch notifications only; the spec's at any time.
- - a fetch's two sides: the model's leader serves (may advance its HW, may expand the ISR)
-   before the follower appends the answer; the spec's leader acts only on followers that
-   have fetched (Replicate first). Where the serve changed the spec's state, the recorded
-   steps put Replicate first, the follower's log, hw and fetched carried into the leader's
-   states: the two sides touch different variables (``Harness._replicate_first``); TLC
-   checks the reordered steps like any other.
- - moves the model takes and the spec forbids (``_known_difference``; the driver does not
-   take them, tries another move):
-   (a) a leader that stays leader at a newer leader epoch (the controller dropped a dead ISR
-       member) keeps what its followers' fetches at the older epoch told it, so its HW may
-       advance on the LeaderAndIsr itself or before the other ISR members fetched at the
-       new epoch, and it acknowledges its records of the older epoch (Kafka 2.6 makeLeader
-       -> maybeIncrementLeaderHW; the spec's AdvanceHighWatermark waits for fetches at the
-       new epoch and commits records of the current epoch only);
-   (b) the model's HW is the least log end the leader's fetches reported, the spec's the
-       least log end of the ISR's logs: on the first fetch of a follower at a new
-       leadership, the model's HW can move to less than the spec's value (the spec's HW
-       moves only to the exact minimum);
-   (c) a zombie that re-registers (a bounce) before the controller handled its expiry is
-       dropped from the ISR by the model's BrokerChange (bounced brokers count as failed,
-       KIP-380); the spec's Decisions read registrations only and forbid it: the driver
-       resumes an expired broker only when no controller has a notification pending.
+``validate_random_traces`` (reference -> spec): a seeded driver plays the :class:`Cluster`
+at the spec's granularity; TLC checks that every recorded trace is a behaviour of the spec
+(tla/TraceIsrVersionedWrites.tla). ``replay_simulated_behaviours`` (spec -> reference): TLC's
+random behaviours (tla/SimIsrVersionedWrites.tla, constrained to the model's choices) are
+replayed on the model, each free step tried against every driver move that may start with
+it. The mapping, the model/spec differences the driver steers around, and what these checks
+found, are in tla/README.md.
 """
 
 from __future__ import annotations
@@ -639,7 +517,7 @@ def _within_bounds(state: dict) -> bool:
 
 
 def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
-    """A move the model takes and the spec forbids, for a documented reason (module docstring)."""
+    """A move the model takes and the spec forbids, for a documented reason (tla/README.md)."""
     # A leader that stays leader at a newer leader epoch (the controller dropped a dead ISR member)
     # advances its HW at once with what its followers' fetches at the older epoch told it, and
     # acknowledges its records of the older epoch (Kafka 2.6 makeLeader -> maybeIncrementLeaderHW).
