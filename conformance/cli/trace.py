@@ -309,12 +309,9 @@ def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
             "record", help="a Kafka-protocol proxy that records the group protocol as a trace"
         )
     )
-    return {
-        "trace": run_trace_check,
-        "pipeline": run_pipeline,
-        "simulate": run_simulate,
-        "record": run_record,
-    }
+    runners = dict(COMMANDS)
+    runners["trace"] = runners.pop("check")  # coordspec trace check
+    return runners
 
 
 def main(argv: list[str] | None = None) -> int:
