@@ -1,6 +1,6 @@
 ---------------------- MODULE TraceCoordinatorFailover ----------------------
 (***************************************************************************)
-(* Trace validation of CoordinatorFailover (conformance/traces_failover.py). *)
+(* Spec check of CoordinatorFailover (conformance/formal/failover.py).       *)
 (*                                                                           *)
 (* TraceData (generated next to this module) defines Traces, a sequence of  *)
 (* traces recorded from the reference failover model (reference/failover on *)

@@ -1,6 +1,6 @@
 ------------------------- MODULE TraceGroupMembership -------------------------
 (***************************************************************************)
-(* Trace validation of GroupMembership (conformance/traces.py).            *)
+(* Spec check of GroupMembership (conformance/formal/group.py).              *)
 (*                                                                           *)
 (* TraceData (generated next to this module) defines Traces, a sequence of  *)
 (* traces recorded from the reference coordinator. Each trace is a sequence *)

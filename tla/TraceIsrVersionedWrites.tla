@@ -1,6 +1,6 @@
 ----------------------- MODULE TraceIsrVersionedWrites -----------------------
 (***************************************************************************)
-(* Trace validation of IsrVersionedWrites (conformance/traces_isr.py).     *)
+(* Spec check of IsrVersionedWrites (conformance/formal/isr.py).             *)
 (*                                                                           *)
 (* TraceData (generated next to this module) defines Traces, a sequence of  *)
 (* traces recorded from the replication model (reference/replication).      *)

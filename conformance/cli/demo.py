@@ -4,7 +4,7 @@ Three consumers join (MEMBER_ID_REQUIRED first), the leader assigns six partitio
 commit; one consumer goes silent, its session expires, the other two rebalance; the
 silent one comes back as a zombie and is fenced; finally a second coordinator loads the
 written records and serves the same group. Every step is checked against the
-invariants. This is the main job until the conformance suite exists.
+invariants.
 """
 
 from __future__ import annotations

@@ -1,190 +1,36 @@
-"""Trace validation between tla/CoordinatorFailover.tla and the reference failover model
-(reference/failover on the replication Cluster), at the spec's CI bounds (tla/MCCoordinatorFailover.cfg:
-brokers b1, b2, b3; one offsets partition; one group; topic partition p1; MaxEpoch 3, MaxGeneration 1,
-MaxCommits 2).
+"""Spec check of the failover model (reference/failover on the replication Cluster) against
+tla/CoordinatorFailover.tla, at the spec's CI bounds (tla/MCCoordinatorFailover.cfg).
 
-``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays a :class:`~coordspec.reference.failover.cluster.FailoverCluster`,
-    records after every step the reference state mapped onto the spec's thirteen variables
-    plus the spec action(s) the step is, writes the traces as a TLA+ module (``TraceData``)
-    and has TLC check, in one run, that every trace is a behaviour of the spec
-    (tla/TraceCoordinatorFailover.tla; deadlock checking is the acceptance test, as in
-    conformance/formal/group.py). Runs that end before ``steps`` spec steps (the driver has
-    nothing left to do within the bounds: three elections, one generation, two commits; the
-    CI bounds' diameter is 30) are drawn again; about 6 in 10 reach 30.
-
-``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
-    TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
-    runs ``SIM_MODULE``, a wrapper that constrains the spec to the reference's choices and
-    granularity (its header lists the constraints), ``count`` behaviours back to back in one
-    run (a behaviour restarts after ``depth`` steps, or earlier when the wrapper has nothing
-    left to do). Each behaviour is replayed on a fresh :class:`Harness`: every "free" step is
-    one reference step (ElectLeader: ``expire``; BecomeCoordinator / ResignCoordinator:
-    ``deliver_to``; LoadGroup: ``load``; SyncGroup: ``rebalance``; OffsetCommit: ``commit``;
-    the ghost Fetch(f): one ``fetch``), and the spec steps that reference step is recorded as
-    (the decomposition below) must be, one for one, the behaviour's next steps, action,
-    parameter and all thirteen variables. The wrapper's ghost ``known`` is the leader's
-    knowledge of each follower's log end (Kafka's remote Replica state), which decides when
-    the reference moves the high watermark and adds to the ISR.
-
-The cluster
------------
-Brokers 1, 2, 3 are the spec's b1, b2, b3 and hold the replicas of ``__consumer_offsets``
-partition 0 (the only one; the group ``g`` maps to it). The ZooKeeper controller runs on a
-fourth broker, 4, that holds no replica: the spec has no controller and no controller
-failover, and broker 4 is never expired, so every election is the controller's reaction
-to a replica's session expiry. The driver starts from the cluster before the offsets topic
-exists (the spec's Init: no leader, epoch 0, empty logs, no broker has applied anything) and
-never lets time pass (no ISR shrink for lag, no session or rebalance timer fires; the group
-is configured with ``initial_rebalance_delay_ms=0``).
-
-The mapping, reference -> spec
-------------------------------
-=================  =========================================================================
-spec variable      reference
-=================  =========================================================================
-leader             the leader in ZooKeeper's partition state ("none" before it exists)
-leaderEpoch        ZooKeeper's leader epoch + 1 (Kafka's first leader epoch is 0, the spec's
-                   first election makes it 1; 0 before the topic exists)
-isr                ZooKeeper's ISR (before the topic exists: all brokers, as the spec's Init)
-view[b]            broker b's replica: its leader and leader epoch + 1; its ISR while it
-                   leads, {} while it follows (the spec forgets a follower's ISR); no replica:
-                   [leader |-> "none", epoch |-> 0, isr |-> {}]
-log[b]             b's replica log, one spec record per batch: a GroupMetadata batch is
-                   [kind "group", gen], an OffsetCommit batch [kind "offset", partition p1,
-                   offset]; the record's epoch is the batch's leader epoch + 1. The empty-group
-                   record Kafka 4.x writes when a JoinGroup creates a group (GM-2, generation
-                   0) has no counterpart in the spec and is left out of the log, of hw and of
-                   the pending indexes (see the differences below)
-hw[b]              b's replica high watermark, counted in spec records
-status[b]          b's host for partition 0: none -> NotCoordinator, LOADING -> Loading,
-                   SERVING -> Active
-cache[b]           while Active: the group coordinator's group generation (0 if no group) and
-                   its offset for p1, the last one accepted (a pending write's, else the
-                   committed one; the spec makes an accepted commit visible at once, the
-                   reference applies it when the write completes, as Kafka 2.x keeps it in
-                   pendingOffsetCommits); otherwise the spec's EmptyGroup
-pending            the host's appends awaiting the high watermark (``hosted.appends``), as
-                   [broker, 1-based spec index]
-ackedGen, acked    the driver's client: the generation of the last SyncGroup answered NONE,
-                   the highest offset an OffsetCommit answered NONE acknowledged
-commits            the OffsetCommits whose record the coordinator appended (the driver
-                   commits offset commits + 1, the spec's numbering)
-answeredLoaded     TRUE: the host answers group requests only when SERVING (the reference's
-                   failover Monitor checks it on every step)
-=================  =========================================================================
-
-How reference steps become spec steps
--------------------------------------
-The driver's steps, and what they are in the spec:
-
-- ``expire(x)``: ZooKeeper expires replica x's session (x re-registers at once, a bounced
-  broker) and the controller (broker 4) handles its watches: the controller's partition-state
-  write is one ElectLeader. The LeaderAndIsr requests it sends wait in flight: the driver
-  only expires a member of the ISR that is not its only member, while leaderEpoch <
-  MaxEpoch.
-- ``deliver(i)``: a controller request reaches a broker: BecomeCoordinator(b) or
-  ResignCoordinator(b) when b applies a newer epoch (nothing when it is an UpdateMetadata
-  or an epoch b already has). The spec's broker always learns the *current* published
-  state; a broker with a LeaderAndIsr of an older epoch still in flight behind which a newer
-  one waits takes both in one step (it lands on the current epoch).
-- ``load(b)``: LoadGroup(b).
-- ``replicate(f)``: one fetch of follower f. The leader's side and the answer are recorded
-  as the spec's steps in Kafka's order: ExpandIsr(l, f) (the ZooKeeper write), then
-  AdvanceHighWatermark(l), then one AckCommit(l) per write the high watermark passed, in
-  offset order (the host completes them when HighWatermarkMoved reaches it, in the same
-  Python step), then Replicate(f) (f truncates or appends and takes the high watermark). The
-  driver always fetches again at once after a fetch that changed anything, so the leader
-  knows every follower's log end exactly whenever another step runs. A fetch answered with a
-  diverging epoch only truncates: it is a Replicate of its own when it leaves the follower
-  with the leader's whole log and high watermark (the only truncation-only Replicate the spec
-  has); otherwise the driver fetches again at once and the two are recorded as Replicate(f)
-  (truncation and records, with the leader's high watermark as it was) followed by the
-  second fetch's leader side and answer.
-- ``rebalance(b)``: the client's JoinGroup (answered at once: the join phase completes with
-  the only member), then its SyncGroup as leader: one SyncGroup(b) (the spec's step is the
-  whole rebalance; the reference raises the generation at CompleteJoin, before anything is
-  written, and the group coordinator's generation is only read at points where the
-  GroupMetadata record has been appended). With ISR {b} alone the high watermark passes the
-  record at once: SyncGroup(b), AdvanceHighWatermark(b), AckCommit(b).
-- ``commit(b)``: an OffsetCommit of offset commits + 1 for p1 with the generation and member
-  id the client's last answered SyncGroup gave it: OffsetCommit(b, p1) when the coordinator
-  appended it, ``OffsetCommitFenced`` (TLC: OffsetCommit(b, p1) with every variable
-  unchanged, the spec's ILLEGAL_GENERATION branch) when it refused it.
-
-Each reference step is compared as a whole: the state after it must be exactly the state
-the listed spec steps reach (an unexplained change raises :class:`TraceMismatch`).
-
-Modelling differences (the driver stays inside the spec's abstractions)
------------------------------------------------------------------------
-- The controller runs on a broker outside the replica set and never fails; elections come
-  only from session expiries of replicas (Kafka 2.6's OfflinePartitionLeaderElection
-  when the leader expires, an ISR shrink with an epoch bump otherwise).
-- GM-2's empty-group record (generation 0) is invisible in the abstraction: it is always
-  appended right before the rebalance's GroupMetadata record, in the same driver step.
-- A follower's high watermark is the leader's, as the spec's Replicate; the leader's high
-  watermark is the smallest log end *the leader knows* over its ISR, which lags the
-  followers' real log ends until they fetch again. The spec's AdvanceHighWatermark moves
-  it to the smallest *real* log end, exactly, so the driver always re-fetches (above).
-- Commits are sent only to a coordinator whose group is absent (fenced) or Stable with the
-  client as a member; the spec has no rebalance in progress (its SyncGroup is the whole
-  rebalance) nor member identities.
-- The client rebalances only while no SyncGroup of it was answered (ackedGen = 0) and none
-  is awaiting its answer, at a coordinator with no group yet (MaxGeneration = 1).
-- No election while a LeaderAndIsr naming its destination leader is in flight: the spec's
-  brokers learn only the *current* published state, while Kafka's controller channel
-  delivers every LeaderAndIsr in order, and a broker applying an older one as leader (its
-  ISR smaller, say) can move its high watermark at an epoch the spec never lets it learn.
-- The driver keeps away from findings 1 to 3 below (``would_step_down``,
-  ``would_advance_on_apply``, ``isr_behind``, ``hw_ahead``): the steps they describe are
-  the reference's (and for 2, Kafka's), and the spec has none for them.
-
-Findings
---------
-Fixed in the reference (reference/replication/broker.py): a leader re-elected at a newer
-epoch (it keeps what its followers' fetches told it) added a follower back to the ISR on a
-fetch it *fenced* (FENCED_LEADER_EPOCH: the follower had not applied the new epoch), from the
-log end that follower reported at the older epoch; it also tried on a fetch answered with a
-diverging epoch. Kafka 2.6 updates a follower's fetch state, and maybe expands the ISR, only
-for a fetch it served; so does the spec (ExpandIsr needs the follower at the leader's epoch).
-
-Not fixed, reported (each a reference step the spec has no step for):
-
-1. StepDown on a failed ISR write (ISR-17) by a leader that the controller re-elected at a
-   newer epoch it has not applied: the published leader is itself, so the reference stops
-   leading (role NONE) and resigns the coordinator, to become leader again (and reload) when
-   the newer LeaderAndIsr arrives. The spec's ResignCoordinator needs another leader.
-   (Kafka 2.6 only skips the ISR update when the conditional write fails.)
-2. The leader's high watermark counts an ISR member's log end from its last fetch, even when
-   that member does not follow it at its epoch now (a re-elected leader applying its new
-   epoch before its followers do, or an old-epoch leader whose follower applied a newer
-   epoch). Kafka 2.6 does the same (``maybeIncrementLeaderHW`` over the ISR's known log end
-   offsets; a re-elected leader keeps them). The spec's AdvanceHighWatermark requires every
-   ISR member to follow the leader at its epoch now, and moves the high watermark to the
-   smallest *real* log end exactly, so it leaves out these (safe) Kafka behaviours.
-3. A follower's high watermark never moves backward in the reference; the spec's Replicate
-   (like Kafka 2.6's follower, ``Log.updateHighWatermark``) sets it to min(leader's high
-   watermark, log end), which lowers it when a former leader follows a new leader whose
-   high watermark lags.
+``validate_random_traces`` (reference -> spec): a seeded driver plays a ``FailoverCluster``;
+each reference step is decomposed into spec steps (:func:`decompose`), and TLC checks that
+every recorded trace is a behaviour of the spec (tla/TraceCoordinatorFailover.tla).
+``replay_simulated_behaviours`` (spec -> reference): TLC's random behaviours
+(tla/SimCoordinatorFailover.tla, constrained to the reference's choices) are replayed on the
+reference, one reference step per free spec step. The mapping, the decomposition, the
+modelling differences and what these checks found are in tla/README.md.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import time
-from dataclasses import dataclass, field
 
-from coordspec.conformance.formal.group import TraceMismatch
-from coordspec.conformance.formal.trace_tlc import (
+from coordspec.conformance.formal.harness import (
+    RandomTraceSummary,
     ReplaySummary,
+    Step,
     TraceCheck,
+    TraceMismatch,
     check_trace_data,
     replay_all,
     simulate_behaviours,
-    tla_value,
     trace_data_module,
+    trace_rows,
 )
+from coordspec.conformance.formal.harness import (
+    validate_random_traces as validate,
+)
+from coordspec.conformance.formal.tla_values import tla_value
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.cluster import FailoverCluster
 from coordspec.reference.failover.partition import PartitionState
@@ -214,6 +60,8 @@ NONE = "none"
 GROUP = "g"
 TOPIC = "foo"
 MAX_EPOCH, MAX_GENERATION, MAX_COMMITS = 3, 1, 2
+# Step.args: a broker or "none", then ExpandIsr's follower or OffsetCommit's partition, or "none"
+ARGS = ("a1", "a2")
 VARIABLES = (
     "leader",
     "leaderEpoch",
@@ -233,14 +81,6 @@ NO_VIEW = {"leader": NONE, "epoch": 0, "isr": frozenset()}
 EMPTY_GROUP = {"gen": 0, "offsets": {"p1": 0}}
 EXPIRE_WEIGHT = 0.4
 GROUP_CONFIG = GroupConfig(initial_rebalance_delay_ms=0)
-
-
-@dataclass
-class Step:
-    action: str
-    a1: str  # the action's first parameter (a broker, "none" for none)
-    a2: str  # its second (ExpandIsr's follower, OffsetCommit's partition), else "none"
-    state: dict
 
 
 class _Cluster(FailoverCluster):
@@ -301,7 +141,7 @@ class Harness:
         self.commits = 0
         self.member_id: str | None = None  # the client's member id of its answered SyncGroup
         self.awaiting_sync = False
-        self.steps: list[Step] = [Step("Init", NONE, NONE, self.abstract())]
+        self.steps: list[Step] = [Step("Init", (NONE, NONE), self.abstract())]
 
     # -- the abstraction ---------------------------------------------------------------
 
@@ -428,7 +268,7 @@ class Harness:
                 raise TraceMismatch(
                     f"{label[0]}({label[1]}): expected no change, got {[s.action for s in steps]}"
                 )
-            steps = [Step(*label, after)]
+            steps = [Step(label[0], label[1:], after)]
         self.steps.extend(steps)
         return steps
 
@@ -573,7 +413,7 @@ class Harness:
         cluster = self.fc.cluster
         out: list[tuple[int, object]] = []
         # No election while a LeaderAndIsr naming its destination leader is in flight (the spec's
-        # brokers learn only the current epoch: see the module docstring).
+        # brokers learn only the current epoch: see tla/README.md).
         leader_in_flight = any(
             p.leader == m.destination
             for m in cluster.in_flight
@@ -637,7 +477,7 @@ class Harness:
     def would_advance_on_shrink(self, x: str) -> bool:
         """Whether the leader, re-elected when x leaves the ISR, would advance its high
         watermark on applying the new epoch from what followers that have not applied it
-        fetched before (finding 2 in the module docstring)."""
+        fetched before (finding 2 in tla/README.md)."""
         published = self.fc.cluster.published()[self.tp][0]
         lead = self._leading(published.leader)
         if lead is None or NAMES.get(published.leader) == x:
@@ -652,7 +492,7 @@ class Harness:
     def would_advance_on_apply(self, index: int) -> bool:
         """Whether delivering request ``index`` re-elects a leader that would advance its high
         watermark from what ISR members that have not applied the new epoch fetched before
-        (finding 2 in the module docstring)."""
+        (finding 2 in tla/README.md)."""
         message = self.fc.cluster.in_flight[index]
         lead = self._leading(message.destination)
         if lead is None:
@@ -677,7 +517,7 @@ class Harness:
     def hw_ahead(self, f: str) -> bool:
         """Whether f's high watermark is above its leader's: the spec's Replicate lowers it to
         the leader's (as Kafka 2.6's follower does), the reference's follower keeps it
-        (finding 3 in the module docstring)."""
+        (finding 3 in tla/README.md)."""
         replica = self.replica(f)
         leader = self.fc.cluster.broker(replica.leader)
         lead = leader.partitions.get(self.tp) if leader is not None else None
@@ -704,7 +544,7 @@ class Harness:
     def would_step_down(self, f: str) -> bool:
         """Whether f's fetch would make its leader, re-elected at a newer epoch it has not
         applied yet, try to add f to the ISR and step down when the write fails (ISR-17):
-        a step the spec does not have (finding 1 in the module docstring)."""
+        a step the spec does not have (finding 1 in tla/README.md)."""
         replica = self.replica(f)
         leader = self.fc.cluster.broker(replica.leader)
         lead = leader.partitions.get(self.tp) if leader is not None else None
@@ -723,7 +563,7 @@ class Harness:
 
 
 def decompose(before: dict, after: dict, follower_first: str | None = None) -> list[Step]:
-    """The spec steps that lead from ``before`` to ``after``, in Kafka's order (module docstring).
+    """The spec steps that lead from ``before`` to ``after``, in Kafka's order (tla/README.md).
     ``follower_first``: a follower that truncated and fetched again in this step; its
     Replicate (truncation and records, with the leader's high watermark as it was) comes
     before the leader's side of the second fetch."""
@@ -731,7 +571,7 @@ def decompose(before: dict, after: dict, follower_first: str | None = None) -> l
     steps: list[Step] = []
 
     def emit(action: str, a1: str = NONE, a2: str = NONE) -> None:
-        steps.append(Step(action, a1, a2, _copy(cur)))
+        steps.append(Step(action, (a1, a2), _copy(cur)))
 
     if follower_first is not None:
         leader = cur["view"][follower_first]["leader"]
@@ -857,28 +697,8 @@ def validate_random_traces(
 ) -> RandomTraceSummary:
     """``count`` random reference runs of at least ``steps`` spec steps, checked by TLC in one run.
     Runs that end shorter (the driver ran out of moves within the bounds) are drawn again."""
-    started = time.monotonic()
-    traces, draws = [], 0
-    while len(traces) < count:
-        if max_draws is not None and draws >= max_draws:
-            raise TraceMismatch(f"only {len(traces)} of {draws} random runs reached {steps} steps")
-        trace = random_trace(seed * 100_003 + draws, steps)
-        draws += 1
-        if len(trace) > steps:
-            traces.append(trace)
-    actions: dict[str, int] = {}
-    for trace in traces:
-        for s in trace[1:]:
-            actions[s.action] = actions.get(s.action, 0) + 1
-    check = check_traces(traces)
-    return RandomTraceSummary(
-        count,
-        draws,
-        sum(len(t) - 1 for t in traces),
-        actions,
-        check,
-        time.monotonic() - started,
-        traces,
+    return validate(
+        lambda run: random_trace(run, steps), check_traces, count, steps, seed, max_draws
     )
 
 
@@ -911,16 +731,8 @@ _SHARED = (
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    rows = [
-        [
-            [tla(s.state[n]) for n in VARIABLES] + [f'"{s.action}"', tla(s.a1), tla(s.a2)]
-            for s in trace
-        ]
-        for trace in traces
-    ]
-    return trace_data_module(
-        rows, [*VARIABLES, "action", "a1", "a2"], [*BROKERS, *PARTITIONS], _SHARED
-    )
+    rows = trace_rows(traces, VARIABLES, lambda name, value: tla(value), tla)
+    return trace_data_module(rows, [*VARIABLES, "action", *ARGS], [*BROKERS, *PARTITIONS], _SHARED)
 
 
 CONSTANTS = """CONSTANTS
@@ -955,29 +767,14 @@ def check_traces(traces: list[list[Step]]) -> TraceCheck:
     )
 
 
-@dataclass
-class RandomTraceSummary:
-    traces: int
-    draws: int  # random runs drawn (the shorter ones dropped)
-    steps: int  # spec steps, Init excluded
-    actions: dict[str, int]
-    check: TraceCheck
-    seconds: float
-    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
-
-    @property
-    def accepted(self) -> bool:
-        return self.check.accepted
-
-
 def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
     """The first accepted OffsetCommit is acknowledged at its append (acks=1, the spec's
     BugOffsetCommitAcksOne) instead of when the high watermark passes it: (trace, 1-based index
     of the first record changed)."""
-    out = [Step(s.action, s.a1, s.a2, _copy(s.state)) for s in trace]
+    out = [Step(s.action, s.args, _copy(s.state)) for s in trace]
     for k, s in enumerate(out):
         if s.action == "OffsetCommit":
-            offset = s.state["log"][s.a1][-1]["offset"]
+            offset = s.state["log"][s.args[0]][-1]["offset"]
             for x in out[k:]:
                 if x.state["acked"]["p1"] >= offset:
                     break
@@ -988,176 +785,20 @@ def corrupt_ack_at_append(trace: list[Step]) -> tuple[list[Step], int]:
 
 # -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
 
-SIM_MODULE = r"""------------------------ MODULE SimCoordinatorFailover ------------------------
-(* Random behaviours of CoordinatorFailover for replay on the reference                        *)
-(* (conformance/formal/failover.py). As SimGroupMembership: one simulation run yields Count    *)
-(* behaviours of at most Depth steps, Restart puts the base variables back to Init after Depth  *)
-(* steps or when nothing is enabled, and the invariant Done fails once Count are complete.      *)
-(*                                                                                               *)
-(* The reference takes several spec steps in one step, in a fixed order, and decides some      *)
-(* choices itself; this wrapper constrains the spec to what it would do (none of this is a     *)
-(* safety rule):                                                                                 *)
-(*  - A "free" step starts what the reference does in one step: ElectLeader (the controller's  *)
-(*    choice after replica x's session expiry: the first ISR member in assignment order when  *)
-(*    x led, else the leader keeps leading with x out of the ISR; the first election names b1  *)
-(*    and keeps the ISR), BecomeCoordinator, ResignCoordinator, LoadGroup, SyncGroup,           *)
-(*    OffsetCommit, or Fetch(f), a ghost step (a stutter of the spec's variables) in which     *)
-(*    f's leader learns f's log end (known, the leader's Replica state).                        *)
-(*  - Forced steps follow, in the reference's order: after a Fetch, ExpandIsr when the         *)
-(*    reference's leader would add f (its log end reached the high watermark and the epoch    *)
-(*    start); then AdvanceHighWatermark when the smallest log end the leader *knows* over its  *)
-(*    ISR passes its high watermark (also after an append and after BecomeCoordinator); then   *)
-(*    every AckCommit the high watermark allows; then, after a Fetch, the Replicate that is    *)
-(*    the fetch's answer (the whole leader log, as the reference takes it).                     *)
-(*  - Steps the reference would take but the spec cannot follow are not started (see the     *)
-(*    module docstring's findings): no Fetch from a leader that would try an ISR write it       *)
-(*    cannot make (it steps down), none by a follower whose log diverges or whose high          *)
-(*    watermark is above its leader's, and no step after which the reference's high watermark  *)
-(*    would move to other than the smallest log end over an ISR all following at the epoch.   *)
-(*    No election before the leader applied the current epoch; the client rebalances only      *)
-(*    while no group record is in any log and none was acknowledged.                           *)
-EXTENDS CoordinatorFailover
-CONSTANTS Depth, Count, b1, b2, b3, p1
-VARIABLES k, bn, act, phase, fF, fL, known
 
-Order == <<b1, b2, b3>>
-FirstOf(S) == Order[CHOOSE j \in 1..3 : Order[j] \in S /\ \A m \in 1..(j - 1) : Order[m] \notin S]
-NoKnown == [b \in Brokers |-> [f \in Brokers |-> -1]]
-Act(name, a1, a2) == act' = [action |-> name, a1 |-> a1, a2 |-> a2]
-IsrWritable(l) == leader = l /\ LeadsInView(l) /\ view[l].epoch = leaderEpoch
-
-\* the reference leader's high watermark candidate: the smallest log end it knows over its ISR
-PyCand(l) == SetMin({Len(log[l])} \cup {known[l][f] : f \in view[l].isr \ {l}})
-HW1(l) == Max(hw[l], PyCand(l))
-WouldExpand(l, f) == f \notin view[l].isr /\ known[l][f] >= Max(HW1(l), EpochStartOffset(l))
-NeedHW(l) == l /= None /\ LeadsInView(l) /\ PyCand(l) > hw[l]
-NeedAck == \E w \in pending : status[w.broker] = "Active" /\ w.index <= hw[w.broker]
-Answer(f, l) == <<log[l], Min(hw[l], Len(log[l]))>>
-NeedReplicate(f, l) == f /= None /\ Answer(f, l) /= <<log[f], hw[f]>>
-\* the spec can follow the reference's high watermark: AdvanceHighWatermark moves it there exactly
-Feasible ==
-    phase = "free" \/ ~NeedHW(fL)
-      \/ (/\ \A f \in view[fL].isr \ {fL} : CaughtUpFollower(f, fL)
-          /\ SetMin({Len(log[f]) : f \in view[fL].isr}) = PyCand(fL))
-
-\* the stage after a step: the first one still needed
-Stage(s) ==
-    IF s = "expand" /\ fF /= None /\ WouldExpand(fL, fF) THEN "expand"
-    ELSE IF s \in {"expand", "hw"} /\ NeedHW(fL) THEN "hw"
-    ELSE IF s \in {"expand", "hw", "ack"} /\ NeedAck THEN "ack"
-    ELSE IF s \in {"expand", "hw", "ack", "replicate"} /\ fF /= None /\ NeedReplicate(fF, fL) THEN "replicate"
-    ELSE "free"
-
-Then(s) == phase' = Stage(s)'
-
-Elect ==
-    \/ /\ leader = None
-       /\ ElectLeader(b1) /\ isr' = isr
-       /\ Act("ElectLeader", b1, None)
-    \/ /\ leader /= None /\ view[leader].epoch = leaderEpoch
-       /\ \E x \in isr :
-             /\ isr \ {x} /= {}
-             /\ LET l == IF x = leader THEN FirstOf(isr \ {x}) ELSE leader
-                IN ElectLeader(l) /\ leader' = l /\ isr' = isr \ {x}
-             /\ Act("ElectLeader", leader', x)
-
-FetchGhost(f) ==
-    LET l == view[f].leader
-    IN /\ l /= None /\ l /= f /\ view[l].leader = l /\ view[l].epoch = view[f].epoch
-       /\ IsPrefix(log[f], log[l]) /\ hw[f] <= hw[l]
-       /\ known' = [known EXCEPT ![l][f] = Len(log[f])]
-       /\ fF' = f /\ fL' = l
-       /\ UNCHANGED vars
-       /\ Act("Fetch", f, None)
-       \* a reference leader that is not current would try an ISR write and step down
-       /\ ~(WouldExpand(l, f)' /\ ~IsrWritable(l))
-       /\ phase' = Stage("expand")'
-       \* a fetch that changes nothing is not worth a step
-       /\ known' /= known \/ phase' /= "free"
-
-Free ==
-    /\ phase = "free"
-    /\ \/ Elect /\ UNCHANGED known /\ phase' = "free" /\ UNCHANGED <<fF, fL>>
-       \/ \E b \in Brokers :
-            \/ /\ BecomeCoordinator(b)
-               /\ known' = IF LeadsInView(b) THEN known ELSE [known EXCEPT ![b] = [f \in Brokers |-> -1]]
-               /\ Act("BecomeCoordinator", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ /\ ResignCoordinator(b) /\ UNCHANGED known
-               /\ Act("ResignCoordinator", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
-            \/ /\ LoadGroup(b) /\ UNCHANGED known
-               /\ Act("LoadGroup", b, None) /\ phase' = "free" /\ fF' = None /\ fL' = None
-            \/ /\ ackedGen = 0 /\ \A x \in Brokers : \A j \in 1..Len(log[x]) : log[x][j].kind /= "group"
-               /\ SyncGroup(b) /\ UNCHANGED known
-               /\ Act("SyncGroup", b, None) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ \E p \in TopicPartitions :
-                 /\ OffsetCommit(b, p) /\ UNCHANGED known
-                 /\ Act("OffsetCommit", b, p) /\ fF' = None /\ fL' = b /\ Then("hw")
-            \/ FetchGhost(b)
-
-Forced ==
-    /\ phase /= "free"
-    /\ UNCHANGED <<known, fF, fL>>
-    /\ \/ phase = "expand" /\ ExpandIsr(fL, fF) /\ Act("ExpandIsr", fL, fF) /\ Then("hw")
-       \/ phase = "hw" /\ AdvanceHighWatermark(fL) /\ Act("AdvanceHighWatermark", fL, None) /\ Then("ack")
-       \/ phase = "ack" /\ \E b \in Brokers : AckCommit(b) /\ Act("AckCommit", b, None) /\ Then("ack")
-       \/ phase = "replicate" /\ Replicate(fF) /\ log'[fF] = log[fL] /\ Act("Replicate", fF, None)
-          /\ Then("replicate")
-
-Step ==
-    /\ k < Depth
-    /\ Free \/ Forced
-    /\ Feasible'
-    /\ k' = k + 1
-    /\ bn' = bn
-
-SimInit ==
-    /\ Init
-    /\ k = 0 /\ bn = 0 /\ phase = "free" /\ fF = None /\ fL = None /\ known = NoKnown
-    /\ act = [action |-> "Init", a1 |-> None, a2 |-> None]
-
-Restart ==
-    /\ k = Depth \/ ~ENABLED Step
-    /\ leader' = None /\ leaderEpoch' = 0 /\ isr' = Brokers /\ view' = [b \in Brokers |-> NoView]
-    /\ log' = [b \in Brokers |-> <<>>] /\ hw' = [b \in Brokers |-> 0]
-    /\ status' = [b \in Brokers |-> "NotCoordinator"] /\ cache' = [b \in Brokers |-> EmptyGroup]
-    /\ pending' = {} /\ ackedGen' = 0 /\ acked' = [p \in TopicPartitions |-> 0] /\ commits' = 0
-    /\ answeredLoaded' = TRUE
-    /\ k' = 0 /\ bn' = bn + 1 /\ phase' = "free" /\ fF' = None /\ fL' = None /\ known' = NoKnown
-    /\ act' = [action |-> "Init", a1 |-> None, a2 |-> None]
-
-SimNext == Step \/ Restart
-
-Done == bn < Count
-=============================================================================
-"""
-
-
-def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
-    """A state TLC printed -> (act, spec state) in the shape Harness.abstract gives."""
-    from coordspec.conformance.formal.group import parse_value
-
-    state = {}
-    for name in VARIABLES:
-        text = values[name]
-        if name == "pending":
-            state[name] = frozenset(
-                (b, int(i)) for b, i in re.findall(r"broker \|-> (\w+),\s*index \|-> (\d+)", text)
-            )
-            continue
-        value = parse_value(text)
-        if name == "log":
-            value = {
-                b: [value[b][j] for j in sorted(value[b])] if value[b] else [] for b in BROKERS
-            }
-        state[name] = value
-    return parse_value(values["act"]), state
+def _spec_state(values: dict) -> dict:
+    """A state TLC printed, parsed -> the spec state in the shape Harness.abstract gives."""
+    state = {name: values[name] for name in VARIABLES}
+    state["pending"] = frozenset((w["broker"], w["index"]) for w in values["pending"])
+    state["log"] = {b: [values["log"][b][j] for j in sorted(values["log"][b])] for b in BROKERS}
+    return state
 
 
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec (at most ``depth`` steps each, fewer when the wrapper has
     nothing left to do), from one TLC simulation run: lists of (act, spec state), Init first."""
     return simulate_behaviours(
-        "CoordinatorFailover", SIM_MODULE, CONSTANTS, count, depth, seed, _parse_state
+        "CoordinatorFailover", CONSTANTS, count, depth, seed, VARIABLES, _spec_state
     )[:count]
 
 
@@ -1192,9 +833,9 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
                 break  # the behaviour was cut at its depth inside this reference step
             want_act, want = behaviour[k]
             name = "OffsetCommit" if s.action == "OffsetCommitFenced" else s.action
-            if (name, s.a1) != (want_act["action"], want_act["a1"]):
+            if (name, s.args[0]) != (want_act["action"], want_act["a1"]):
                 raise TraceMismatch(
-                    f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.a1})"
+                    f"step {k} {want_act['action']}({want_act['a1']}): the reference took {s.action}({s.args[0]})"
                 )
             if s.state != want:
                 raise TraceMismatch(

@@ -1,113 +1,37 @@
-"""Trace validation between tla/GroupMembership.tla and the reference coordinator (reference/group).
+"""Spec check of the reference coordinator (reference/group) against tla/GroupMembership.tla,
+both ways at the CI bounds (clients c1, c2; partitions p1, p2; MaxGeneration 3).
 
-Two directions, both at the CI bounds (clients c1, c2; partitions p1, p2; MaxGeneration 3):
-
-``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays one group on the reference, records after every step
-    the reference state mapped onto the spec's variables plus the spec action the step
-    is, writes the traces as a TLA+ module (``TraceData``) and has TLC check, in one run,
-    that every trace is a behaviour of the spec (tla/TraceGroupMembership.tla).
-
-``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
-    TLC's simulation mode produces random behaviours of the spec; each is replayed on
-    the reference, which must take every step and reach the same abstract state.
-
-How a trace is accepted. TraceGroupMembership's variables are the spec's plus a trace
-number ``t`` and an index ``i``; Init picks any trace and matches its first record, Next
-moves ``i`` to ``i + 1`` by the base action the record names (each name is a disjunct of
-the base Next, so this is a Next step) landing exactly on record ``i + 1``, and a trace
-that reached its end stutters. TLC runs with deadlock checking on: a deadlock is a trace
-that cannot be continued (its number and index are in TLC's counterexample); no deadlock
-means every trace was matched to its end. No TLCGet and no ALIAS are needed. The
-invariant ``StartsInInit`` checks each first record against the base Init, and an accepted
-run must find exactly sum(len(trace)) distinct states (every record reached once). All
-traces are checked by one TLC run.
-
-Behaviours for the other direction come from ``-simulate -depth -seed`` on a wrapper
-module (``SIM_MODULE`` below, written next to a copy of the spec): TLC 2.15 has no
-``-simulate file=...`` (``-help`` lists only ``-depth``, ``-seed``, ``-aril``), so the
-wrapper runs ``count`` behaviours back to back in one simulated run (after ``depth`` steps a
-Restart step puts the spec's variables back to Init) and an invariant fails once all are
-done: the counterexample TLC prints in ``-tool`` mode is the run, cut at its Init states.
-The wrapper forces CompleteJoin whenever the reference would complete the join phase at
-once (see SIM_MODULE).
-
-Found by these checks and fixed in the reference: a JoinGroup into a group rebalancing with
-no members left (its only member left during the initial join phase) was refused with
-INCONSISTENT_GROUP_PROTOCOL; Kafka's ``supportsProtocols``, like the spec, accepts it.
-
-The mapping, reference -> spec
-------------------------------
-Member ids: each client keeps one identity, as the spec abstracts. The driver rejoins
-with its known member id while that id is a member, and with an empty id (JoinGroup v3:
-the id comes at once, no MEMBER_ID_REQUIRED) only when it is not, so a client never has
-two ids in the group. Every id the coordinator hands out is mapped to the client it was
-handed to.
-
-=================  ==========================================================================
-spec variable      reference
-=================  ==========================================================================
-state              ``group.state`` (no group yet: "Empty")
-generation         ``group.generation_id``
-members            clients of ``group.members``
-joined             members with a parked JoinGroup (``awaiting_join``)
-syncing            members with a parked SyncGroup (``awaiting_sync``)
-pendingSync        clients of ``group.pending_sync``
-leader             client of ``group.leader_id``, or "none"
-assignment         the members' decoded assignments when the reference last stored a
-                   leader's assignment (``assignment_generation`` changed); the spec keeps
-                   it across rebalances and removals, the reference clears it, so this is
-                   history kept by the mapping
-assignmentGen      that ``assignment_generation`` (0 before any)
-clientGen          the driver's clients: generation of their last successful JoinGroup
-                   reply; -1 initially, after LeaveGroup and after Crash
-clientLeader       whether that reply named the client leader
-owners             ghost: [g][p] = clients a successful SyncGroup reply of generation g
-                   handed p (``foo-0`` is p1, ``foo-1`` is p2)
-lastCommit         ghost: the last accepted OffsetCommit with the group's generation, the
-                   client's membership and the group state when it was sent
-=================  ==========================================================================
-
-Actions: JoinGroup / JoinGroupAnswered (a JoinGroup the coordinator answers at once with
-the current generation, GM-12), SyncGroup, Heartbeat, LeaveGroup, OffsetCommit(c, TRUE /
-FALSE), are the requests; Crash is the driver forgetting a client's generation (no
-request). Timers fire at any moment in the spec: the driver moves a timer's deadline to
-now and sends Tick, and the firing is CompleteJoin (the join timer), ExpireSession(c)
-(c's session timer) or ExpirePendingSync (the pending-sync timer). A commit the
-coordinator refuses is recorded as ``OffsetCommitRejected``, which TLC checks as a
-stutter in which the spec's OffsetCommit is not enabled either.
-
-When one reference step completes the join phase on the way (the last member rejoins,
-leaves or expires; all pending-sync members expire), the driver observes the
-reference just before the CompleteJoin sub-step (reference/substeps.py) and records two steps: the request or timer,
-then CompleteJoin.
-
-The driver stays inside the spec's abstractions: appends complete at once, members are
-dynamic, only members not parked expire (the reference also drops a *new* member parked
-in JoinGroup after ``new_member_join_timeout_ms``, GM-32, which the spec does not model),
-JoinGroup is sent only while the generation is below MaxGeneration (except the unchanged
-rejoins the coordinator answers at once), and a client leaves only while a member.
-Replaying spec behaviours, the spec's choice of a new leader is given to the reference
-through its ``Choices``.
+``validate_random_traces`` (reference -> spec): a seeded driver plays one group on the
+reference as the spec's clients; TLC checks that every recorded trace is a behaviour of the
+spec (tla/TraceGroupMembership.tla). ``replay_simulated_behaviours`` (spec -> reference):
+TLC's random behaviours (tla/SimGroupMembership.tla) are replayed on the reference, which
+must take every step and reach the same abstract state. The mapping, and what these checks
+found, are in tla/README.md.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from coordspec.conformance.formal.tlc import TlcError
-from coordspec.conformance.formal.trace_tlc import (
+from coordspec.conformance.formal.harness import (
+    RandomTraceSummary,
     ReplaySummary,
+    Step,
     TraceCheck,
+    TraceMismatch,
     check_trace_data,
     replay_all,
     simulate_behaviours,
-    tla_value,
     trace_data_module,
+    trace_rows,
 )
+from coordspec.conformance.formal.harness import (
+    validate_random_traces as validate,
+)
+from coordspec.conformance.formal.tla_values import tla_value
+from coordspec.conformance.formal.tlc import TlcError
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.consumer_protocol import Assignment as ConsumerAssignment
 from coordspec.reference.consumer_protocol import (
@@ -150,6 +74,7 @@ CONFIG = GroupConfig(
 )
 SESSION_MS = 30_000
 REBALANCE_MS = 2_000  # not above the initial delay: the initial join phase is never extended
+ARGS = ("actor", "withGeneration")  # the parameters of a trace record's action, as Step.args
 VARIABLES = (
     "state",
     "generation",
@@ -172,10 +97,6 @@ NO_COMMIT = {
     "wasMember": False,
     "groupState": "Empty",
 }
-
-
-class TraceMismatch(AssertionError):
-    """The reference and the spec disagree."""
 
 
 # -- the reference, driven as the spec's clients -----------------------------------------------------------
@@ -205,14 +126,6 @@ class Client:
     variant: int = 0  # flips to change the member's metadata
 
 
-@dataclass
-class Step:
-    action: str
-    actor: str
-    with_generation: bool
-    state: dict
-
-
 class Harness(Unobserved):
     """One group on the reference coordinator, two clients, and the spec's view of it."""
 
@@ -236,7 +149,7 @@ class Harness(Unobserved):
         self.join_errors: dict[int, ErrorCode] = {}
         self.commit_accepted = False
         self.request_ids = 0
-        self.steps: list[Step] = [Step("Init", NONE, False, self.abstract())]
+        self.steps: list[Step] = [Step("Init", (NONE, False), self.abstract())]
 
     # -- the abstraction ------------------------------------------------------
 
@@ -379,11 +292,11 @@ class Harness(Unobserved):
             self._mids = None
         end = self.abstract()
         if action == "CompleteJoin":
-            steps = [] if end == before else [Step("CompleteJoin", NONE, False, end)]
+            steps = [] if end == before else [Step("CompleteJoin", (NONE, False), end)]
         else:
             states = [*mids, end]
-            steps = [Step(action, actor, with_generation, states[0])]
-            steps += [Step("CompleteJoin", NONE, False, s) for s in states[1:]]
+            steps = [Step(action, (actor, with_generation), states[0])]
+            steps += [Step("CompleteJoin", (NONE, False), s) for s in states[1:]]
         self.steps.extend(steps)
         return steps
 
@@ -610,7 +523,7 @@ def random_trace(seed: int, steps: int) -> list[Step]:
 
 def corrupt_generation_jump(trace: list[Step]) -> tuple[list[Step], int]:
     """The first generation increase jumps by 2 instead (and stays 1 ahead): (trace, 1-based index)."""
-    out = [Step(s.action, s.actor, s.with_generation, dict(s.state)) for s in trace]
+    out = [Step(s.action, s.args, dict(s.state)) for s in trace]
     for k in range(1, len(out)):
         if out[k].state["generation"] > out[k - 1].state["generation"]:
             for s in out[k:]:
@@ -622,23 +535,24 @@ def corrupt_generation_jump(trace: list[Step]) -> tuple[list[Step], int]:
 def corrupt_stale_commit(trace: list[Step]) -> tuple[list[Step], int] | None:
     """A commit the reference refused for a stale generation, recorded as accepted instead."""
     for k, s in enumerate(trace):
-        if s.action == "OffsetCommitRejected" and s.with_generation:
+        actor, with_generation = s.args
+        if s.action == "OffsetCommitRejected" and with_generation:
             before = trace[k - 1].state
-            gen = before["clientGen"][s.actor]
+            gen = before["clientGen"][actor]
             if (
                 before["state"] not in ("PreparingRebalance", "Stable")
                 or gen == before["generation"]
             ):
                 continue
             commit = {
-                "client": s.actor,
+                "client": actor,
                 "generationId": gen,
                 "groupGeneration": before["generation"],
-                "wasMember": s.actor in before["members"],
+                "wasMember": actor in before["members"],
                 "groupState": before["state"],
             }
             old = s.state["lastCommit"]
-            out = [Step(x.action, x.actor, x.with_generation, dict(x.state)) for x in trace]
+            out = [Step(x.action, x.args, dict(x.state)) for x in trace]
             out[k].action = "OffsetCommit"
             for x in out[k:]:
                 if x.state["lastCommit"] != old:
@@ -670,94 +584,8 @@ _SHARED = (
 
 def trace_module(traces: list[list[Step]]) -> str:
     """The traces as the TraceData module (record-valued variables with few distinct values named once)."""
-    rows = [
-        [
-            [tla(s.state[n]) for n in VARIABLES]
-            + [f'"{s.action}"', tla(s.actor), tla(s.with_generation)]
-            for s in trace
-        ]
-        for trace in traces
-    ]
-    return trace_data_module(
-        rows, [*VARIABLES, "action", "actor", "withGeneration"], ["c1", "c2", "p1", "p2"], _SHARED
-    )
-
-
-_TOKEN = re.compile(r'\s*(<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|[A-Za-z_][A-Za-z0-9_]*)')
-
-
-def parse_value(text: str):
-    """TLC's printed value -> Python (the shapes the abstraction uses)."""
-    tokens = _TOKEN.findall(text)
-    if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", text):
-        raise ValueError(f"cannot tokenize {text!r}")
-    pos = 0
-
-    def peek():
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take(expected=None):
-        nonlocal pos
-        token = tokens[pos]
-        if expected is not None and token != expected:
-            raise ValueError(f"expected {expected} at {token!r} in {text!r}")
-        pos += 1
-        return token
-
-    def items(close):
-        out = []
-        while peek() != close:
-            out.append(value())
-            if peek() == ",":
-                take(",")
-        take(close)
-        return out
-
-    def value():
-        left = primary()
-        if peek() != ":>":
-            return left
-        out = {}
-        while True:
-            take(":>")
-            out[left] = primary()
-            if peek() != "@@":
-                return out
-            take("@@")
-            left = primary()
-
-    def primary():
-        token = take()
-        if token == "{":
-            return frozenset(items("}"))
-        if token == "<<":
-            return {k + 1: v for k, v in enumerate(items(">>"))}
-        if token == "(":
-            inner = value()
-            take(")")
-            return inner
-        if token == "[":
-            out = {}
-            while peek() != "]":
-                name = take()
-                take("|->")
-                out[name] = value()
-                if peek() == ",":
-                    take(",")
-            take("]")
-            return out
-        if token.startswith('"'):
-            return token[1:-1]
-        if token in ("TRUE", "FALSE"):
-            return token == "TRUE"
-        if re.fullmatch(r"-?\d+", token):
-            return int(token)
-        return token
-
-    result = value()
-    if pos != len(tokens):
-        raise ValueError(f"trailing tokens in {text!r}")
-    return result
+    rows = trace_rows(traces, VARIABLES, lambda name, value: tla(value), tla)
+    return trace_data_module(rows, [*VARIABLES, "action", *ARGS], ["c1", "c2", "p1", "p2"], _SHARED)
 
 
 # -- running TLC ------------------------------------------------------------------------------------------------
@@ -777,70 +605,6 @@ _CONSTANTS = """CONSTANTS
     BugGenerationReset = FALSE
 """
 
-SIM_MODULE = r"""-------------------------- MODULE SimGroupMembership --------------------------
-(* Random behaviours of GroupMembership for replay on the reference (conformance/formal/group.py).  *)
-(* One simulation run yields Count behaviours of Depth steps: after Depth steps, Restart puts  *)
-(* the base variables back to Init (act = "Init" marks where the next behaviour starts); the  *)
-(* invariant Done fails once Count behaviours are complete, and TLC prints the whole run.     *)
-(* act names each step's action and parameters.                                              *)
-(* One scheduling constraint, not a safety rule: the reference completes a join phase at once *)
-(* when every member has rejoined, unless the phase began from Empty (the initial rebalance   *)
-(* delay); the spec lets that wait, Eager forces CompleteJoin next. fromEmpty mirrors the     *)
-(* reference's previous_state.                                                                 *)
-EXTENDS GroupMembership
-CONSTANTS Depth, Count
-VARIABLES k, b, act, fromEmpty
-
-Eager == state = "PreparingRebalance" /\ ~fromEmpty /\ members \subseteq joined
-Act(name, c, wg) == act' = [action |-> name, actor |-> c, withGeneration |-> wg]
-
-SimInit ==
-    /\ Init
-    /\ k = 0
-    /\ b = 0
-    /\ act = [action |-> "Init", actor |-> None, withGeneration |-> FALSE]
-    /\ fromEmpty = FALSE
-
-Base ==
-    \/ \E c \in Clients :
-          \/ JoinGroup(c) /\ Act("JoinGroup", c, FALSE)
-          \/ JoinGroupAnswered(c) /\ Act("JoinGroupAnswered", c, FALSE)
-          \/ SyncGroup(c) /\ Act("SyncGroup", c, FALSE)
-          \/ Heartbeat(c) /\ Act("Heartbeat", c, FALSE)
-          \/ LeaveGroup(c) /\ Act("LeaveGroup", c, FALSE)
-          \/ ExpireSession(c) /\ Act("ExpireSession", c, FALSE)
-          \/ OffsetCommit(c, TRUE) /\ Act("OffsetCommit", c, TRUE)
-          \/ OffsetCommit(c, FALSE) /\ Act("OffsetCommit", c, FALSE)
-          \/ Crash(c) /\ Act("Crash", c, FALSE)
-    \/ CompleteJoin /\ Act("CompleteJoin", None, FALSE)
-    \/ ExpirePendingSync /\ Act("ExpirePendingSync", None, FALSE)
-
-Step ==
-    /\ k < Depth
-    /\ IF Eager THEN CompleteJoin /\ Act("CompleteJoin", None, FALSE) ELSE Base
-    /\ fromEmpty' = IF state' = "PreparingRebalance"
-                       THEN IF state = "PreparingRebalance" THEN fromEmpty ELSE state = "Empty"
-                       ELSE FALSE
-    /\ k' = k + 1
-    /\ b' = b
-
-Restart ==
-    /\ k = Depth
-    /\ state' = "Empty" /\ generation' = 0 /\ members' = {} /\ joined' = {} /\ syncing' = {}
-    /\ pendingSync' = {} /\ leader' = None /\ assignment' = [c \in Clients |-> {}]
-    /\ assignmentGen' = 0 /\ clientGen' = [c \in Clients |-> -1]
-    /\ clientLeader' = [c \in Clients |-> FALSE] /\ owners' = NoOwners /\ lastCommit' = NoCommit
-    /\ act' = [action |-> "Init", actor |-> None, withGeneration |-> FALSE]
-    /\ fromEmpty' = FALSE
-    /\ k' = 0
-    /\ b' = b + 1
-
-SimNext == Step \/ Restart
-
-Done == b < Count
-=============================================================================
-"""
-
 
 def check_traces(traces: list[list[Step]]) -> TraceCheck:
     """One TLC run: is every trace a behaviour of GroupMembership?"""
@@ -852,47 +616,19 @@ def check_traces(traces: list[list[Step]]) -> TraceCheck:
     )
 
 
-@dataclass
-class RandomTraceSummary:
-    traces: int
-    steps: int  # spec steps, Init excluded
-    actions: dict[str, int]
-    check: TraceCheck
-    seconds: float
-    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
-
-    @property
-    def accepted(self) -> bool:
-        return self.check.accepted
-
-
 def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSummary:
     """``count`` random reference runs of at least ``steps`` steps each, checked by TLC in one run."""
-    started = time.monotonic()
-    traces = [random_trace(seed * 100_003 + k, steps) for k in range(count)]
-    actions: dict[str, int] = {}
-    for trace in traces:
-        for s in trace[1:]:
-            actions[s.action] = actions.get(s.action, 0) + 1
-    check = check_traces(traces)
-    return RandomTraceSummary(
-        count, sum(len(t) - 1 for t in traces), actions, check, time.monotonic() - started, traces
-    )
+    return validate(lambda run: random_trace(run, steps), check_traces, count, steps, seed)
 
 
 # -- spec -> reference: TLC simulation replayed ---------------------------------------------------------------------
-
-
-def _parse_state(values: dict[str, str]) -> tuple[dict, dict]:
-    parsed = {name: parse_value(text) for name, text in values.items()}
-    return parsed["act"], {name: parsed[name] for name in VARIABLES}
 
 
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the spec, ``depth`` steps each, from one TLC simulation run:
     each a list of (act, spec state) with Init first."""
     behaviours = simulate_behaviours(
-        "GroupMembership", SIM_MODULE, _CONSTANTS, count, depth, seed, _parse_state
+        "GroupMembership", _CONSTANTS, count, depth, seed, VARIABLES, _normal
     )[:count]
     if len(behaviours) != count or any(len(x) != depth + 1 for x in behaviours):
         raise TlcError(f"simulation seed {seed}: expected {count} behaviours of {depth} steps")

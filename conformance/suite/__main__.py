@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from coordspec.conformance.suite.cli import add_arguments, run_command
+from coordspec.conformance.cli.conform import add_arguments, run_command
 
 parser = argparse.ArgumentParser(
     prog="python -m coordspec.conformance.suite",

@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--conform-target",
         default="reference",
-        choices=targets.CHOICES,
+        choices=targets.TARGETS,
         help="target (default: reference)",
     )
     group.addoption(

@@ -136,8 +136,8 @@ def _first_line(exc: Exception) -> str:
 
 def quick_key(line: Line) -> tuple[str, str, int]:
     """(key, run, t_ms) of a line, read cheaply; the full check of the line happens when its
-    key is replayed. The key is the group's (:func:`partitions.group_key`) or the partition's
-    (:func:`partitions.key_of`), which cannot be equal. A line without them gets the full check now, which
+    key is replayed. The key is the group's (:func:`~coordspec.conformance.tracecheck.partitions.group_key`) or the partition's
+    (:func:`~coordspec.conformance.tracecheck.partitions.key_of`), which cannot be equal. A line without them gets the full check now, which
     says why."""
     try:
         data = json.loads(line.text)

@@ -1,5 +1,8 @@
+"""``python -m coordspec.conformance.tracecheck``, and the script spark-submit runs
+(spec/trace-pipeline.md): the trace commands without the ``coordspec`` command."""
+
 import sys
 
-from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.cli.trace import main
 
 sys.exit(main())

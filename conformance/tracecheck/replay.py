@@ -109,7 +109,7 @@ def summary(line: Line, record) -> str:
 
 
 def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
-    """Replay one key's trace lines (in any order; the key from :func:`records.quick_key`): a
+    """Replay one key's trace lines (in any order; the key from :func:`~coordspec.conformance.trace.records.quick_key`): a
     group's through the oracle (see the module docstring), a partition's through :mod:`partitions`."""
     parsed = sorted(((line, *parse(line)) for line in lines), key=lambda e: order(e[0], e[1].t_ms))
     if partitions.is_partition_key(key):

@@ -67,7 +67,7 @@ def test_scenarios_live_in_the_catalog_directory():
 def test_list_shows_each_scenario_and_what_is_not_covered(capsys):
     import argparse
 
-    from coordspec.conformance.suite import add_arguments, run_command
+    from coordspec.conformance.cli.conform import add_arguments, run_command
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -232,7 +232,7 @@ def test_a_partition_key_cannot_be_a_group_key():
 
 
 def test_a_partition_record_missing_what_its_event_needs_is_one_line(tmp_path, capsys):
-    from coordspec.conformance.tracecheck.cli import main
+    from coordspec.conformance.cli.trace import main
 
     bad = write(1, "ElectLeader", 0, 0, 0)
     del bad["outcome"]

@@ -18,7 +18,7 @@ from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.tracecheck import pipeline
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.scenarios import scenario_settings
 

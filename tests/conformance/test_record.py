@@ -20,7 +20,7 @@ from coordspec.broker.testing import BrokerProcess
 from coordspec.conformance.suite.mock_target import MockCluster
 from coordspec.conformance.trace import proxy
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 
 pytestmark = pytest.mark.wire

@@ -11,7 +11,7 @@ import pytest
 
 from coordspec.conformance.simulate import clusters, groups, names, planted
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.tracecheck.cli import main
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 
 

@@ -105,5 +105,5 @@ def test_a_broken_spec_is_reported_not_crashed(tmp_path, monkeypatch):
     )
     (tmp_path / "MCBroken.cfg").write_text("INIT Init\nNEXT Next\n")
     with pytest.raises(tlc.TlcError, match=r"TLC failed on MCBroken.cfg \(exit"):
-        tlc.run_tlc("Broken", tmp_path / "MCBroken.cfg", directory=tmp_path)
+        tlc.run_tlc("MCBroken", tmp_path / "MCBroken.cfg", directory=tmp_path)
     assert Path(tmp_path / "MCBroken.tla").exists()

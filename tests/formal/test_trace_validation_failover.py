@@ -1,4 +1,4 @@
-"""Trace validation between tla/CoordinatorFailover.tla and the reference failover model
+"""Spec check between tla/CoordinatorFailover.tla and the reference failover model
 (conformance/formal/failover.py): random runs of the reference FailoverCluster are behaviours
 of the spec (TLC checks them), and a corrupted trace is rejected at the record corrupted."""
 
@@ -59,14 +59,14 @@ def test_an_offset_commit_acknowledged_at_its_append_is_rejected(random_traces):
 
 
 def test_a_trace_that_does_not_start_in_init_is_rejected(random_traces):
-    trace = [tf.Step(s.action, s.a1, s.a2, tf._copy(s.state)) for s in random_traces.trace_list[0]]
+    trace = [tf.Step(s.action, s.args, tf._copy(s.state)) for s in random_traces.trace_list[0]]
     trace[0].state["leaderEpoch"] = 1
     check = tf.check_traces([trace])
     assert not check.accepted
 
 
 def test_tla_values_round_trip_through_the_parser():
-    from coordspec.conformance.formal.group import parse_value
+    from coordspec.conformance.formal.tla_values import parse_value
 
     state = tf.Harness().abstract()
     assert parse_value(tf.tla(state["hw"])) == state["hw"]
@@ -95,7 +95,7 @@ def test_finding_a_reelected_leader_stepping_down_on_a_failed_isr_write_is_not_a
     assert h.would_step_down("b3")
     h.replicate("b3")
     index = next(
-        k for k, s in enumerate(h.steps, 1) if s.action == "ResignCoordinator" and s.a1 == "b1"
+        k for k, s in enumerate(h.steps, 1) if s.action == "ResignCoordinator" and s.args[0] == "b1"
     )
     assert (
         h.steps[index - 1].state["leader"] == "b1"

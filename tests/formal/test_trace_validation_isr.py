@@ -1,4 +1,4 @@
-"""Trace validation between tla/IsrVersionedWrites.tla and the replication model
+"""Spec check between tla/IsrVersionedWrites.tla and the replication model
 (conformance/formal/isr.py): random runs of the model are behaviours of the spec (TLC checks
 them all in one run), and corrupted traces are not; behaviours TLC simulates from the spec,
 constrained to the model's choices, replay on the model, and a corrupted one is caught at its step."""

@@ -69,7 +69,7 @@ from typing import Any
 
 import z3
 
-from coordspec.conformance.formal.proofs import PROVED, VIOLATED, ProofResult
+from coordspec.conformance.formal.proofs.results import PROVED, VIOLATED, ProofResult
 from coordspec.reference.assignors import ASSIGNORS, StickyAssignor
 from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
 from coordspec.reference.assignors.range import java_string_key, member_order_key

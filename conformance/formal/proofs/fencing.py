@@ -67,7 +67,7 @@ from typing import Any
 
 import z3
 
-from coordspec.conformance.formal.proofs import PROVED, VIOLATED, ProofResult
+from coordspec.conformance.formal.proofs.results import PROVED, VIOLATED, ProofResult
 
 NO_WRITE_WITH_STALE_VERSION = "NoWriteWithStaleVersion"
 CONTROLLER_EPOCH_MONOTONIC = "ControllerEpochMonotonic"

@@ -45,7 +45,7 @@ from typing import Any
 
 import z3
 
-from coordspec.conformance.formal.proofs import MEASURED, PROVED, VIOLATED, ProofResult
+from coordspec.conformance.formal.proofs.results import MEASURED, PROVED, VIOLATED, ProofResult
 from coordspec.reference.assignors import ASSIGNORS
 from coordspec.reference.assignors.base import Assignment, Assignor, TopicPartition
 from coordspec.reference.assignors.cooperative_sticky import (

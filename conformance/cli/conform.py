@@ -1,16 +1,28 @@
-"""The options of ``coordspec conform``, and what it does with them.
+"""``coordspec conform``: its options, and the call into the suite (conformance/suite/).
 
 Building the parser imports nothing heavy, so ``coordspec``'s other commands start fast;
-``run_command`` imports the suite.
+``run_command`` imports the suite. ``python -m coordspec.conformance.suite`` and the pytest
+plugin use the same options and targets.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-TARGETS = ("reference", "kafka", "librdkafka-mock", "embedded")
+from coordspec.conformance.suite.targets import TARGETS
+
+
+def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
+    add_arguments(
+        commands.add_parser(
+            "conform",
+            help="check a Kafka-protocol broker (default: the reference) against the conformance scenarios",
+        )
+    )
+    return {"conform": run_command}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,8 @@
-"""Command lines: ``coordspec trace check``, ``coordspec pipeline``, ``coordspec simulate``,
-``coordspec record``. Each has ``add_*_arguments(parser)`` and ``run_*(args) -> exit code``
-for conformance/cli.py; ``python -m coordspec.conformance.tracecheck`` runs them meanwhile.
+"""The trace commands: ``coordspec trace check``, ``coordspec pipeline``, ``coordspec simulate``,
+``coordspec record``. Each has ``add_*_arguments(parser)`` and ``run_*(args) -> exit code``;
+the work is done in conformance/tracecheck/, conformance/simulate/ and conformance/trace/.
+``main`` is the same four commands on their own: ``python -m coordspec.conformance.tracecheck``,
+and the script spark-submit runs (conformance/tracecheck/__main__.py, spec/trace-pipeline.md).
 
 Exit codes: 0 nothing violated, 1 a violation, 2 bad input or a missing dependency (one
 line on stderr, no traceback).
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
@@ -278,6 +281,37 @@ COMMANDS = {
     "simulate": run_simulate,
     "record": run_record,
 }
+
+
+def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
+    trace = commands.add_parser("trace", help="recorded traces: check them against the reference")
+    trace_commands = trace.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+    add_trace_check_arguments(
+        trace_commands.add_parser(
+            "check", help="replay trace files through the oracle on one machine"
+        )
+    )
+    add_pipeline_arguments(
+        commands.add_parser(
+            "pipeline",
+            help="the trace check as a PySpark job (local[*], --master, or spark-submit)",
+        )
+    )
+    add_simulate_arguments(
+        commands.add_parser(
+            "simulate",
+            help="seeded simulated groups, or whole clusters with --cluster, on the reference, with faults and planted bugs, "
+            "written as traces and checked",
+        )
+    )
+    add_record_arguments(
+        commands.add_parser(
+            "record", help="a Kafka-protocol proxy that records the group protocol as a trace"
+        )
+    )
+    runners = dict(COMMANDS)
+    runners["trace"] = runners.pop("check")  # coordspec trace check
+    return runners
 
 
 def main(argv: list[str] | None = None) -> int:
