@@ -196,9 +196,9 @@ def run_demo(seed: int = 1, quiet: bool = False) -> int:
     s.say(f"# {leader_name} leads and assigns {PARTITIONS} partitions with the range assignor.")
     plan = lead("range", {TOPIC: PARTITIONS}, next(r.members for r in joined.values() if r.members))
     s.send(leader_name, sync(leader, generation, tuple(Assignment(m, a) for m, a in plan.items())))
-    for name in ids:
+    for name, member_id in ids.items():
         if name != leader_name:
-            s.send(name, sync(ids[name], generation))
+            s.send(name, sync(member_id, generation))
     s.now_ms += 1_000
     for i, name in enumerate(ids):
         s.send(

@@ -282,7 +282,7 @@ class PartitionRecorder:
                 replica("LeaderAndIsr")
         if now.log != was.log:
             kept = next(
-                (i for i, (a, b) in enumerate(zip(was.log, now.log)) if a != b),
+                (i for i, (a, b) in enumerate(zip(was.log, now.log, strict=False)) if a != b),
                 min(len(was.log), len(now.log)),
             )
             log = [[r.leader_epoch, r.payload_id] for r in now.log]

@@ -160,7 +160,7 @@ class Oracle:
                         branch.write_ends[effect.append_id] = len(branch.log)
                 for depth, arity in enumerate(branch.choices.arities, start=len(script)):
                     prefix = script + (0,) * (depth - len(script))
-                    scripts.extend(prefix + (k,) for k in range(1, arity))
+                    scripts.extend((*prefix, k) for k in range(1, arity))
                 expanded.append(branch)
         if len(expanded) > MAX_HYPOTHESES:
             raise OracleOverflow(

@@ -82,7 +82,7 @@ def unify(expected, actual, binding: Binding, path: str = "") -> str | None:
     if isinstance(expected, tuple):
         if not isinstance(actual, tuple) or len(expected) != len(actual):
             return f"{path}: expected {len(expected)} entries, got {len(actual) if isinstance(actual, tuple) else actual!r}"
-        for i, (mine, theirs) in enumerate(zip(expected, actual)):
+        for i, (mine, theirs) in enumerate(zip(expected, actual, strict=True)):
             if problem := unify(mine, theirs, binding, f"{path}[{i}]"):
                 return problem
         return None

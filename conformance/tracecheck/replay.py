@@ -173,7 +173,7 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         )
         report.unchecked = len(parsed) - index - 1
 
-    for index, (line, record, message) in enumerate(parsed):
+    for index, (_, record, message) in enumerate(parsed):
         try:
             if isinstance(record, RequestRecord):
                 client = (

@@ -94,7 +94,7 @@ def classify(api: str, request, allowed: dict | None, broker: dict) -> tuple[str
     nearest response it does allow (None when it would still park the request)."""
     mine = errors_in(allowed) if allowed is not None else []
     theirs = errors_in(broker)
-    for expected, got in zip(mine, theirs):
+    for expected, got in zip(mine, theirs, strict=False):
         if expected != got:
             refused = E(expected) if expected in E._value2member_map_ else None
             invariant = _ACCEPTED_REFUSAL.get((api, refused), "") if got == E.NONE else ""

@@ -343,7 +343,8 @@ class SymbolicGroup:
             for j, t in enumerate(self.topics):
                 pairs.append((self.subscribes[i][j], z3.BoolVal(m in members and t in topics[m])))
         pairs += [
-            (n, z3.IntVal(partitions_per_topic[t])) for n, t in zip(self.partitions, self.topics)
+            (n, z3.IntVal(partitions_per_topic[t]))
+            for n, t in zip(self.partitions, self.topics, strict=True)
         ]
         return pairs
 
@@ -361,7 +362,7 @@ class SymbolicGroup:
         }
         counts = {
             t: model.eval(n, model_completion=True).as_long()
-            for t, n in zip(self.topics, self.partitions)
+            for t, n in zip(self.topics, self.partitions, strict=True)
         }
         return members, topics, counts
 
@@ -380,11 +381,13 @@ def range_model(g: SymbolicGroup, drop_remainder: bool = False) -> Encoding:
         n = g.partitions[j]
         subscribers = [g.subscribes[i][j] for i in members]
         k = _count(subscribers)
-        quota = _cases(k, quotas, lambda c: n / c)
-        extra = z3.IntVal(0) if drop_remainder else _cases(k, quotas, lambda c: n % c)
+        quota = _cases(k, quotas, lambda c, n=n: n / c)
+        extra = z3.IntVal(0) if drop_remainder else _cases(k, quotas, lambda c, n=n: n % c)
         for i in members:
             rank = _count(subscribers[:i])  # subscribers before member i
-            start = _cases(rank, list(members), lambda r: r * quota + z3.If(r < extra, r, extra))
+            start = _cases(
+                rank, list(members), lambda r, q=quota, e=extra: r * q + z3.If(r < e, r, e)
+            )
             length = quota + z3.If(rank < extra, 1, 0)
             for p in g.slots:
                 out[i][j][p] = z3.And(subscribers[i], start <= p, p < start + length)
@@ -404,7 +407,7 @@ def round_robin_model(g: SymbolicGroup, skip_subscription_check: bool = False) -
             g.present[i] if skip_subscription_check else g.subscribes[i][j] for i in range(size)
         ]
 
-        def first_taker_from(c: int) -> z3.ArithRef:
+        def first_taker_from(c: int, takes: list[z3.BoolRef] = takes) -> z3.ArithRef:
             order = [(c + d) % size for d in range(size)]
             chosen: z3.ArithRef = z3.IntVal(order[-1])
             for i in reversed(order[:-1]):
@@ -589,12 +592,20 @@ def _differential_inputs(
     ]  # None: not in the group
     for counts in fixed:
         for vector in itertools.product(choices, repeat=len(ids)):
-            members = [m for m, c in zip(ids, vector) if c is not None]
+            members = [m for m, c in zip(ids, vector, strict=True) if c is not None]
             if members:
-                yield members, {m: c for m, c in zip(ids, vector) if c is not None}, counts
+                yield (
+                    members,
+                    {m: c for m, c in zip(ids, vector, strict=True) if c is not None},
+                    counts,
+                )
     for k in range(1, len(ids) + 1):
         for counts in bounds.partition_counts():
-            yield list(ids[:k]), {m: topics for m in ids[:k]}, dict(zip(topics, counts))
+            yield (
+                list(ids[:k]),
+                {m: topics for m in ids[:k]},
+                dict(zip(topics, counts, strict=True)),
+            )
 
 
 def differential_check(name: str, assignor: Assignor, bounds: Bounds) -> ProofResult:
@@ -737,7 +748,7 @@ def check_chunk(
         }
 
     for vector in itertools.islice(itertools.product(range(len(choices)), repeat=k), first, last):
-        subscriptions = {m: subs_of[c] for m, c in zip(members, vector)}
+        subscriptions = {m: subs_of[c] for m, c in zip(members, vector, strict=True)}
         topic_sets = [sets_of[c] for c in vector]
         subscribed = frozenset().union(*topic_sets)
         varied = [j for j, t in enumerate(topics) if t in subscribed]
@@ -745,9 +756,9 @@ def check_chunk(
         identical = len(set(vector)) == 1
         counts = [1] * len(topics)
         for chosen in itertools.product(sizes, repeat=len(varied)):
-            for j, c in zip(varied, chosen):
+            for j, c in zip(varied, chosen, strict=True):
                 counts[j] = c
-            ppt = dict(zip(topics, counts))
+            ppt = dict(zip(topics, counts, strict=True))
             out = assignor.assign(ppt, subscriptions)
             runs += 1
             covered += weight
@@ -765,7 +776,7 @@ def check_chunk(
                 if prop not in smallest or key < smallest[prop][0]:
                     cex = counterexample(
                         members,
-                        {m: choices[c] for m, c in zip(members, vector)},
+                        {m: choices[c] for m, c in zip(members, vector, strict=True)},
                         ppt,
                         out,
                         sorted(bad),
@@ -778,7 +789,7 @@ def check_chunk(
             if assignor.assign(other, subscriptions) != out:
                 raise RuntimeError(
                     f"{getattr(assignor, 'name', assignor)} reads the partition counts of topics nobody "
-                    f"subscribes to ({ppt} vs {other}, {dict(zip(members, vector))}): the enumeration's "
+                    f"subscribes to ({ppt} vs {other}, {dict(zip(members, vector, strict=True))}): the enumeration's "
                     "reduction is unsound for it"
                 )
     return result()
@@ -795,11 +806,13 @@ def _fast_violations(
     bad: set[str] = set()
     if len(out) != len(members) or any(m not in out for m in members):
         return violated_properties(
-            ppt, {m: Subscription(tuple(sorted(s))) for m, s in zip(members, topic_sets)}, out
+            ppt,
+            {m: Subscription(tuple(sorted(s))) for m, s in zip(members, topic_sets, strict=True)},
+            out,
         )
     seen: set = set()
     total = 0
-    for m, topics in zip(members, topic_sets):
+    for m, topics in zip(members, topic_sets, strict=True):
         tps = out[m]
         total += len(tps)
         for tp in tps:
@@ -950,6 +963,6 @@ def start_enumerated_proofs(
 
     def wait() -> list[ProofResult]:
         results = [r for w in waits for r in w()]
-        return results + [broken.result() if broken else inline]
+        return [*results, broken.result() if broken else inline]
 
     return wait

@@ -397,7 +397,7 @@ def _inductive_alone(name: str, max_k: int) -> dict[int, bool]:
     """Whether ``name`` is k-inductive on its own (without the lemmas), k = 1..max_k."""
     out = {}
     for k in range(1, max_k + 1):
-        states, steps, links = _path(k, CORRECT)
+        states, _, links = _path(k, CORRECT)
         hypotheses = [invariant(name, states[i]) for i in range(k)]
         answer, _ = _solve([*hypotheses, *links, z3.Not(invariant(name, states[k]))])
         out[k] = answer == z3.unsat

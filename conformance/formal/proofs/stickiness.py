@@ -346,7 +346,7 @@ def summarize(assignor_name: str, outcomes: Sequence[dict[str, Any]]) -> list[Pr
         "within_goal": dist.get("mean", 1.0) <= GOAL,
         "moves": {"assignor": total_assignor, "optimal": total_optimal},
         "distribution_where_moves_needed": distribution(
-            [r for r, o in zip(ratios, outcomes) if o["optimal_moves"]]
+            [r for r, o in zip(ratios, outcomes, strict=True) if o["optimal_moves"]]
         ),
         "excess_moves": distribution(
             [float(o["assignor_moves"] - o["optimal_moves"]) for o in outcomes]
