@@ -19,20 +19,17 @@ Follows Apache Kafka 4.x (``ClassicGroupState``, ``GroupMetadataManager``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from coordspec.reference.errors import ErrorCode
 
 
-class GroupState(str, Enum):
+class GroupState(StrEnum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 EMPTY = GroupState.EMPTY
@@ -83,7 +80,7 @@ def is_allowed(source: GroupState, target: GroupState, cause: str) -> bool:
     return (source, target, cause) in _ALLOWED
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """What happens to a valid request besides an error code."""
 
     PARK = "park"  # held until the phase completes
