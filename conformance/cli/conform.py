@@ -106,7 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from coordspec.conformance.suite import loader, targets
-    from coordspec.conformance.suite.kafka_target import FaultCommands
     from coordspec.conformance.suite.listing import listing
     from coordspec.conformance.suite.suite import SuiteError, run, select
 
@@ -119,6 +118,9 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     faults = None
     if args.on_kill_coordinator or args.on_restart:
+        # Fault hooks drive a broker over the wire, which needs the wire extra (kio).
+        from coordspec.conformance.suite.kafka_target import FaultCommands
+
         faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)
     try:
         # Made here rather than in run(), so that a target with a child process is stopped after the run.
