@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
-import io
 import logging
 import secrets
 import time
@@ -28,21 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.records.readers import read_batch
-from kio.records.schema import NewRecordBatch
-from kio.records.schema import Record as KioRecord
-from kio.records.writers import write_new_batch
 from kio.serial.errors import SerialError as KioError
-from kio.static.primitive import TZAwareMicros
 
 from coordspec.broker.group_turns import GroupTurns
 from coordspec.broker.log.batches import read_header
-from coordspec.broker.log.group_records import (
-    CorruptRecord,
-    decode_record,
-    encode_key,
-    encode_value,
-)
+from coordspec.broker.log.group_batches import decode_records, encode_group_batch
+from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.partition import PartitionLog
 from coordspec.broker.log.topics import OFFSETS_TOPIC, TopicStore
 from coordspec.broker.trace import Trace, group_key
@@ -166,7 +155,7 @@ class GroupService:
                 effect.group_id,
                 commits_only,
                 log_,
-                _encode_batch(effect.records, self._now_ms),
+                encode_group_batch(effect.records, self._now_ms),
             )
         )
         self._turns.writing(effect.group_id, commits_only)
@@ -243,36 +232,12 @@ class GroupService:
             assert log_ is not None
             for index, data in enumerate(log_.batches()):
                 try:
-                    batch, _ = read_batch(data, 0)
-                    records.extend(decode_record(r.key or b"", r.value) for r in batch.records)
+                    records.extend(decode_records(data))
                 except (CorruptRecord, ValueError, KioError) as e:
                     raise CorruptRecord(
                         f"{log_.path}: batch {index} cannot be read ({e})"
                     ) from None
         return tuple(records)
-
-
-def _encode_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
-    timestamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
-    kio_records = tuple(
-        KioRecord(
-            attributes=0,
-            timestamp=timestamp,
-            offset=i,
-            key=encode_key(r.key),
-            value=encode_value(r.value),
-            headers=(),
-        )
-        for i, r in enumerate(records)
-    )
-    buffer = io.BytesIO()
-    write_new_batch(
-        buffer,
-        NewRecordBatch(
-            producer_id=-1, producer_epoch=-1, base_sequence=-1, records=kio_records, attributes=0
-        ),
-    )
-    return buffer.getvalue()
 
 
 def _write(write: _Write) -> ErrorCode:

@@ -35,7 +35,6 @@ from typing import Any
 
 from kazoo.exceptions import KazooException, NodeExistsError
 
-from coordspec.broker.cluster.group_batches import decode_group_batch, encode_group_batch
 from coordspec.broker.cluster.group_trace import GroupTrace
 from coordspec.broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
 from coordspec.broker.cluster.published import PublishedView
@@ -50,6 +49,7 @@ from coordspec.broker.cluster.replica_logs import (
 from coordspec.broker.cluster.zk_session import ZkSession, now_ms
 from coordspec.broker.group_turns import GroupTurns
 from coordspec.broker.log.batches import read_header
+from coordspec.broker.log.group_batches import decode_group_batch, encode_group_batch
 from coordspec.broker.trace import Trace, group_key
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode

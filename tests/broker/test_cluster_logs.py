@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from coordspec.broker.cluster.group_batches import decode_group_batch, encode_group_batch
 from coordspec.broker.cluster.replica_logs import (
     ReplicaFiles,
     fetch_index,
@@ -18,6 +17,7 @@ from coordspec.broker.cluster.replica_logs import (
     record_of,
     stamped,
 )
+from coordspec.broker.log.group_batches import decode_group_batch, encode_group_batch
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
 from coordspec.reference.replication.log import ReplicaLog
 from coordspec.reference.replication.znodes import TopicPartition

@@ -1,8 +1,9 @@
 """A coordinator's append to ``__consumer_offsets`` as one Kafka record batch, and back.
 
 The records are the reference's group records in Kafka's key and value encoding
-(:mod:`coordspec.broker.log.group_records`); the batch's offset and leader epoch are set when
-the leader appends it (:func:`coordspec.broker.cluster.replica_logs.stamped`).
+(:mod:`coordspec.broker.log.group_records`). The single broker writes the batch to its
+partition log as it is; in the cluster the leader sets its offset and leader epoch when it
+appends it (:func:`coordspec.broker.cluster.replica_logs.stamped`).
 """
 
 from __future__ import annotations
@@ -57,9 +58,16 @@ def encode_group_batch(records: tuple[Record, ...], now_ms: int) -> bytes:
 
 
 def decode_group_batch(batch: bytes) -> tuple[Record, ...]:
-    """Raises CorruptRecord or kio's errors on a batch that is not a coordinator's."""
+    """The records of a batch from ``encode_group_batch``, an empty one included (its CRC is
+    not checked). Raises CorruptRecord or kio's errors on a batch that is not a coordinator's."""
     header = read_header(batch)
     if header is not None and header.record_count == 0:
         return ()
+    return decode_records(batch)
+
+
+def decode_records(batch: bytes) -> tuple[Record, ...]:
+    """The records of a batch, read by kio, which checks its CRC: the single broker writes no
+    empty batch, so it reads every batch this way. Raises as ``decode_group_batch``."""
     decoded, _ = read_batch(batch, 0)
     return tuple(decode_record(r.key or b"", r.value) for r in decoded.records)
