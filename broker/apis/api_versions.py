@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coordspec.broker.context import BrokerContext, Client
+from coordspec.broker.context import Client
 from coordspec.broker.wire.protocol import API_VERSIONS_KEY
 
 UNSUPPORTED_VERSION, INVALID_REQUEST = 35, 42
@@ -31,9 +31,10 @@ def unsupported(apis: dict[int, Any]) -> dict[str, Any]:
     }
 
 
-async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) -> dict[str, Any]:
-    from coordspec.broker.apis.registry import APIS  # the table lists this handler too
-
+async def handle(
+    apis: dict[int, Any], ctx: Any, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    """``apis``: the broker's table (coordspec.broker.apis.registry), this handler among them."""
     if version >= 3 and not (
         _SOFTWARE.fullmatch(body.client_software_name)
         and _SOFTWARE.fullmatch(body.client_software_version)
@@ -41,7 +42,7 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
         return {"error_code": INVALID_REQUEST, "api_keys": []}
     return {
         "error_code": 0,
-        "api_keys": version_table(APIS),
+        "api_keys": version_table(apis),
         "supported_features": [],
         "finalized_features": [],
         "finalized_features_epoch": -1,

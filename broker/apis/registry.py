@@ -5,10 +5,15 @@ handlers implement: Produce from v3 (record batches v2; librdkafka fetches only 
 Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
 ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 (kio's range),
 InitProducerId v0-v4 for idempotent producers (v5 only changes transactional errors).
+
+The cluster serves the same APIs at the same versions: its table is this one with its
+own handlers for the APIs that are not the group coordinator's (:func:`with_handlers`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +29,7 @@ from coordspec.broker.apis import (
     metadata,
     produce,
 )
+from coordspec.broker.wire.protocol import API_VERSIONS_KEY
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 Handler = Callable[..., Awaitable[dict[str, Any] | None]]
@@ -40,24 +46,49 @@ def _group_api(name: str, handler: Handler) -> tuple[int, Api]:
     return API_KEYS[name], Api(name, VERSIONS[name], handler)
 
 
-APIS: dict[int, Api] = dict(
+GROUP_APIS: dict[int, Api] = dict(
     [
-        (0, Api("Produce", range(3, 10), produce.handle)),
-        (1, Api("Fetch", range(4, 13), fetch.handle)),
-        (2, Api("ListOffsets", range(1, 7), list_offsets.handle)),
-        (3, Api("Metadata", range(13), metadata.handle)),
         _group_api("OffsetCommit", groups.offset_commit),
         _group_api("OffsetFetch", groups.offset_fetch),
-        (10, Api("FindCoordinator", range(7), find_coordinator.handle)),
         _group_api("JoinGroup", groups.join_group),
         _group_api("Heartbeat", groups.heartbeat),
         _group_api("LeaveGroup", groups.leave_group),
         _group_api("SyncGroup", groups.sync_group),
         _group_api("DescribeGroups", groups.describe_groups),
         _group_api("ListGroups", groups.list_groups),
-        (18, Api("ApiVersions", range(5), api_versions.handle)),
-        (19, Api("CreateTopics", range(2, 8), create_topics.handle)),
-        (22, Api("InitProducerId", range(5), init_producer_id.handle)),
         _group_api("DeleteGroups", groups.delete_groups),
     ]
+)
+
+
+def _with_api_versions(apis: dict[int, Api]) -> dict[int, Api]:
+    """``apis`` and ApiVersions, which advertises them all, itself included, by key."""
+    table: dict[int, Api] = {}
+    advertise = Api("ApiVersions", range(5), functools.partial(api_versions.handle, table))
+    table.update(sorted({**apis, API_VERSIONS_KEY: advertise}.items()))
+    return table
+
+
+def with_handlers(apis: dict[int, Api], handlers: dict[int, Handler]) -> dict[int, Api]:
+    """The table ``apis`` with other handlers for the keys of ``handlers``, names and versions kept."""
+    return _with_api_versions(
+        {
+            key: dataclasses.replace(api, handler=handlers.get(key, api.handler))
+            for key, api in apis.items()
+            if key != API_VERSIONS_KEY
+        }
+    )
+
+
+APIS: dict[int, Api] = _with_api_versions(
+    {
+        0: Api("Produce", range(3, 10), produce.handle),
+        1: Api("Fetch", range(4, 13), fetch.handle),
+        2: Api("ListOffsets", range(1, 7), list_offsets.handle),
+        3: Api("Metadata", range(13), metadata.handle),
+        10: Api("FindCoordinator", range(7), find_coordinator.handle),
+        19: Api("CreateTopics", range(2, 8), create_topics.handle),
+        22: Api("InitProducerId", range(5), init_producer_id.handle),
+        **GROUP_APIS,
+    }
 )

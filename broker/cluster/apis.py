@@ -11,14 +11,13 @@ and a leader checks idempotent batches' sequences (:mod:`coordspec.broker.cluste
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordspec.broker.apis import api_versions, groups
+from coordspec.broker.apis import registry
 from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
-from coordspec.broker.apis.registry import Api
+from coordspec.broker.apis.registry import Api, with_handlers
 from coordspec.broker.cluster.node import ClusterNode
 from coordspec.broker.cluster.peer_wire import ERROR_CODES
 from coordspec.broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
@@ -31,7 +30,6 @@ from coordspec.broker.log.producers import SequenceError
 from coordspec.broker.log.topics import topic_name_error
 from coordspec.broker.wire.protocol import response_class
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
-from coordspec.reference.group.requests import API_KEYS, VERSIONS
 from coordspec.reference.replication.effects import ProduceFailed
 from coordspec.reference.replication.znodes import TopicPartition
 from coordspec.reference.wire.entities import build, ms, type_hints
@@ -59,9 +57,6 @@ NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_N
 UNKNOWN_SERVER_ERROR = -1
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
 MAX_REPLICATION_FACTOR = 3
-_SOFTWARE = re.compile(
-    r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?"
-)  # KIP-511's client software name and version
 
 
 @dataclass
@@ -98,25 +93,7 @@ def _live(ctx: ClusterContext) -> list[int]:
     return sorted(b for b in ctx.view.live_brokers if b in ctx.node.config.peers)
 
 
-# -- ApiVersions, Metadata, FindCoordinator, CreateTopics ----------------------------------
-
-
-async def api_versions_handle(
-    ctx: ClusterContext, client: Client, version: int, body: Any
-) -> dict[str, Any]:
-    if version >= 3 and not (
-        _SOFTWARE.fullmatch(body.client_software_name)
-        and _SOFTWARE.fullmatch(body.client_software_version)
-    ):
-        return {"error_code": INVALID_REQUEST, "api_keys": []}
-    return {
-        "error_code": 0,
-        "api_keys": api_versions.version_table(APIS),
-        "supported_features": [],
-        "finalized_features": [],
-        "finalized_features_epoch": -1,
-        "zk_migration_ready": False,
-    }
+# -- Metadata, FindCoordinator, CreateTopics ----------------------------------
 
 
 def _topic_metadata(ctx: ClusterContext, name: str) -> dict[str, Any]:
@@ -571,28 +548,17 @@ async def list_offsets_handle(
     }
 
 
-def _group_api(name: str, handler) -> tuple[int, Api]:
-    return API_KEYS[name], Api(name, VERSIONS[name], handler)
-
-
-APIS: dict[int, Api] = dict(
-    [
-        (0, Api("Produce", range(3, 10), produce_handle)),
-        (1, Api("Fetch", range(4, 13), fetch_handle)),
-        (2, Api("ListOffsets", range(1, 7), list_offsets_handle)),
-        (3, Api("Metadata", range(13), metadata_handle)),
-        _group_api("OffsetCommit", groups.offset_commit),
-        _group_api("OffsetFetch", groups.offset_fetch),
-        (10, Api("FindCoordinator", range(7), find_coordinator_handle)),
-        _group_api("JoinGroup", groups.join_group),
-        _group_api("Heartbeat", groups.heartbeat),
-        _group_api("LeaveGroup", groups.leave_group),
-        _group_api("SyncGroup", groups.sync_group),
-        _group_api("DescribeGroups", groups.describe_groups),
-        _group_api("ListGroups", groups.list_groups),
-        (18, Api("ApiVersions", range(5), api_versions_handle)),
-        (19, Api("CreateTopics", range(2, 8), create_topics_handle)),
-        (22, Api("InitProducerId", range(5), init_producer_id_handle)),
-        _group_api("DeleteGroups", groups.delete_groups),
-    ]
+# The single broker's table with the cluster's handlers: the group APIs (and ApiVersions) are
+# the same, with the node's coordinator host behind ``ctx.groups``.
+APIS: dict[int, Api] = with_handlers(
+    registry.APIS,
+    {
+        0: produce_handle,
+        1: fetch_handle,
+        2: list_offsets_handle,
+        3: metadata_handle,
+        10: find_coordinator_handle,
+        19: create_topics_handle,
+        22: init_producer_id_handle,
+    },
 )
