@@ -6,8 +6,9 @@ Each connection is served one request at a time, in order, as Kafka does: respon
 out in request order, a parked JoinGroup or a long-polling Fetch holds up only its own
 connection, and a connection's responses ready in one loop turn go out in one write
 (coordspec.broker.wire.connection). Limits: the frame size, the number of connections (more are
-closed at once) and the idle time without a byte received. Errors a user can hit (port in use, unusable data directory) are
-one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
+closed at once) and the idle time without a byte received (coordspec.broker.connections).
+Errors a user can hit (port in use, unusable data directory) are one line on stderr and
+exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
 
 from __future__ import annotations
@@ -20,39 +21,23 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from coordspec.broker.apis.registry import APIS
+from coordspec.broker.connections import Connections, Limits
 from coordspec.broker.context import BrokerContext
+from coordspec.broker.errors import BrokerError
 from coordspec.broker.group_service import GroupService
 from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.producers import ProducerIds
 from coordspec.broker.log.topics import DataDirError, TopicStore
 from coordspec.broker.trace import Trace, TraceFileError
-from coordspec.broker.wire.connection import FrameConnection, serve_frames
 from coordspec.broker.wire.dispatch import respond
 from coordspec.reference.errors import UsageError
 from coordspec.reference.group import GroupConfig
 
 log = logging.getLogger("broker")
-
-
-class BrokerError(Exception):
-    """A reason the broker cannot start, in one line."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
-    max_connections: int = 1000
-    idle_s: float = 600.0  # connections.max.idle.ms
-
-    def __post_init__(self) -> None:
-        if self.max_frame_bytes < 8 or self.max_connections < 1 or self.idle_s <= 0:
-            raise BrokerError(
-                f"limits must be positive and frames at least 8 bytes (a request header), got {self}"
-            )
 
 
 class Broker:
@@ -62,16 +47,14 @@ class Broker:
         self._trace = trace
         self._lock = lock
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections = Connections(
+            lambda peer, frame: respond(APIS, ctx, peer, frame), limits, log
+        )
 
     async def start(self, host: str) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(
-                lambda: FrameConnection(self.limits.max_frame_bytes, self._connection),
-                host,
-                self.ctx.port,
-            )
+            self._server = await loop.create_server(self._connections.protocol, host, self.ctx.port)
         except OSError as e:
             reason = (
                 os.strerror(e.errno) if e.errno else str(e)
@@ -80,29 +63,10 @@ class Broker:
         self.ctx.port = self._server.sockets[0].getsockname()[1]
         self.ctx.groups.start()
 
-    async def _connection(self, connection: FrameConnection) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        if len(self._connections) >= self.limits.max_connections:
-            connection.close()
-            return
-        self._connections.add(task)
-        try:
-            await serve_frames(
-                connection,
-                lambda frame: respond(self.ctx, connection.peer, frame),
-                lambda: self.limits.idle_s,
-                log,
-            )
-        finally:
-            self._connections.discard(task)
-
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._connections.close()
         if self._server is not None:
             await self._server.wait_closed()
         await self.ctx.groups.stop()

@@ -3,8 +3,8 @@
 ``--peers`` names every broker of the cluster with the address it listens on: the model's
 registration in ZooKeeper carries no usable address, so brokers and clients are pointed at these.
 
-Connections are served as the single broker serves them (:mod:`coordspec.broker.server`, over
-:class:`~coordspec.broker.wire.connection.FrameConnection`): one request at a time, in order; a frame
+Connections are served as the single broker serves them (:mod:`coordspec.broker.connections`,
+:mod:`coordspec.broker.wire.dispatch`): one request at a time, in order; a frame
 above ``--max-frame-bytes`` or a request that does not decode closes the connection.
 Other brokers reach this one on the same port: the controller's LeaderAndIsr and
 StopReplica in their internal framing (:mod:`coordspec.broker.cluster.peer_wire`) and the followers'
@@ -32,13 +32,13 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import functools
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
 
-from coordspec.broker.apis import api_versions
 from coordspec.broker.cluster.apis import APIS, ClusterContext
 from coordspec.broker.cluster.node import ClusterNode, NodeConfig, NodeStartError
 from coordspec.broker.cluster.peer_wire import (
@@ -47,16 +47,10 @@ from coordspec.broker.cluster.peer_wire import (
     internal_response,
     split_internal,
 )
-from coordspec.broker.context import Client
-from coordspec.broker.server import BrokerError, Limits
-from coordspec.broker.wire.connection import FrameConnection, serve_frames
-from coordspec.broker.wire.protocol import (
-    API_VERSIONS_KEY,
-    BadRequest,
-    decode_request,
-    peek_header,
-    response_frame,
-)
+from coordspec.broker.connections import Connections, Limits
+from coordspec.broker.errors import BrokerError
+from coordspec.broker.wire.dispatch import respond
+from coordspec.broker.wire.protocol import Header, decode_request, peek_header
 from coordspec.reference.errors import UsageError
 from coordspec.reference.group import GroupConfig
 from coordspec.reference.replication.config import ReplicationConfig
@@ -70,8 +64,8 @@ class ClusterBrokerError(Exception):
     """A reason the broker cannot start, in one line."""
 
 
-async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) -> bytes | None:
-    header = peek_header(payload)
+async def _internal(ctx: ClusterContext, header: Header, payload: bytes) -> bytes | None:
+    """The controller's requests, answered here; a client's request waits until the node serves."""
     if header.api_key in INTERNAL_KEYS:
         api_key, correlation_id, body = split_internal(payload)
         try:
@@ -81,24 +75,7 @@ async def respond(ctx: ClusterContext, peer: tuple[str, int], payload: bytes) ->
         ctx.node.deliver(request)
         return internal_response(correlation_id, 0)
     await ctx.serving.wait()
-    api = APIS.get(header.api_key)
-    if api is None:
-        raise BadRequest(f"unknown API key {header.api_key}")
-    if header.api_key == API_VERSIONS_KEY and header.api_version >= api.versions.stop:
-        return response_frame(
-            API_VERSIONS_KEY, 0, header.correlation_id, api_versions.unsupported(APIS)
-        )
-    if header.api_version not in api.versions:
-        raise BadRequest(
-            f"{api.name} v{header.api_version} is not supported (v{api.versions.start}-v{api.versions.stop - 1})"
-        )
-    full, body = decode_request(payload, header.api_key, header.api_version)
-    values = await api.handler(
-        ctx, Client(full.client_id or "", f"/{peer[0]}", peer[1]), header.api_version, body
-    )
-    if values is None:
-        return None
-    return response_frame(header.api_key, header.api_version, header.correlation_id, values)
+    return None
 
 
 def _from_a_peer(first: bytes, peers: dict[int, tuple[str, int]]) -> bool:
@@ -110,66 +87,6 @@ def _from_a_peer(first: bytes, peers: dict[int, tuple[str, int]]) -> bool:
         return False
     _, body = decode_request(first, FETCH_KEY, header.api_version)
     return body.replica_id in peers
-
-
-class Connections:
-    """The broker's connections, each served by one task; the limits apply to clients' (module docstring)."""
-
-    def __init__(self, ctx: ClusterContext, limits: Limits) -> None:
-        self.ctx = ctx
-        self.limits = limits
-        self.waiting: set[asyncio.Task] = set()  # no whole request yet: a client's or a peer's
-        self.clients: set[asyncio.Task] = set()
-        self.peers: set[asyncio.Task] = set()
-
-    def protocol(self) -> FrameConnection:
-        return FrameConnection(self.limits.max_frame_bytes, self._serve)
-
-    async def _serve(self, connection: FrameConnection) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        if len(self.waiting) >= self.limits.max_connections:
-            connection.close()
-            return
-        kind = self.waiting
-        kind.add(task)
-
-        def admit(first: bytes) -> bool:
-            nonlocal kind
-            kind = self._admit(task, first)
-            return kind is not self.waiting  # else a client above the limit
-
-        def idle_s() -> float | None:
-            return None if kind is self.peers else self.limits.idle_s
-
-        try:
-            await serve_frames(
-                connection,
-                lambda frame: respond(self.ctx, connection.peer, frame),
-                idle_s,
-                log,
-                admit,
-            )
-        finally:
-            kind.discard(task)
-
-    def _admit(self, task: asyncio.Task, first: bytes) -> set[asyncio.Task]:
-        """The set the connection now belongs to, by its first request; ``waiting`` if it is refused."""
-        if _from_a_peer(first, self.ctx.node.config.peers):
-            kind = self.peers
-        elif len(self.clients) < self.limits.max_connections:
-            kind = self.clients
-        else:
-            return self.waiting
-        self.waiting.discard(task)
-        kind.add(task)
-        return kind
-
-    async def close(self) -> None:
-        tasks = self.waiting | self.clients | self.peers
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _lock(data_dir: Path):
@@ -197,7 +114,12 @@ async def serve(
         lock.close()
         raise ClusterBrokerError(f"trace {config.trace}: {e.strerror or e}") from None
     ctx = ClusterContext(config.broker_id, host, port, node, None)  # the view comes with start()
-    connections = Connections(ctx, limits or Limits())
+    connections = Connections(
+        lambda peer, frame: respond(APIS, ctx, peer, frame, functools.partial(_internal, ctx)),
+        limits or Limits(),
+        log,
+        lambda first: _from_a_peer(first, config.peers),
+    )
     try:
         server = await asyncio.get_running_loop().create_server(connections.protocol, host, port)
     except OSError as e:
