@@ -12,13 +12,13 @@ worker thread while the loop keeps serving, and only then does the coordinator h
 SyncGroup) is sent only once the write is durable. Appends issued meanwhile form the
 next batch.
 
-While a group has a write in flight, its next requests wait for it (:mod:`coordspec.broker.group_turns`).
+Requests, replies, the trace and the timer go through :mod:`coordspec.broker.group_driver`: while a
+group has a write in flight, its next requests wait for it (:mod:`coordspec.broker.group_turns`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import secrets
 import time
@@ -28,13 +28,13 @@ from typing import Any
 
 from kio.serial.errors import SerialError as KioError
 
-from coordspec.broker.group_turns import GroupTurns
+from coordspec.broker.group_driver import GroupDriver
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import decode_records, encode_group_batch
 from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.partition import PartitionLog
 from coordspec.broker.log.topics import OFFSETS_TOPIC, TopicStore
-from coordspec.broker.trace import Trace, group_key
+from coordspec.broker.trace import Trace
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import (
@@ -42,7 +42,6 @@ from coordspec.reference.group import (
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
-    Tick,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
@@ -57,6 +56,19 @@ def offsets_partition(group_id: str, partitions: int) -> int:
         h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
     signed = h - (1 << 32) if h & 0x80000000 else h
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+class _TraceAll:
+    """This broker coordinates every group: each request and reply goes to its trace."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+
+    def request(self, client: str, request: Any) -> None:
+        self._trace.request(request.now_ms, client, request)
+
+    def reply(self, now_ms: int, reply: Reply, resigning: bool) -> None:
+        self._trace.response(now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
 
 
 @dataclass
@@ -75,7 +87,6 @@ class GroupService:
         self, topics: TopicStore, offsets_partitions: int, config: GroupConfig, trace: Trace | None
     ) -> None:
         self._topics = topics
-        self._trace = trace  # None: no trace, and none of its cost
         if OFFSETS_TOPIC not in topics:
             topics.create(OFFSETS_TOPIC, offsets_partitions, internal=True)
         self.offsets_partitions = topics.entry(OFFSETS_TOPIC).partitions
@@ -83,13 +94,14 @@ class GroupService:
         self.coordinator = GroupCoordinator(
             config, SeededChoices(secrets.randbits(64)), now_ms=self._now_ms, complete_appends=False
         )
-        self._waiting: dict[int, asyncio.Future] = {}
-        self._request_ids = 0
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_deadline = 0  # what _timer is armed for
+        self.driver = GroupDriver(
+            self._run,
+            self.coordinator.next_deadline_ms,
+            self._now,
+            None if trace is None else _TraceAll(trace),
+        )
         self._writes: list[_Write] = []  # the next batch of the group commit
         self._writer: asyncio.Task | None = None
-        self._turns = GroupTurns()
         self._run(LoadGroups(self._read_records(), self._now()))
 
     def _now(self) -> int:
@@ -98,23 +110,7 @@ class GroupService:
 
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
         """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
-        self._request_ids += 1
-        request = make(self._request_ids, self._now())
-        group_id = group_key(request)
-        if await self._turns.wait(group_id, request):
-            request = dataclasses.replace(request, now_ms=self._now())
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[request.request_id] = future
-        if self._trace is not None:
-            self._trace.request(request.now_ms, client, request)
-        try:
-            try:
-                self._run(request)
-            finally:  # the next request of the group may now go, if its writes allow
-                self._turns.ran(group_id)
-            return await future
-        finally:
-            self._waiting.pop(request.request_id, None)
+        return await self.driver.call(client, make)
 
     def _run(self, event: Any) -> None:
         events = [event]
@@ -122,7 +118,7 @@ class GroupService:
             while events:
                 for effect in self.coordinator.handle(events.pop(0)):
                     if isinstance(effect, Reply):
-                        self._deliver(effect)
+                        self.driver.reply(self._now_ms, effect)
                     elif not effect.records:
                         events.append(
                             AppendCompleted(effect.append_id, self._now(), ErrorCode.NONE)
@@ -130,16 +126,7 @@ class GroupService:
                     else:
                         self._queue_write(effect)
         finally:  # even after a failed step, the timers keep going
-            self._arm_timer()
-
-    def _deliver(self, reply: Reply) -> None:
-        if self._trace is not None:
-            self._trace.response(
-                self._now_ms, reply.api, reply.api_version, reply.request_id, reply.response
-            )
-        future = self._waiting.get(reply.request_id)
-        if future is not None and not future.done():  # its connection may be gone
-            future.set_result(reply.response)
+            self.driver.arm_timer()
 
     # -- the group commit ------------------------------------------------------------
 
@@ -158,7 +145,7 @@ class GroupService:
                 encode_group_batch(effect.records, self._now_ms),
             )
         )
-        self._turns.writing(effect.group_id, commits_only)
+        self.driver.turns.writing(effect.group_id, commits_only)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_batches())
 
@@ -186,44 +173,17 @@ class GroupService:
         except Exception:  # a bug in this step: log it and keep serving
             log.exception("group coordinator failed on a completed append")
         finally:
-            self._turns.written(write.group_id, write.commits_only)
-
-    def _arm_timer(self) -> None:
-        """One timer for the coordinator's earliest deadline. A timer armed for an earlier
-        deadline is kept (a Tick with nothing due does nothing, and it re-arms): most steps,
-        a heartbeat's among them, only push deadlines later."""
-        deadline = self.coordinator.next_deadline_ms()
-        if self._timer is not None:
-            if deadline is not None and self._timer_deadline <= deadline:
-                return
-            self._timer.cancel()
-            self._timer = None
-        if deadline is None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # loading before the server runs: the first request arms it
-            return
-        self._timer_deadline = deadline
-        self._timer = loop.call_later(max(0.0, (deadline - self._now()) / 1000), self._tick)
-
-    def _tick(self) -> None:
-        self._timer = None
-        try:
-            self._run(Tick(self._now()))
-        except Exception:  # a bug in a timer's step: log it and keep serving
-            log.exception("group coordinator failed on a timer")
+            self.driver.turns.written(write.group_id, write.commits_only)
 
     def start(self) -> None:
         """Arm the first timer once the event loop runs (sessions of loaded groups)."""
-        self._arm_timer()
+        self.driver.start()
 
     async def stop(self) -> None:
         """Let the writes in flight complete, then stop the timers."""
         if self._writer is not None:
             await self._writer
-        if self._timer is not None:
-            self._timer.cancel()
+        self.driver.stop()
 
     def _read_records(self) -> tuple[Record, ...]:
         records = []

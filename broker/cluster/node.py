@@ -13,13 +13,14 @@ Every decision is the reference's. :class:`ClusterNode` owns
   events as in :class:`coordspec.reference.failover.cluster.FailoverCluster` (BecameLeader is
   BecomeCoordinator, LeadershipLost / BecameFollower / ReplicaStopped ResignCoordinator,
   HighWatermarkMoved HighWatermarkUpdated), and the host's appends are produces to the
-  model's leader replica, answered once the high watermark passes them (meanwhile the
-  group's next requests wait their turn, :mod:`coordspec.broker.group_turns`);
+  model's leader replica, answered once the high watermark passes them; the host's
+  requests, replies and timer go through :mod:`coordspec.broker.group_driver` (meanwhile
+  a group's next requests wait their turn, :mod:`coordspec.broker.group_turns`);
 - ``trace``, the JSONL trace of what its coordinators decide (:mod:`coordspec.broker.cluster.group_trace`).
 
 All of it runs on one asyncio loop; a step (one model or host event) runs to completion,
-its logs are written (:mod:`coordspec.broker.cluster.replica_logs`), and one timer is armed for the
-earliest deadline of either.
+its logs are written (:mod:`coordspec.broker.cluster.replica_logs`), and the model's timer or
+the host's is armed for its earliest deadline.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,10 @@ from coordspec.broker.cluster.replica_logs import (
     stamped,
 )
 from coordspec.broker.cluster.zk_session import ZkSession, now_ms
-from coordspec.broker.group_turns import GroupTurns
+from coordspec.broker.group_driver import GroupDriver
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import decode_group_batch, encode_group_batch
-from coordspec.broker.trace import Trace, group_key
+from coordspec.broker.trace import Trace
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.effects import AppendToPartition, LoadPartition
@@ -63,7 +64,7 @@ from coordspec.reference.failover.events import (
 )
 from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
-from coordspec.reference.group import GroupConfig, Tick
+from coordspec.reference.group import GroupConfig
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.records import GroupMetadataKey
 from coordspec.reference.replication.broker import Broker
@@ -166,15 +167,14 @@ class ClusterNode:
         self._produces: dict[
             tuple[str, int, int], tuple[asyncio.Future, bool]
         ] = {}  # (topic, p, payload id) -> future, acks=all
-        self._replies: dict[int, asyncio.Future] = {}
-        self._turns = GroupTurns()
+        self.driver = GroupDriver(self._host, self.host.next_deadline_ms, self.now, self.trace)
         self._unwritten: dict[
             int, list[_Unwritten]
         ] = {}  # offsets partition -> its group writes in flight
-        self._request_ids = 0
         self._fetchers: dict[TopicPartition, asyncio.Task] = {}
         self._channels: dict[int, asyncio.Queue] = {}
         self._tasks: set[asyncio.Task] = set()
+        # The replication model's timer; the coordinator host's is the driver's.
         self._timer: asyncio.TimerHandle | None = None
         self._stopping = False
 
@@ -197,6 +197,7 @@ class ClusterNode:
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
+        self.driver.stop()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -350,26 +351,22 @@ class ClusterNode:
         return False
 
     def _arm_timer(self) -> None:
+        """The replication model's timer, armed again after each of its steps. The coordinator
+        host's timer is the driver's: replication's steps, many a second, leave it alone."""
         if self._stopping:
             return
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        deadlines = [
-            d
-            for d in (self.replica.next_deadline_ms(), self.host.next_deadline_ms())
-            if d is not None
-        ]
-        if deadlines:
-            delay = max(_MIN_TIMER_S, (min(deadlines) - self.now()) / 1000)
+        deadline = self.replica.next_deadline_ms()
+        if deadline is not None:
+            delay = max(_MIN_TIMER_S, (deadline - self.now()) / 1000)
             self._timer = asyncio.get_running_loop().call_later(delay, self._tick)
 
     def _tick(self) -> None:
         self._timer = None
         try:
-            now = self.now()
-            self.replicate(BrokerTick(now))
-            self._host(Tick(now))
+            self.replicate(BrokerTick(self.now()))
         except Exception:  # a bug in a timer's step: log it and keep serving
             log.exception("broker %d failed on a timer", self.broker_id)
         self._arm_timer()
@@ -613,31 +610,13 @@ class ClusterNode:
 
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
         """A group request built by ``make(request_id, now_ms)``; its response (coordspec.broker.apis.groups)."""
-        self._request_ids += 1
-        request = make(self._request_ids, self.now())
-        group_id = group_key(request)
-        if await self._turns.wait(group_id, request):
-            request = replace(request, now_ms=self.now())
-        future = asyncio.get_running_loop().create_future()
-        self._replies[request.request_id] = future
-        self.trace.request(client, request)
-        try:
-            try:
-                self._host(request)
-            finally:  # the next request of the group may now go, if its writes allow
-                self._turns.ran(group_id)
-            return await future
-        finally:
-            self._replies.pop(request.request_id, None)
+        return await self.driver.call(client, make)
 
     def _host(self, event) -> None:
         refused: set[int] = set()  # partitions whose earlier append of this step the log refused
         for effect in self.host.handle(event):
             if isinstance(effect, Reply):
-                self.trace.reply(event.now_ms, effect, isinstance(event, ResignCoordinator))
-                future = self._replies.get(effect.request_id)
-                if future is not None and not future.done():
-                    future.set_result(effect.response)
+                self.driver.reply(event.now_ms, effect, isinstance(event, ResignCoordinator))
             elif isinstance(effect, LoadPartition):
                 asyncio.get_running_loop().call_soon(self._load, effect.partition)
             elif effect.partition not in refused:
@@ -651,7 +630,7 @@ class ClusterNode:
         elif isinstance(event, ResignCoordinator):
             self._written(event.partition, lambda w: True)
             self.trace.resigned(event.partition)
-        self._arm_timer()
+        self.driver.arm_timer()
 
     def _writing(self, append: AppendToPartition) -> None:
         """The groups of ``append`` take turns with it (coordspec.broker.group_turns) until it ends."""
@@ -660,14 +639,14 @@ class ClusterNode:
             self._unwritten.setdefault(append.partition, []).append(
                 _Unwritten(append.offset, group_id, commits_only)
             )
-            self._turns.writing(group_id, commits_only)
+            self.driver.turns.writing(group_id, commits_only)
 
     def _written(self, partition: int, ended: Callable[[_Unwritten], bool]) -> None:
         pending = self._unwritten.get(partition, [])
         self._unwritten[partition] = [w for w in pending if not ended(w)]
         for write in pending:
             if ended(write):
-                self._turns.written(write.group_id, write.commits_only)
+                self.driver.turns.written(write.group_id, write.commits_only)
 
     def _append(self, append: AppendToPartition) -> bool:
         """The host's batch as a produce to the leader replica; False if the log refused it."""
