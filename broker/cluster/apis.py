@@ -11,6 +11,7 @@ and a leader checks idempotent batches' sequences (:mod:`coordspec.broker.cluste
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -472,10 +473,8 @@ async def fetch_handle(
             or not any(t.partitions for t in body.topics)
         ):
             return {"error_code": NONE, "session_id": 0, "responses": responses}
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(progress.wait(), remaining)
-        except TimeoutError:
-            pass
 
 
 async def _replica_fetch(ctx: ClusterContext, version: int, body: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ the host's is armed for its earliest deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections import deque
@@ -541,10 +542,8 @@ class ClusterNode:
             remaining = deadline - asyncio.get_running_loop().time()
             if response.error or response.diverging or response.records or remaining <= 0:
                 break
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(progress.wait(), remaining)
-            except TimeoutError:
-                pass
         answer: dict[str, Any] = {
             "partition_index": number,
             "error_code": ERROR_CODES.get(response.error, 0) if response.error else 0,

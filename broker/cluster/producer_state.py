@@ -16,6 +16,7 @@ that two batches of one producer cannot both pass a check before either is in th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 
 from coordspec.broker.cluster.replica_logs import index_of
@@ -89,7 +90,6 @@ async def committed(node, tp: TopicPartition, log: ReplicaLog, index: int, timeo
         progress, remaining = node.progress, deadline - loop.time()
         if remaining <= 0:
             return REQUEST_TIMED_OUT
-        try:  # a look every half second too: not every change of leadership sets progress
+        # A look every half second too: not every change of leadership sets progress.
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(progress.wait(), min(remaining, 0.5))
-        except TimeoutError:
-            pass

@@ -123,7 +123,11 @@ class ReplicaFiles:
             same = len(written)
             if len(records) < same or (same and records[same - 1] is not written[same - 1]):
                 same = next(
-                    (i for i, (a, b) in enumerate(zip(records, written)) if a is not b),
+                    (
+                        i
+                        for i, (a, b) in enumerate(zip(records, written, strict=False))
+                        if a is not b
+                    ),
                     min(len(records), len(written)),
                 )
             if same == len(written) == len(records):

@@ -115,7 +115,7 @@ class PartitionLog:
         Batch granularity: Kafka answers with the first record at or after the timestamp,
         which lies inside this batch.
         """
-        for base, max_ts in zip(self._bases, self._max_timestamps):
+        for base, max_ts in zip(self._bases, self._max_timestamps, strict=True):
             if max_ts >= timestamp:
                 return base, max_ts
         return None

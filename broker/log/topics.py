@@ -7,6 +7,7 @@ lives in ``<topic>-<partition>/``, as in Kafka's log directories.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
 from pathlib import Path
@@ -106,10 +107,8 @@ class TopicStore:
         self._appended = asyncio.Event()
 
     async def wait_for_append(self, timeout_s: float) -> None:
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._appended.wait(), timeout_s)
-        except TimeoutError:
-            pass
 
     def close(self) -> None:
         for log in self._logs.values():

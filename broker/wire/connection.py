@@ -34,6 +34,7 @@ class FrameConnection(asyncio.Protocol):
     ) -> None:
         self.max_frame_bytes = max_frame_bytes
         self._serve = serve
+        self._serving: asyncio.Task[None] | None = None
         self.last_read = 0.0  # loop time of the last bytes received
         self.transport: asyncio.Transport | None = None
         self.peer: tuple[str, int] = ("?", 0)
@@ -59,7 +60,8 @@ class FrameConnection(asyncio.Protocol):
         self.peer = peer[:2] if peer else ("?", 0)
         loop = asyncio.get_running_loop()
         self.last_read = loop.time()
-        loop.create_task(self._serve(self))
+        # The loop keeps only a weak reference to a task: the connection holds its own.
+        self._serving = loop.create_task(self._serve(self))
 
     def data_received(self, data: bytes) -> None:
         self.last_read = asyncio.get_running_loop().time()

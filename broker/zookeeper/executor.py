@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Self
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ZookeeperError
@@ -121,7 +122,7 @@ class KazooExecutor:
         self._owners: dict[int, int] = {0: 0}  # real session id -> the driver's session id
         self._observer: KazooClient | None = None
 
-    def __enter__(self) -> KazooExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -149,13 +150,13 @@ class KazooExecutor:
                 return []
             session.live = False
             self._stop(session.client)
-            return self._drain() + [SessionClosed(session.session_id)]
+            return [*self._drain(), SessionClosed(session.session_id)]
         if isinstance(event.op, Check):
             raise UsageError("Request: ZooKeeper 3.8 accepts Check only inside a Multi")
         if not session.live:
             return [Reply(session.session_id, event.op, failure(event.op, Code.SESSIONEXPIRED))]
         result = self._apply(session, event.op)
-        return self._drain() + [Reply(session.session_id, event.op, result)]
+        return [*self._drain(), Reply(session.session_id, event.op, result)]
 
     def expire(self, session_id: int) -> list[Effect]:
         """Expire a live session now, by ZooKeeper's standard trick, and wait until its
@@ -180,7 +181,7 @@ class KazooExecutor:
                 f"session {session_id} (0x{real_id:x}) survived {_EXPIRE_ATTEMPTS} attempts to expire it in {self.timeout_s} s"
             )
         self._stop(session.client)
-        return [SessionExpired(session_id)] + self._drain()
+        return [SessionExpired(session_id), *self._drain()]
 
     def pipeline(self, session_id: int, ops) -> list[Result]:
         """Send ``ops`` back to back on one live session, then wait for all their results

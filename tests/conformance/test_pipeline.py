@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.simulate import groups
 from coordspec.conformance.simulate.planted import PlantedTarget
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.tracecheck import pipeline
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.scenarios import scenario_settings
 

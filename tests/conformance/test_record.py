@@ -17,10 +17,10 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.suite.mock_target import MockCluster
 from coordspec.conformance.trace import proxy
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 
 pytestmark = pytest.mark.wire

@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.simulate import clusters, groups, names, planted
 from coordspec.conformance.tracecheck.check import check_files
-from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 
 

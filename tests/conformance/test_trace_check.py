@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from coordspec.conformance.cli.trace import main
 from coordspec.conformance.simulate.planted import PlantedTarget
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.tracecheck import summary
 from coordspec.conformance.tracecheck.check import Progress, check_files
-from coordspec.conformance.cli.trace import main
 from coordspec.conformance.tracecheck.replay import Settings
 from coordspec.conformance.tracecheck.scenarios import scenario_settings
 
