@@ -24,6 +24,7 @@ from coordspec.conformance.formal.harness import (
     check_trace_data,
     replay_all,
     simulate_behaviours,
+    state_diff,
     trace_data_module,
     trace_rows,
 )
@@ -806,7 +807,9 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
     """Replay a spec behaviour on the reference; raise TraceMismatch on the first disagreement."""
     h = Harness(seed)
     if h.steps[0].state != behaviour[0][1]:
-        raise TraceMismatch(f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}")
+        raise TraceMismatch(
+            f"initial states differ: {state_diff(VARIABLES, h.steps[0].state, behaviour[0][1])}"
+        )
     k = 1
     while k < len(behaviour):
         act, target = behaviour[k]
@@ -839,7 +842,7 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
                 )
             if s.state != want:
                 raise TraceMismatch(
-                    f"step {k} {want_act['action']}({want_act['a1']}): {_diff(s.state, want)}"
+                    f"step {k} {want_act['action']}({want_act['a1']}): {state_diff(VARIABLES, s.state, want)}"
                 )
             k += 1
         if k < len(behaviour) and behaviour[k][0]["action"] not in _STARTERS:
@@ -859,14 +862,6 @@ _STARTERS = (
     "OffsetCommit",
     "Fetch",
 )
-
-
-def _diff(reference: dict, spec: dict) -> str:
-    return "; ".join(
-        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
-        for n in VARIABLES
-        if reference[n] != spec[n]
-    )
 
 
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:

@@ -24,6 +24,7 @@ from coordspec.conformance.formal.harness import (
     check_trace_data,
     replay_all,
     simulate_behaviours,
+    state_diff,
     trace_data_module,
     trace_rows,
 )
@@ -644,7 +645,9 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
     """Replay a spec behaviour on the reference; raise TraceMismatch on the first disagreement."""
     h = Harness(seed, arbitrary=False)
     if _normal(h.steps[0].state) != behaviour[0][1]:
-        raise TraceMismatch(f"initial states differ: {diff(h.steps[0].state, behaviour[0][1])}")
+        raise TraceMismatch(
+            f"initial states differ: {state_diff(VARIABLES, h.steps[0].state, behaviour[0][1])}"
+        )
     k = 1
     while k < len(behaviour):
         act, target = behaviour[k]
@@ -700,18 +703,10 @@ def replay(behaviour: list[tuple[dict, dict]], seed: int = 0) -> int:
                 )
             if _normal(s.state) != want:
                 raise TraceMismatch(
-                    f"step {k} {want_act['action']}({want_act['actor']}): {diff(s.state, want)}"
+                    f"step {k} {want_act['action']}({want_act['actor']}): {state_diff(VARIABLES, s.state, want)}"
                 )
             k += 1
     return k - 1
-
-
-def diff(reference: dict, spec: dict) -> str:
-    return "; ".join(
-        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
-        for n in VARIABLES
-        if reference[n] != spec[n]
-    )
 
 
 def replay_simulated_behaviours(count: int, depth: int, seed: int) -> ReplaySummary:

@@ -90,6 +90,15 @@ class ReplaySummary:
         return not self.mismatches
 
 
+def state_diff(variables: tuple[str, ...], reference: dict, spec: dict) -> str:
+    """The variables on which the reference's state and the spec's differ, with both values."""
+    return "; ".join(
+        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
+        for n in variables
+        if reference[n] != spec[n]
+    )
+
+
 def _count(actions: dict[str, int], action: str) -> None:
     actions[action] = actions.get(action, 0) + 1
 

@@ -27,6 +27,7 @@ from coordspec.conformance.formal.harness import (
     check_trace_data,
     replay_all,
     simulate_behaviours,
+    state_diff,
     trace_data_module,
     trace_rows,
 )
@@ -890,14 +891,6 @@ def _flush(h: Harness) -> Harness:
     return h
 
 
-def _diff(reference: dict, spec: dict) -> str:
-    return "; ".join(
-        f"{n}: reference {reference[n]!r}, spec {spec[n]!r}"
-        for n in VARIABLES
-        if reference[n] != spec[n]
-    )
-
-
 class ReplayMismatch(TraceMismatch):
     """A spec step the model cannot take: ``step`` is its index in the behaviour (Init is 0)."""
 
@@ -916,7 +909,7 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
     h = Harness()
     if h.steps[0].state != behaviour[0][1]:
         raise ReplayMismatch(
-            0, f"initial states differ: {_diff(h.steps[0].state, behaviour[0][1])}"
+            0, f"initial states differ: {state_diff(VARIABLES, h.steps[0].state, behaviour[0][1])}"
         )
     k = 1
     while k < len(behaviour):
@@ -946,7 +939,7 @@ def replay(behaviour: list[tuple[dict, dict]]) -> int:
             for j, (g, e) in enumerate(zip(got, expected, strict=True)):
                 if g != e:
                     what = (
-                        _diff(g[1], e[1])
+                        state_diff(VARIABLES, g[1], e[1])
                         if g[0] == e[0]
                         else f"the model took {g[0]}, the spec {e[0]}"
                     )
