@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from coordspec.broker.group_turns import GroupTurns
-from coordspec.broker.trace import group_key
 from coordspec.reference.group import Tick
 from coordspec.reference.group.effects import Reply
 
@@ -64,7 +63,7 @@ class GroupDriver:
         """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
         self._request_ids += 1
         request = make(self._request_ids, self._now_ms())
-        group_id = group_key(request)
+        group_id = request.trace_group
         if await self.turns.wait(group_id, request):
             request = dataclasses.replace(request, now_ms=self._now_ms())
         future = asyncio.get_running_loop().create_future()

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ValidationError
 
 from coordspec.reference.group import json_values
-from coordspec.reference.group.requests import API_KEYS, Request
+from coordspec.reference.group.requests import API_KEYS
 
 FORMAT_VERSION = 1
 _COMPACT = json.JSONEncoder(
@@ -71,11 +71,6 @@ def _object_writer(cls: type, leave_out: frozenset[str]) -> Callable[[Any], str]
         return "{" + ",".join([key + _json(getattr(value, name)) for key, name in members]) + "}"
 
     return write
-
-
-def group_key(request: Request) -> str:
-    """The trace line's group: the first group the request is about ("" for ListGroups)."""
-    return next(iter(request.group_ids), "")
 
 
 class TraceFileError(Exception):
@@ -171,7 +166,7 @@ class Trace:
                 groups.write(json.dumps(group_id) + "\n")
 
     def request(self, now_ms: int, client: str, request: Any) -> None:
-        group_id = group_key(request)
+        group_id = request.trace_group
         self._open[request.request_id] = (client, group_id)
         fields = _object_writer(type(request), json_values.REQUEST_ENVELOPE)(request)
         self._write(

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from coordspec.broker.trace import Trace, group_key
+from coordspec.broker.trace import Trace
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.group.effects import Reply
@@ -102,7 +102,7 @@ class GroupTrace:
     def request(self, client: str, request: Any) -> None:
         if not self.trace.enabled:
             return
-        group_id = group_key(request)
+        group_id = request.trace_group
         partition = self.host.partition_for(group_id)
         tenure = self._tenures.get(partition)
         if group_id and (

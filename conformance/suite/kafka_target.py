@@ -276,7 +276,7 @@ class KafkaSession:
             state.inbox.put_nowait(TargetError(f"{what}: the broker answered with {exc}"))
             return
         if _error_codes(response) & _REFIND:
-            key = next(iter(request.group_ids), "") or self.group_id
+            key = request.trace_group or self.group_id
             state.coordinators.pop(key, None)
             if key == self.group_id:
                 self.coordinator = None  # the one found ahead is stale too
@@ -329,7 +329,7 @@ class KafkaSession:
                 await asyncio.sleep(0.1)
 
     async def _route(self, state: _Client, request: Request) -> Connection:
-        key = next(iter(request.group_ids), "") or self.group_id
+        key = request.trace_group or self.group_id
         if key not in state.coordinators and key == self.group_id and self.coordinator is not None:
             state.coordinators[key] = self.coordinator  # found ahead, in warm_up
         if key not in state.coordinators:

@@ -204,7 +204,7 @@ class Proxy:
             self.recorder.write(
                 "request",
                 name,
-                _trace_group(request),
+                request.trace_group,
                 api,
                 version,
                 header.correlation_id,
@@ -237,7 +237,7 @@ class Proxy:
         self.recorder.write(
             "response",
             name,
-            _trace_group(request),
+            request.trace_group,
             request.api,
             version,
             correlation,
@@ -271,11 +271,6 @@ class Proxy:
         entity_writer(cls.__header_schema__)(out, header)
         entity_writer(cls)(out, body)
         return out.getvalue()
-
-
-def _trace_group(request: rq.Request) -> str:
-    """The trace line's group: the first group the request is about ("" for ListGroups)."""
-    return next(iter(request.group_ids), "")
 
 
 async def _frame(reader: asyncio.StreamReader) -> bytes:

@@ -77,6 +77,12 @@ class Request:
         )
         return tuple(g for g in named if g is not None)
 
+    @property
+    def trace_group(self) -> str:
+        """The group a trace files this request under: the first it is about, or "" for
+        ListGroups (spec/trace-format.md)."""
+        return next(iter(self.group_ids), "")
+
     def __post_init__(self) -> None:
         _check_time(self.api, self.now_ms)
         versions = VERSIONS[self.api]

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from coordspec.broker.trace import Trace, group_key
+from coordspec.broker.trace import Trace
 from coordspec.conformance.suite import run
 from coordspec.conformance.trace.records import Line, parse
 from coordspec.reference.group import json_values
@@ -107,7 +107,7 @@ def test_a_response_names_the_client_and_group_of_its_request(tmp_path, catalog)
     assert (
         second["group_id"]
         == first["group_id"]
-        == group_key(request)
+        == request.trace_group
         == record["fields"]["group_id"]
     )
     assert (first["t_ms"], second["t_ms"]) == (5, 9)
