@@ -273,6 +273,7 @@ def fuzz_frames(draw: st.DrawFn) -> bytes:
     return fuzz.frame(DrawnChoices(draw))
 
 
+@pytest.mark.slow
 @settings(
     max_examples=-(-FUZZ_FRAMES // FRAMES_PER_CONNECTION[0]),
     deadline=None,

@@ -35,6 +35,7 @@ def _summary(outcome) -> str:
     )
 
 
+@pytest.mark.slow
 def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_cluster():
     """Every scenario (but the 5-minute one) at the newest versions both sides support, on
     three brokers and ZooKeeper: the runs without faults overlap (their scenario times add

@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow
 def test_assign_verify_proves_everything_at_the_bounds():
     result = subprocess.run(
         [sys.executable, "-m", "coordspec.conformance.cli", "assign", "verify"],
