@@ -27,11 +27,13 @@ from coordspec.reference.replication.znodes import (
     BROKER_IDS,
     CONTROLLER,
     CONTROLLER_EPOCH,
+    DELETE_TOPICS,
     PERSISTENT_PATHS,
     PartitionState,
     TopicAssignment,
     TopicPartition,
     broker_path,
+    delete_topic_path,
     partition_path,
     partitions_path,
     state_path,
@@ -42,6 +44,7 @@ from coordspec.reference.zookeeper import (
     CloseSession,
     Code,
     Create,
+    Delete,
     EventType,
     GetData,
     Multi,
@@ -327,6 +330,58 @@ def test_a_stale_controller_fails_its_epoch_check_resigns_and_changes_nothing():
         "a controller that resigned sends no decision"
     )
     assert {p: driver.state(TopicPartition("t", p)) for p in range(6)} == before
+
+
+def test_a_topic_delete_that_meets_a_leaders_isr_write_reads_again_and_retries():
+    """ISR-9: the state znodes go by versioned deletes, so a leader's ISR write landing
+    between the controller's read and its delete fails the delete, not the ISR write."""
+    driver = Driver()
+    for b in (1, 2, 3):
+        driver.register(b)
+    driver.seed_topic("t", 3, rf3)
+    controller = elected(driver, 1, ReplicationConfig())
+    victim = TopicPartition("t", 1)  # replicas (2, 3, 1): leader 2
+    interfered = []
+
+    def leader_shrinks_isr_first(op) -> None:
+        deletes_state = isinstance(op, Multi) and any(
+            isinstance(o, Delete) and o.path == state_path(victim) for o in op.ops
+        )
+        if deletes_state and not interfered:
+            state, version = driver.state(victim)
+            interfered.append(
+                driver.admin(SetData(state_path(victim), state.with_isr((2, 3)).encode(), version))
+            )
+
+    driver.admin(Create(delete_topic_path("t")))
+    driver.ops.clear()
+    out = driver.run(
+        controller,
+        11,
+        ZkWatch(0, DELETE_TOPICS, EventType.NodeChildrenChanged),
+        interfere=leader_shrinks_isr_first,
+    )
+    assert interfered and interfered[0].code == Code.OK, "the leader's write is not fenced"
+    victim_deletes = [
+        o.version
+        for _, op in driver.ops
+        if isinstance(op, Multi)
+        for o in op.ops
+        if isinstance(o, Delete) and o.path == state_path(victim)
+    ]
+    assert victim_deletes == [0, 1], "the stale delete failed; the retry names the new version"
+    assert all(
+        isinstance(o, Delete) and o.version >= 0
+        for _, op in driver.ops
+        if isinstance(op, Multi)
+        for o in op.ops
+        if isinstance(o, Delete) and "/state" in o.path
+    )
+    for path in (topic_path("t"), partitions_path("t"), delete_topic_path("t")):
+        assert driver.zk.tree.node(path) is None, path
+    stops = sorted(e.broker_id for e in out if isinstance(e, SendRequest))
+    assert stops == [1, 2, 3], "StopReplica(delete) once to each live replica, before the retry"
+    assert controller.idle and "t" not in controller.assignments
 
 
 def test_the_byte_budget_keeps_a_10k_failover_in_three_multis_under_jute_maxbuffer():
