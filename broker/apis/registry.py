@@ -3,8 +3,9 @@
 Group API versions are the ones the reference models. The others are the ones the
 handlers implement: Produce from v3 (record batches v2; librdkafka fetches only when
 Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
-ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 (kio's range),
-InitProducerId v0-v4 for idempotent producers (v5 only changes transactional errors).
+ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 and DeleteTopics
+v1-v6 (kio's ranges), InitProducerId v0-v4 for idempotent producers (v5 only changes
+transactional errors).
 
 The cluster serves the same APIs at the same versions: its table is this one with its
 own handlers for the APIs that are not the group coordinator's (:func:`with_handlers`).
@@ -21,6 +22,7 @@ from typing import Any
 from coordspec.broker.apis import (
     api_versions,
     create_topics,
+    delete_topics,
     fetch,
     find_coordinator,
     groups,
@@ -88,6 +90,7 @@ APIS: dict[int, Api] = _with_api_versions(
         3: Api("Metadata", range(13), metadata.handle),
         10: Api("FindCoordinator", range(7), find_coordinator.handle),
         19: Api("CreateTopics", range(2, 8), create_topics.handle),
+        20: Api("DeleteTopics", range(1, 7), delete_topics.handle),
         22: Api("InitProducerId", range(5), init_producer_id.handle),
         **GROUP_APIS,
     }

@@ -19,6 +19,7 @@ from typing import Any
 from coordspec.broker.apis import registry
 from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
 from coordspec.broker.apis.registry import Api, with_handlers
+from coordspec.broker.cluster import delete_topics
 from coordspec.broker.cluster.node import ClusterNode
 from coordspec.broker.cluster.peer_wire import ERROR_CODES
 from coordspec.broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
@@ -84,6 +85,13 @@ class ClusterContext:
     @property
     def topics(self) -> PublishedView:
         return self.view
+
+
+def _not_led(ctx: ClusterContext, tp: TopicPartition) -> int:
+    """The error for a partition this broker does not lead, as ReplicaManager's
+    getPartitionOrError: a partition the metadata does not know (a deleted topic's) is unknown."""
+    known = tp.partition in ctx.view.assignments.get(tp.topic, {})
+    return NOT_LEADER_OR_FOLLOWER if known else UNKNOWN_TOPIC_OR_PARTITION
 
 
 def _address(ctx: ClusterContext, broker_id: int) -> tuple[str, int]:
@@ -358,6 +366,8 @@ async def _produce_partition(
                 "base_offset": base if error == NONE else -1,
                 "log_start_offset": 0 if error == NONE else -1,
             }
+    else:
+        return {**answer, "error_code": _not_led(ctx, tp)}
     outcome = await ctx.node.produce(tp, records, acks)
     if isinstance(outcome, ProduceFailed):
         return {**answer, "error_code": ERROR_CODES.get(outcome.error, NOT_LEADER_OR_FOLLOWER)}
@@ -421,9 +431,10 @@ def _consumer_read(
         "records": b"",
         "high_watermark": -1,
     }
-    replica_log = ctx.node.leader_log(TopicPartition(topic, p.partition))
+    tp = TopicPartition(topic, p.partition)
+    replica_log = ctx.node.leader_log(tp)
     if replica_log is None:
-        return {**answer, "error_code": NOT_LEADER_OR_FOLLOWER}, -1
+        return {**answer, "error_code": _not_led(ctx, tp)}, -1
     hw = kafka_offset(replica_log, replica_log.high_watermark)
     answer.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=0)
     if not 0 <= p.fetch_offset <= kafka_offset(replica_log, replica_log.log_end_offset):
@@ -558,6 +569,7 @@ APIS: dict[int, Api] = with_handlers(
         3: metadata_handle,
         10: find_coordinator_handle,
         19: create_topics_handle,
+        20: delete_topics.handle,
         22: init_producer_id_handle,
     },
 )

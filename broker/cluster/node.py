@@ -95,6 +95,7 @@ from coordspec.reference.replication.znodes import (
     TopicAssignment,
     TopicPartition,
     broker_path,
+    delete_topic_path,
     topic_path,
 )
 
@@ -255,6 +256,21 @@ class ClusterNode:
             return False
         except KazooException as e:
             return f"ZooKeeper did not create the topic: {type(e).__name__}"
+        return True
+
+    def mark_for_deletion(self, topic: str) -> bool | str:
+        """Kafka's AdminZkClient.deleteTopic: /admin/delete_topics/<topic> (the controller's
+        child watch does the rest). True, also if already marked; False if the topic does
+        not exist; or what ZooKeeper said instead."""
+        assert self.view is not None
+        try:
+            if self.view.client.exists(topic_path(topic)) is None:
+                return False
+            self.view.client.create(delete_topic_path(topic), makepath=True)
+        except NodeExistsError:
+            return True
+        except KazooException as e:
+            return f"ZooKeeper did not mark the topic for deletion: {type(e).__name__}"
         return True
 
     def _spawn(self, coroutine) -> asyncio.Task:

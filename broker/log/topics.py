@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import shutil
 import uuid
 from pathlib import Path
 
@@ -82,6 +83,17 @@ class TopicStore:
         self._topics[topic] = entry
         self._save()
         return entry
+
+    def delete(self, topic: str) -> None:
+        """The topic and its partition logs. The logs go first: a crash in between leaves
+        the topic with empty logs, never a later topic of that name with the old records."""
+        for partition in range(self._topics[topic].partitions):
+            log = self._logs.pop((topic, partition), None)
+            if log is not None:
+                log.close()
+            shutil.rmtree(self.data_dir / f"{topic}-{partition}", ignore_errors=True)
+        del self._topics[topic]
+        self._save()
 
     def _save(self) -> None:
         temporary = self._file.with_suffix(".tmp")

@@ -138,11 +138,8 @@ def test_a_frame_shorter_than_a_header_closes_the_connection(broker: BrokerProce
 
 def test_an_unknown_api_key_closes_the_connection(broker: BrokerProcess) -> None:
     assert exchange(broker, framed(struct.pack(">hhi", 999, 0, 1) + b"\xff\xff")) == []
-    # A key Kafka has but this broker does not serve (DeleteTopics) is closed the same way.
-    assert (
-        exchange(broker, framed(encode_request(20, 4, {"topic_names": ["x"], "timeout": 1000})))
-        == []
-    )
+    # A key Kafka has but this broker does not serve (DeleteRecords) is closed the same way.
+    assert exchange(broker, framed(encode_request(21, 2, {"topics": [], "timeout": 1000}))) == []
 
 
 def test_an_unsupported_version_closes_the_connection(broker: BrokerProcess) -> None:

@@ -222,8 +222,8 @@ def test_a_frame_shorter_than_a_header_closes_the_connection(cluster: Cluster) -
 
 def test_an_unknown_api_key_closes_the_connection(cluster: Cluster) -> None:
     assert exchange(cluster, framed(struct.pack(">hhi", 999, 0, 1) + b"\xff\xff")) == []
-    # A key Kafka has but the cluster does not serve (DeleteTopics) is closed the same way.
-    assert exchange(cluster, encode_request(20, 4, {"topic_names": ["x"], "timeout": 1000})) == []
+    # A key Kafka has but the cluster does not serve (DeleteRecords) is closed the same way.
+    assert exchange(cluster, encode_request(21, 2, {"topics": [], "timeout": 1000})) == []
     assert api_versions_works(cluster)
 
 

@@ -1,0 +1,57 @@
+"""DeleteTopics (20) on the cluster, as ZooKeeper-mode Kafka 3.9 serves it.
+
+Only the active controller accepts it (KafkaApis.handleDeleteTopicsRequest): any other
+broker answers NOT_CONTROLLER and the client asks the controller Metadata names. The
+controller screens each topic (:func:`coordspec.broker.apis.delete_topics.screen`; the
+cluster has no topic ids, so every id is unknown), marks the others under
+``/admin/delete_topics`` (ZkAdminManager.deleteTopics; a topic already marked is waited
+for as well) and answers once they are gone from the metadata this broker publishes, or
+after ``timeout_ms`` with REQUEST_TIMED_OUT for those still there (DelayedDeleteTopics
+in the topic purgatory); with ``timeout_ms`` <= 0 it answers REQUEST_TIMED_OUT at once.
+The controller model does the deletion itself (ISR-9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from coordspec.broker.apis.delete_topics import (
+    NONE,
+    NOT_CONTROLLER,
+    REQUEST_TIMED_OUT,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    answer,
+    requested,
+    screen,
+)
+from coordspec.broker.context import Client
+from coordspec.reference.wire.entities import ms
+
+UNKNOWN_SERVER_ERROR = -1
+_POLL_S = 0.02  # how often the purgatory looks at the published topics again
+
+
+async def handle(ctx: Any, client: Client, version: int, body: Any) -> dict[str, Any]:
+    """``ctx``: the cluster's ClusterContext."""
+    asked = requested(body)
+    if not ctx.node.replica.controller.active:
+        return {"responses": [answer(name, i, NOT_CONTROLLER) for name, i in asked]}
+    answers = screen(asked, lambda _: None, ctx.view.assignments.__contains__)
+    marked = []
+    for topic in (a for a in answers if a["error_code"] == NONE):
+        outcome = await asyncio.to_thread(ctx.node.mark_for_deletion, topic["name"])
+        if outcome is True:
+            marked.append(topic)
+        elif outcome is False:
+            topic["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            topic.update(error_code=UNKNOWN_SERVER_ERROR, error_message=outcome)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms(body.timeout) / 1000
+    while any(t["name"] in ctx.view.assignments for t in marked) and loop.time() < deadline:
+        await asyncio.sleep(_POLL_S)
+    for topic in marked:
+        if topic["name"] in ctx.view.assignments:
+            topic["error_code"] = REQUEST_TIMED_OUT
+    return {"responses": answers}
