@@ -61,7 +61,8 @@ def screen(
         elif counts[name] > 1:
             error, message = INVALID_REQUEST, "Duplicate topic name."
         elif name == OFFSETS_TOPIC:
-            error, message = TOPIC_AUTHORIZATION_FAILED, f"{OFFSETS_TOPIC} holds the groups"
+            error = TOPIC_AUTHORIZATION_FAILED
+            message = f"{OFFSETS_TOPIC} holds the groups' committed offsets; it is not deleted"
         elif not exists(name):
             error, message = UNKNOWN_TOPIC_OR_PARTITION, None
         else:
