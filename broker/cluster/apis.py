@@ -27,8 +27,9 @@ from coordspec.broker.cluster.producer_state import LeaderProducers, committed
 from coordspec.broker.cluster.published import PublishedView
 from coordspec.broker.cluster.replica_logs import index_holding, kafka_offset
 from coordspec.broker.context import Client
-from coordspec.broker.log.batches import InvalidBatch, check_single_batch, read_header
+from coordspec.broker.log.batches import InvalidBatch, check_single_batch
 from coordspec.broker.log.producers import SequenceError
+from coordspec.broker.log.timestamps import search_for_timestamp
 from coordspec.broker.log.topics import topic_name_error
 from coordspec.broker.wire.protocol import response_class
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
@@ -533,18 +534,21 @@ def _list_offset(ctx: ClusterContext, topic: str, p: Any) -> dict[str, Any]:
         return {**answer, "offset": kafka_offset(replica_log, replica_log.high_watermark)}
     if p.timestamp == -2:  # earliest
         return {**answer, "offset": 0}
-    for record in replica_log.records[
-        : replica_log.high_watermark
-    ]:  # the first batch reaching the timestamp
-        header = read_header(record.value)
-        if header is not None and header.max_timestamp >= p.timestamp:
-            return {
-                **answer,
-                "offset": record.payload_id,
-                "timestamp": header.max_timestamp,
-                "leader_epoch": record.leader_epoch,
-            }
-    return answer
+    try:
+        found = search_for_timestamp(
+            (record.value for record in replica_log.records[: replica_log.high_watermark]),
+            p.timestamp,
+        )
+    except InvalidBatch:
+        return {**answer, "error_code": CORRUPT_MESSAGE}
+    if found is None:
+        return answer
+    return {
+        **answer,
+        "offset": found.offset,
+        "timestamp": found.timestamp,
+        "leader_epoch": found.leader_epoch,
+    }
 
 
 async def list_offsets_handle(

@@ -10,10 +10,12 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from coordspec.broker.log.batches import BatchHeader, InvalidBatch, read_header, with_base_offset
 from coordspec.broker.log.producers import ProducerState
+from coordspec.broker.log.timestamps import TimestampAndOffset, search_for_timestamp
 
 SEGMENT = "00000000000000000000.log"
 
@@ -109,16 +111,17 @@ class PartitionLog:
     def _next_position(self, index: int) -> int:
         return self._positions[index + 1] if index + 1 < len(self._positions) else self._end
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The first batch whose max timestamp is at least ``timestamp``: (base offset, its max timestamp).
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first record whose timestamp is at least ``timestamp`` (ListOffsets); only
+        the batches whose max timestamp reaches it are read from the file."""
+        return search_for_timestamp(self._batches_reaching(timestamp), timestamp)
 
-        Batch granularity: Kafka answers with the first record at or after the timestamp,
-        which lies inside this batch.
-        """
-        for base, max_ts in zip(self._bases, self._max_timestamps, strict=True):
-            if max_ts >= timestamp:
-                return base, max_ts
-        return None
+    def _batches_reaching(self, timestamp: int) -> Iterator[bytes]:
+        with open(self.path, "rb") as f:
+            for index, max_ts in enumerate(self._max_timestamps):
+                if max_ts >= timestamp:
+                    f.seek(self._positions[index])
+                    yield f.read(self._next_position(index) - self._positions[index])
 
     def batches(self) -> list[bytes]:
         """Every batch, in order (to load ``__consumer_offsets``)."""

@@ -8,16 +8,19 @@ import io
 import struct
 from pathlib import Path
 
+import cramjam
 import pytest
+from crc32c import crc32c
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
 from coordspec.broker.group_service import offsets_partition
-from coordspec.broker.log.batches import InvalidBatch, check_single_batch, read_header
+from coordspec.broker.log.batches import HEADER, InvalidBatch, check_single_batch, read_header
 from coordspec.broker.log.group_records import decode_record, encode_key, encode_value
 from coordspec.broker.log.partition import PartitionLog
 from coordspec.broker.log.producers import ProducerIds, SequenceError
+from coordspec.broker.log.timestamps import TimestampAndOffset, search_for_timestamp
 from coordspec.reference.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -52,6 +55,73 @@ def batch(
         ),
     )
     return buffer.getvalue()
+
+
+_CODECS = {"gzip": 1, "snappy": 2, "snappy-java": 2, "lz4": 3, "zstd": 4}
+
+
+def _zigzag(value: int) -> bytes:
+    value = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
+
+
+def _compress(codec: str, data: bytes) -> bytes:
+    if codec == "snappy-java":  # snappy-java's stream: magic, version, compatible, blocks
+        block = bytes(cramjam.snappy.compress_raw(data))
+        return b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, len(block)) + block
+    compress = {
+        "gzip": cramjam.gzip.compress,
+        "snappy": cramjam.snappy.compress_raw,
+        "lz4": cramjam.lz4.compress,
+        "zstd": cramjam.zstd.compress,
+    }[codec]
+    return bytes(compress(data))
+
+
+def raw_batch(
+    timestamps: list[int],
+    codec: str | None = None,
+    base_offset: int = 0,
+    log_append_time: int | None = None,
+    leader_epoch: int = 0,
+) -> bytes:
+    """A batch of one record per timestamp, encoded here byte by byte (kio's writer does not
+    compress); ``log_append_time`` sets the batch's type and max timestamp."""
+    base = timestamps[0]
+    records = b""
+    for i, timestamp in enumerate(timestamps):
+        value = f"v{i}".encode()
+        body = (
+            b"\x00"
+            + _zigzag(timestamp - base)
+            + _zigzag(i)
+            + _zigzag(-1)
+            + _zigzag(len(value))
+            + value
+            + _zigzag(0)
+        )
+        records += _zigzag(len(body)) + body
+    attributes = _CODECS[codec] if codec else 0
+    if codec:
+        records = _compress(codec, records)
+    max_ts = max(timestamps)
+    if log_append_time is not None:
+        attributes |= 0x08
+        max_ts = log_append_time
+    last = len(timestamps) - 1
+    after_crc = (
+        HEADER.pack(0, 0, 0, 2, 0, attributes, last, base, max_ts, -1, -1, -1, len(timestamps))[21:]
+        + records
+    )
+    return (
+        struct.pack(">qiib", base_offset, 9 + len(after_crc), leader_epoch, 2)
+        + struct.pack(">I", crc32c(after_crc))
+        + after_crc
+    )
 
 
 def append(log: PartitionLog, data: bytes) -> int:
@@ -93,12 +163,36 @@ def test_a_torn_batch_at_the_end_is_cut_off_when_the_log_is_reopened(tmp_path: P
     assert append(reopened, batch(b"next")) == 1
 
 
-def test_timestamps_are_found_by_batch(tmp_path: Path) -> None:
+def test_a_timestamp_is_found_at_its_record_inside_a_batch(tmp_path: Path) -> None:
     log = PartitionLog(tmp_path / "t-0")
-    append(log, batch(b"a", timestamp_ms=1000))
-    append(log, batch(b"b", timestamp_ms=2000))
-    assert log.offset_for_timestamp(1500) == (1, 2000)
-    assert log.offset_for_timestamp(3000) is None
+    append(log, raw_batch([1000, 1300, 1200]))
+    append(log, raw_batch([2000, 2500]))
+    assert log.offset_for_timestamp(0) == TimestampAndOffset(1000, 0, 0)
+    assert log.offset_for_timestamp(1250) == TimestampAndOffset(1300, 1, 0)  # not 1200 at 2
+    assert log.offset_for_timestamp(1301) == TimestampAndOffset(2000, 3, 0)
+    assert log.offset_for_timestamp(2001) == TimestampAndOffset(2500, 4, 0)
+    assert log.offset_for_timestamp(2501) is None
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "snappy-java", "lz4", "zstd"])
+def test_a_timestamp_is_found_inside_a_compressed_batch(codec: str) -> None:
+    found = search_for_timestamp([raw_batch([10, 20, 30, 40], codec=codec, base_offset=7)], 25)
+    assert found == TimestampAndOffset(30, 9, 0)
+
+
+def test_every_record_of_a_log_append_time_batch_has_its_max_timestamp() -> None:
+    batch = raw_batch([10, 20, 30], log_append_time=5000, leader_epoch=4)
+    assert search_for_timestamp([batch], 15) == TimestampAndOffset(5000, 0, 4)
+    assert search_for_timestamp([batch], 5001) is None
+
+
+def test_records_that_cannot_be_read_are_a_corrupt_batch() -> None:
+    batch = raw_batch([10, 20], codec="zstd")
+    with pytest.raises(InvalidBatch, match="compressed records cannot be read"):
+        search_for_timestamp([batch[:-4]], 15)
+    truncated = raw_batch([10, 20])[:-3]
+    with pytest.raises(InvalidBatch, match="past the end"):
+        search_for_timestamp([truncated], 15)
 
 
 def test_produced_batches_are_checked_as_kafka_does() -> None:
