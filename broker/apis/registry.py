@@ -5,7 +5,9 @@ handlers implement: Produce from v3 (record batches v2; librdkafka fetches only 
 Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
 ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 and DeleteTopics
 v1-v6 (kio's ranges), InitProducerId v0-v4 for idempotent producers (v5 only changes
-transactional errors).
+transactional errors). No transaction API is served (AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions, ListTransactions): there
+is no transaction coordinator, and FindCoordinator refuses a transactional id.
 
 The cluster serves the same APIs at the same versions: its table is this one with its
 own handlers for the APIs that are not the group coordinator's (:func:`with_handlers`).

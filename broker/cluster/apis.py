@@ -18,6 +18,11 @@ from typing import Any
 
 from coordspec.broker.apis import registry
 from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
+from coordspec.broker.apis.find_coordinator import (
+    GROUP_KEY_TYPE,
+    TRANSACTIONS_NOT_SERVED,
+    no_coordinator,
+)
 from coordspec.broker.apis.registry import Api, with_handlers
 from coordspec.broker.cluster import delete_topics
 from coordspec.broker.cluster.node import ClusterNode
@@ -206,21 +211,20 @@ async def metadata_handle(
 
 
 def _coordinator(ctx: ClusterContext, key: str, key_type: int) -> dict[str, Any]:
-    unavailable = {
-        "key": key,
-        "error_code": COORDINATOR_NOT_AVAILABLE,
-        "error_message": None,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
-    if key_type != 0:
-        return unavailable if key_type in (1, 2) else {**unavailable, "error_code": INVALID_REQUEST}
+    if key_type != GROUP_KEY_TYPE:
+        return no_coordinator(key, key_type)
     leader = ctx.view.leader(
         TopicPartition(OFFSETS_TOPIC, partition_for(key, ctx.node.config.offsets_partitions))
     )
     if leader < 0 or leader not in ctx.node.config.peers:
-        return unavailable
+        return {
+            "key": key,
+            "error_code": COORDINATOR_NOT_AVAILABLE,
+            "error_message": None,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
     host, port = _address(ctx, leader)
     return {
         "key": key,
@@ -235,7 +239,7 @@ def _coordinator(ctx: ClusterContext, key: str, key_type: int) -> dict[str, Any]
 async def find_coordinator_handle(
     ctx: ClusterContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
-    key_type = getattr(body, "key_type", 0)
+    key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
     if version >= 4:
         return {"coordinators": [_coordinator(ctx, key, key_type) for key in body.coordinator_keys]}
     return _coordinator(ctx, body.key, key_type)
@@ -412,7 +416,9 @@ async def init_producer_id_handle(
     """A fresh id at epoch 0 for an idempotent producer, as the single broker's
     (coordspec.broker.apis.init_producer_id); no transaction coordinator, so none for a transactional id."""
     unavailable = {"error_code": COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
-    if body.transactional_id is not None or ctx.node.zk is None:
+    if body.transactional_id is not None:
+        return {**unavailable, "error_code": TRANSACTIONS_NOT_SERVED}
+    if ctx.node.zk is None:
         return unavailable
     try:
         producer_id = await ctx.producer_ids.allocate(ctx.node.zk.client, ctx.node_id)

@@ -1,6 +1,7 @@
 """librdkafka (confluent-kafka) against the broker: a consumer group that produces,
 subscribes, rebalances when a member joins and when one leaves, consumes, commits, and
-finds its commits again after the broker restarts; static membership; cooperative-sticky.
+finds its commits again after the broker restarts; static membership; cooperative-sticky;
+offsets_for_times inside (compressed) batches; transactions refused at once.
 
 Every test starts its own broker on a free port and bounds every wait.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from client_checks import check_offsets_for_times, check_transactions_refused
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -392,3 +394,13 @@ def test_create_topics_answers_kafkas_errors(tmp_path: Path) -> None:
         )
         assert again.args[0].code() == 36  # TOPIC_ALREADY_EXISTS
         assert sorted(admin.list_topics(timeout=10).topics) == ["__consumer_offsets", "fine"]
+
+
+def test_offsets_for_times_finds_records_inside_batches(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        check_offsets_for_times(broker.bootstrap, tmp_path, "times", replicas=1)
+
+
+def test_a_transactional_producer_fails_at_once(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+        check_transactions_refused(broker.bootstrap, "idempotent", replicas=1)

@@ -258,9 +258,13 @@ def test_find_coordinator_batched_keys(broker: BrokerProcess) -> None:
         ("b", 0, 1, broker.port),
     ]
     transactions = connection.call(10, 4, {"key_type": 1, "coordinator_keys": ["tx"]})
+    refused = transactions.coordinators[0]
+    # CLUSTER_AUTHORIZATION_FAILED, fatal to a transactional producer: no transaction coordinator
+    assert (refused.error_code, refused.node_id) == (31, -1)
     assert (
-        transactions.coordinators[0].error_code == 15
-    )  # COORDINATOR_NOT_AVAILABLE: no transaction coordinator
+        refused.error_message
+        == "this broker serves no transactions: it has no transaction coordinator"
+    )
 
 
 def test_metadata_v0_with_no_topics_lists_them_all(broker: BrokerProcess) -> None:

@@ -4,7 +4,8 @@
 static member (group.instance.id) restarts within its session and gets its partitions
 back in the same generation (the coordinator's trace) while the other member sees no
 rebalance; cooperative-sticky moves only the partitions it must, one rebalance at a time;
-a member that dies without leaving is expired by the coordinator after its session.
+a member that dies without leaving is expired by the coordinator after its session;
+offsets_for_times finds records inside (compressed) batches; transactions are refused at once.
 
 One cluster serves the module (cluster_fixtures); every wait is bounded.
 """
@@ -17,6 +18,7 @@ import sys
 import time
 
 import pytest
+from client_checks import check_offsets_for_times, check_transactions_refused
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     HEARTBEAT_INTERVAL_MS,
     SESSION_TIMEOUT_MS,
@@ -355,4 +357,14 @@ def test_a_member_that_dies_without_leaving_is_expired_by_its_coordinator(cluste
         assert describe(cluster, "settlement").coordinator.id == cluster.coordinator("settlement")
     finally:
         survivor.close()
+    assert_no_errors(cluster)
+
+
+def test_offsets_for_times_finds_records_inside_batches(cluster: Cluster) -> None:
+    check_offsets_for_times(cluster.bootstrap, cluster.data_dir, "times", replicas=3)
+    assert_no_errors(cluster)
+
+
+def test_a_transactional_producer_fails_at_once(cluster: Cluster) -> None:
+    check_transactions_refused(cluster.bootstrap, "idempotent", replicas=3)
     assert_no_errors(cluster)
