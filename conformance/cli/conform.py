@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordspec.conformance.cli.trace import add_timing_tolerance
 from coordspec.conformance.suite.targets import TARGETS
 
 
@@ -87,6 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="tolerated divergences: reported as allowed, never hidden",
     )
+    add_timing_tolerance(parser)
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument(
         "--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html"
@@ -128,6 +130,11 @@ def run_command(args: argparse.Namespace) -> int:
     except targets.UnknownTarget as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2
+    timing = (
+        {}
+        if args.timing_tolerance_ms is None
+        else {"timing_tolerance_ms": args.timing_tolerance_ms}
+    )
     try:
         outcome = run(
             target,
@@ -141,6 +148,7 @@ def run_command(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             allow=args.allow,
             loop=args.loop,
+            **timing,
         )
     except SuiteError as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)

@@ -44,6 +44,20 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
         help="how far the writer's clock may run ahead of the broker's (default: 0 for traces of the "
         "reference target and of the broker, 50 otherwise)",
     )
+    add_timing_tolerance(parser)
+
+
+def add_timing_tolerance(parser: argparse.ArgumentParser) -> None:
+    """GM-36's tolerance, the same option for the trace check and ``coordspec conform``
+    (None: the oracle's ``TIMING_TOLERANCE_MS``, not imported here to keep the parser light)."""
+    parser.add_argument(
+        "--timing-tolerance-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="how much later than the reference's deadline, beyond the latency, an answer may "
+        "come before it is a timing violation (GM-36; default 1 s, spec/group-membership.md)",
+    )
 
 
 class BadSetting(ValueError):
@@ -61,8 +75,16 @@ def settings_from(args: argparse.Namespace):
     for name, _ in args.config:
         if name not in known:
             raise BadSetting(f"--config {name}: no such setting (settings: {', '.join(known)})")
+    timing = (
+        {}
+        if args.timing_tolerance_ms is None
+        else {"timing_tolerance_ms": args.timing_tolerance_ms}
+    )
     return Settings(
-        config=dict(args.config), scenarios=scenario_settings(), latency_ms=args.latency_ms
+        config=dict(args.config),
+        scenarios=scenario_settings(),
+        latency_ms=args.latency_ms,
+        **timing,
     )
 
 

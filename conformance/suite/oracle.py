@@ -18,6 +18,13 @@ broker's timers run up to that much later than the reference's: a timer due with
 ``latency_ms`` of a request, on either side, may fire before or after it, and the oracle
 allows both. It fires a timer for certain only once it is ``latency_ms`` overdue, and
 branches on the ones in the window when a request or a response arrives.
+
+The oracle also knows when the reference answered: at a request's arrival, or at the
+deadline of the timer that answered it. A broker's answer that the reference allows but
+that comes later than that by more than the tolerance (``timing_tolerance_ms`` plus
+``latency_ms``, in every hypothesis that allows it) is a *timing* divergence (GM-36,
+``TimersFireOnTime``). An answer that waits on a write is not timed: the reference does not
+bound how long a replicated write takes.
 """
 
 from __future__ import annotations
@@ -28,16 +35,37 @@ import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from coordspec.conformance.suite.unify import TOKEN, Binding, unify
+from coordspec.reference.errors import Invariant
 from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
 from coordspec.reference.group.coordinator import Observer
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import Record
-from coordspec.reference.group.requests import Request
+from coordspec.reference.group.requests import Event, Request
 from coordspec.reference.group.responses import Response
 
 MAX_HYPOTHESES = 256
+# GM-36: how much later than the reference's deadline a broker may answer, beyond the
+# latency window. One second: a loaded machine's scheduling, far below the group timers
+# (3 s initial delay, 10 s and up for sessions and rebalances) that a late broker misses.
+TIMING_TOLERANCE_MS = 1_000
+# The property a late answer breaks: a broker's, against the reference's clock, not one of the
+# reference's own (reference/group/invariants.py), and not in TLA+, whose specs have no time.
+TIMERS_FIRE_ON_TIME = Invariant(
+    "TimersFireOnTime",
+    "GM-36",
+    "a broker answers no later than the reference's deadline plus the timing tolerance",
+    tla=False,
+)
+# What each timer of the coordinator waits for, by its kind (reference/group/coordinator.py).
+_TIMER_SETTINGS = {
+    "CompleteJoin": "the rebalance timeout",
+    "ExpireSession": "the member's session timeout",
+    "ExpirePendingSync": "the rebalance timeout",
+    "ExpireOffsets": "offsets.retention.check.interval.ms",
+}
 
 
 class OracleOverflow(RuntimeError):
@@ -98,6 +126,9 @@ class Hypothesis:
     reply_needs: dict[int | str, int] = field(
         default_factory=dict
     )  # request id -> log length its reply waits on
+    deadlines: dict[int | str, Deadline] = field(
+        default_factory=dict
+    )  # request id -> when the reference gave its reply in ``replies`` (not one after a write)
 
     @property
     def choices(self) -> ExploringChoices:
@@ -113,28 +144,44 @@ class Hypothesis:
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """When the reference answered a request, and what made it answer then."""
+
+    at_ms: int
+    cause: str  # "the Heartbeat that arrived at t=…", "CompleteJoin at the end of …, due at t=…"
+
+
+@dataclass(frozen=True)
 class Disagreement:
-    """The broker's answer (or silence) is not an outcome the reference allows."""
+    """The broker's answer (or silence) is not an outcome the reference allows (``outcome``),
+    or it is, but came later than the reference's deadline plus the tolerance (``timing``)."""
 
     message: str
     allowed: tuple[str, ...]  # what the reference would have done instead, one line each
     closest: dict | None = None  # the allowed response nearest to the broker's, for a diff
+    kind: Literal["outcome", "timing"] = "outcome"
 
 
 class Oracle:
     """The reference, following a broker. ``latency_ms``: see the module docstring."""
 
     def __init__(
-        self, config: GroupConfig, latency_ms: int = 0, observer: Observer | None = None
+        self,
+        config: GroupConfig,
+        latency_ms: int = 0,
+        observer: Observer | None = None,
+        timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
     ) -> None:
         """``observer`` watches the reference's steps (each hypothesis has a copy of it, kept
         across coordinator restarts)."""
         self.config = config
         self.latency_ms = latency_ms
+        self.timing_tolerance_ms = timing_tolerance_ms
         self.hypotheses = [
             Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))
         ]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
+        self.pauses: list[tuple[int, int]] = []  # (down_ms, up_ms) of the coordinator's pauses
 
     # -- time -----------------------------------------------------------------------------
 
@@ -148,6 +195,7 @@ class Oracle:
                 branch = copy.deepcopy(hypothesis)
                 branch.choices.start(script)
                 event = make_event(branch)
+                cause = _cause(branch.coordinator, event)
                 for effect in branch.coordinator.handle(event):
                     if isinstance(effect, Reply):
                         branch.replies[effect.request_id] = effect.response
@@ -155,6 +203,8 @@ class Oracle:
                             branch.reply_needs[effect.request_id] = branch.write_ends.get(
                                 effect.after_append, 0
                             )
+                        else:
+                            branch.deadlines[effect.request_id] = self._deadline(event, cause)
                     elif isinstance(effect, AppendRecords):
                         branch.log.extend(effect.records)
                         branch.write_ends[effect.append_id] = len(branch.log)
@@ -200,6 +250,22 @@ class Oracle:
         if self.latency_ms:
             self.hypotheses = self._tick_through(self.hypotheses, until_ms, keep_each_step=True)
 
+    def _deadline(self, event: Event, cause: str) -> Deadline:
+        """A timer due while the coordinator was paused fires when it resumes."""
+        for down_ms, up_ms in self.pauses if isinstance(event, Tick) else ():
+            if down_ms < event.now_ms <= up_ms:
+                return Deadline(
+                    up_ms, f"{cause}, in a pause of the coordinator until t={up_ms:,} ms"
+                )
+        return Deadline(event.now_ms, cause)
+
+    def pause(self, down_ms: int, up_ms: int) -> None:
+        """The coordinator did nothing from ``down_ms`` to ``up_ms`` (a stopped process): its
+        state and the requests in flight are kept, and the timers due meanwhile fire late, at
+        ``up_ms``, which GM-36 allows."""
+        self.advance(down_ms)
+        self.pauses.append((down_ms, up_ms))
+
     # -- inputs -------------------------------------------------------------------------
 
     def request(self, client: str, request: Request) -> None:
@@ -243,6 +309,7 @@ class Oracle:
                 del branch.log[end:]
                 branch.durable, branch.write_ends, branch.reply_needs = end, {}, {}
                 branch.replies.clear()
+                branch.deadlines.clear()
                 branch.coordinator = GroupCoordinator(
                     self.config, branch.choices, now_ms=up_ms, observer=branch.coordinator.observer
                 )
@@ -256,7 +323,7 @@ class Oracle:
         self.advance(at_ms)
         self._maybe_fired(at_ms)
         request_id = self.in_flight.pop(client)
-        kept, problems = [], []
+        kept, problems, deadlines = [], [], []
         for hypothesis in self.hypotheses:
             allowed = hypothesis.replies.get(request_id)
             if allowed is None:
@@ -267,6 +334,7 @@ class Oracle:
             if problem is None:
                 hypothesis.binding = trial
                 del hypothesis.replies[request_id]
+                deadlines.append(hypothesis.deadlines.pop(request_id, None))
                 needs = hypothesis.reply_needs.pop(request_id, 0)
                 if needs > hypothesis.durable:
                     hypothesis.durable = needs
@@ -283,7 +351,24 @@ class Oracle:
                 self._closest(request_id, response),
             )
         self.hypotheses = kept
-        return None
+        return self._timing(type(response).__name__.removesuffix("Response"), deadlines, at_ms)
+
+    def _timing(
+        self, api: str, deadlines: list[Deadline | None], at_ms: int
+    ) -> Disagreement | None:
+        """GM-36: the answer at ``at_ms`` is late if it is in every hypothesis that allows it."""
+        if None in deadlines:  # an answer after a write: not timed
+            return None
+        latest = max(deadlines, key=lambda d: d.at_ms)
+        late_ms, tolerance = at_ms - latest.at_ms, self.timing_tolerance_ms + self.latency_ms
+        if late_ms <= tolerance:
+            return None
+        return Disagreement(
+            f"{api} answered {late_ms:,} ms after the reference's deadline "
+            f"({latest.cause}; tolerance {tolerance:,} ms)",
+            (),
+            kind="timing",
+        )
 
     def _closest(self, request_id: int | str, response: Response) -> dict | None:
         theirs = json.dumps(json_values.encode(response), indent=1, sort_keys=True).splitlines()
@@ -305,8 +390,13 @@ class Oracle:
         request_id = self.in_flight[client]
         kept = [h for h in self.hypotheses if request_id not in h.replies]
         if not kept:
+            timed = [d for h in self.hypotheses if (d := h.deadlines.get(request_id))]
+            answered = "answers at once"
+            if timed and len(timed) == len(self.hypotheses):
+                latest = max(timed, key=lambda d: d.at_ms)
+                answered = f"answered at t={latest.at_ms:,} ms ({latest.cause})"
             return Disagreement(
-                "the broker has not answered, and the reference answers at once",
+                f"the broker has not answered by t={at_ms:,} ms; the reference {answered}",
                 self._allowed(request_id),
             )
         self.hypotheses = kept
@@ -325,6 +415,24 @@ class Oracle:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"
             seen[text] = None
         return tuple(seen)
+
+
+def _cause(coordinator: GroupCoordinator, event: Event) -> str:
+    """What the reference answers on when ``event`` makes it answer: a request, or the
+    timers due by a Tick (named before they fire, while a join timer's group still says
+    whether it ends the initial delay)."""
+    if isinstance(event, Request):
+        return f"the {event.api} that arrived at t={event.now_ms:,} ms"
+    if not isinstance(event, Tick):
+        return f"{type(event).__name__} at t={event.now_ms:,} ms"
+    timers = []
+    for key, deadline in coordinator.timers.due(event.now_ms):
+        setting = _TIMER_SETTINGS.get(key[0], "")
+        group = coordinator.groups.get(key[1]) if len(key) > 1 else None
+        if key[0] == "CompleteJoin" and group is not None and group.in_initial_delay:
+            setting = "group.initial.rebalance.delay.ms"
+        timers.append(f"{key[0]} at the end of {setting}, due at t={deadline:,} ms")
+    return " and ".join(timers) or f"a Tick at t={event.now_ms:,} ms"
 
 
 def _most_telling(problems: list[str]) -> str:

@@ -12,7 +12,8 @@ Status = Literal[
 
 @dataclass(frozen=True)
 class Failure:
-    kind: Literal["oracle", "expectation", "scenario", "target"]
+    # timing: the oracle allows the answer, but it came later than the reference's deadline
+    kind: Literal["oracle", "timing", "expectation", "scenario", "target"]
     step: int  # 1-based
     line: int
     message: str

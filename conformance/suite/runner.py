@@ -9,7 +9,13 @@ import time
 
 from coordspec.conformance.suite.build import build, learn
 from coordspec.conformance.suite.expect import check
-from coordspec.conformance.suite.oracle import Disagreement, Oracle, OracleOverflow
+from coordspec.conformance.suite.oracle import (
+    TIMERS_FIRE_ON_TIME,
+    TIMING_TOLERANCE_MS,
+    Disagreement,
+    Oracle,
+    OracleOverflow,
+)
 from coordspec.conformance.suite.results import Failure, RunResult
 from coordspec.conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
 from coordspec.conformance.suite.symbols import Symbols, Unbound
@@ -49,7 +55,9 @@ async def run_one(
     group_id: str,
     run_id: str,
     trace: TraceWriter,
+    timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
 ) -> RunResult:
+    """``timing_tolerance_ms``: GM-36's, see the oracle."""
     result = RunResult(
         scenario.name, str(scenario.path), scenario.checks, scenario.rules, plan, group_id
     )
@@ -64,7 +72,8 @@ async def run_one(
         result.status, result.reason = "error", str(exc)
         return result
     try:
-        await _Run(scenario, plan, target, session, config, run_id, trace, result).steps()
+        oracle = Oracle(config, target.latency_ms, timing_tolerance_ms=timing_tolerance_ms)
+        await _Run(scenario, plan, target, session, oracle, run_id, trace, result).steps()
     finally:
         await session.close()
         result.duration_s = time.perf_counter() - started
@@ -78,15 +87,15 @@ class _Run:
         plan: dict[str, int],
         target: Target,
         session: Session,
-        config: GroupConfig,
+        oracle: Oracle,
         run_id: str,
         trace: TraceWriter,
         result: RunResult,
     ) -> None:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
-        self.run_id, self.trace, self.result, self.config = run_id, trace, result, config
+        self.run_id, self.trace, self.result, self.config = run_id, trace, result, oracle.config
         self.symbols = Symbols(result.group_id, scenario.clients)
-        self.oracle = Oracle(config, target.latency_ms)
+        self.oracle = oracle
         self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
         self.request_ids = 0
 
@@ -226,6 +235,16 @@ class _Run:
         request: Request,
         response: Response | None,
     ) -> None:
+        if disagreement is not None and disagreement.kind == "timing":
+            late = TIMERS_FIRE_ON_TIME
+            self.fail(
+                index,
+                "timing",
+                f"{late.name}: {disagreement.message}",
+                request=request,
+                response=response,
+                rules=(late.rule,),
+            )
         if disagreement is not None:
             self.fail(
                 index,
@@ -249,16 +268,19 @@ class _Run:
         closest: dict | None = None,
         api: str | None = None,
         version: int | None = None,
+        rules: tuple[str, ...] = (),
     ) -> None:
+        """``rules``: broken besides the step's own."""
         if kind == "expectation":
             message += self.settings_note()
-        self.result.status = "failed" if kind in ("oracle", "expectation", "target") else "error"
+        failed = ("oracle", "timing", "expectation", "target")
+        self.result.status = "failed" if kind in failed else "error"
         self.result.failure = Failure(
             kind=kind,
             step=index + 1,
             line=self.scenario.lines[index],
             message=message,
-            rules=self.scenario.step_rules(index),
+            rules=tuple(dict.fromkeys((*rules, *self.scenario.step_rules(index)))),
             api=request.api if request else api,
             api_version=request.api_version if request else version,
             request=json_values.request_fields(request) if request else None,

@@ -26,6 +26,7 @@ from typing import TextIO
 
 from coordspec.conformance.suite import allow as allow_file
 from coordspec.conformance.suite import loader, reports, targets, versions
+from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import run_one
 from coordspec.conformance.suite.scenario import Scenario
@@ -95,8 +96,10 @@ def run(
     allow: Path | None = None,
     loop: int = 1,
     out: TextIO | None = None,
+    timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
 ) -> Outcome:
-    """Run the selected scenarios; raises SuiteError for a bad option or scenario file."""
+    """Run the selected scenarios; raises SuiteError for a bad option or scenario file.
+    ``timing_tolerance_ms``: GM-36's (see the oracle)."""
     out = out or sys.stdout
     try:
         chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
@@ -159,7 +162,15 @@ def run(
         writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
         results.extend(
             asyncio.run(
-                _run_all(jobs, chosen, writer, concurrency, allowances, _Progress(len(jobs), out))
+                _run_all(
+                    jobs,
+                    chosen,
+                    writer,
+                    concurrency,
+                    allowances,
+                    _Progress(len(jobs), out),
+                    timing_tolerance_ms,
+                )
             )
         )
     finally:
@@ -190,11 +201,14 @@ async def _run_all(
     concurrency: int,
     allowances: list[allow_file.Allowance],
     progress: _Progress,
+    timing_tolerance_ms: int,
 ) -> list[RunResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(scenario, plan, group_id):
-        result = await run_one(scenario, plan, target, group_id, group_id, writer)
+        result = await run_one(
+            scenario, plan, target, group_id, group_id, writer, timing_tolerance_ms
+        )
         allow_file.apply([result], allowances)
         progress.done(result)
         return result

@@ -81,9 +81,11 @@ class TimeRecord(_Record):
 class FaultRecord(_Record):
     kind: Literal["fault"]
     # restart, kill_coordinator: the runner's faults; load_group: a cluster broker became the
-    # group's coordinator and loaded it from its log (spec/trace-format.md)
-    fault: Literal["kill_coordinator", "restart", "load_group"]
-    # When the coordinator stopped; ``t_ms`` is when the group was loaded again. Absent: the same.
+    # group's coordinator and loaded it from its log; pause: the coordinator did nothing from
+    # down_ms to t_ms, and kept its state (spec/trace-format.md)
+    fault: Literal["kill_coordinator", "restart", "load_group", "pause"]
+    # When the coordinator stopped; ``t_ms`` is when the group was loaded again (when the
+    # coordinator resumed, for a pause). Absent: the same.
     down_ms: int | None = Field(default=None, ge=0)
 
 

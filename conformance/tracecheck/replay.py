@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from coordspec.conformance.suite.oracle import (
+    TIMERS_FIRE_ON_TIME,
+    TIMING_TOLERANCE_MS,
     Oracle,
     OracleOverflow,
 )
@@ -49,6 +51,7 @@ class Settings:
         default_factory=dict
     )  # scenario name -> its broker: settings
     latency_ms: int | None = None  # None: by the trace's source
+    timing_tolerance_ms: int = TIMING_TOLERANCE_MS  # GM-36, beyond latency_ms
 
 
 @dataclass
@@ -57,7 +60,9 @@ class Violation:
     run: str
     source: str
     scenario: str
-    kind: str  # oracle (the broker's answer is not allowed), trace (a response with no request), error
+    # oracle (the broker's answer is not allowed), timing (allowed, but later than the
+    # reference's deadline plus the tolerance), trace (a response with no request), error
+    kind: str
     rule: str
     invariant: str
     api: str
@@ -134,7 +139,12 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
     )
     coverage = rules.Coverage()
-    oracle = Oracle(dataclasses.replace(GroupConfig(), **overrides), latency, observer=coverage)
+    oracle = Oracle(
+        dataclasses.replace(GroupConfig(), **overrides),
+        latency,
+        observer=coverage,
+        timing_tolerance_ms=settings.timing_tolerance_ms,
+    )
     open_requests: dict[
         tuple[str, int], tuple[str, object]
     ] = {}  # (client, correlation id) -> (oracle client, request)
@@ -198,6 +208,18 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                     break
                 client, request = opened
                 disagreement = oracle.response(client, message, record.t_ms)
+                if disagreement is not None and disagreement.kind == "timing":
+                    late = TIMERS_FIRE_ON_TIME
+                    violate(
+                        index,
+                        "timing",
+                        late.rule,
+                        late.name,
+                        disagreement.message,
+                        (),
+                        record.fields,
+                    )
+                    break
                 if disagreement is not None:
                     rule, invariant = rules.classify(
                         record.api, request, disagreement.closest, record.fields
@@ -221,8 +243,12 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 oracle.advance(record.t_ms)
             elif isinstance(record, FaultRecord):
                 down_ms = getattr(record, "down_ms", None)
-                oracle.fault(record.t_ms if down_ms is None else down_ms, record.t_ms)
-                open_requests.clear()
+                down_ms = record.t_ms if down_ms is None else down_ms
+                if record.fault == "pause":
+                    oracle.pause(down_ms, record.t_ms)
+                else:
+                    oracle.fault(down_ms, record.t_ms)
+                    open_requests.clear()
         except (OracleOverflow, InvariantViolation, UsageError) as exc:
             violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
             break

@@ -4,7 +4,8 @@ A response is attributed to the rule that decides it: its API's rule, or a narro
 particular error codes (MEMBER_ID_REQUIRED is GM-3, a fenced commit GM-50 …). A violation
 is attributed the same way, from the error the reference allowed and the one the broker
 gave; a broker that accepts what the reference refuses also breaks an invariant, named
-as in reference/group/invariants.py.
+as in reference/group/invariants.py. An answer the reference allows but later than its
+deadline plus the tolerance breaks ``TimersFireOnTime`` (GM-36), which the oracle names.
 """
 
 from __future__ import annotations

@@ -40,6 +40,13 @@ class Timers:
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 
+    def due(self, now_ms: int) -> list[tuple[TimerKey, int]]:
+        """The timers due by ``now_ms`` with their deadlines, earliest first (none removed)."""
+        return sorted(
+            ((key, deadline) for key, (deadline, _) in self._live.items() if deadline <= now_ms),
+            key=lambda entry: (entry[1], self._live[entry[0]][1]),
+        )
+
     def pop_due(self, now_ms: int) -> tuple[TimerKey, int] | None:
         """The earliest timer due at ``now_ms``, removed, with its deadline; or None."""
         heap = self._heap
