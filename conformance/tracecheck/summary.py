@@ -59,8 +59,10 @@ class Findings:
 
 def headline(f: Findings) -> str:
     t = f.totals
+    timing = sum(1 for v in f.violations if v["kind"] == "timing")
     verdict = (
         f"{len(f.violations)} violation{'s' * (len(f.violations) != 1)}"
+        + (f" ({timing} timing)" if timing else "")
         if f.violations
         else "no violations"
     )
