@@ -10,7 +10,8 @@ Each broker is ``python -m coordspec.broker.cluster.server`` in its own process,
 ``<data_dir>/broker-<id>/trace.jsonl`` (one run and one clock for the whole cluster:
 :meth:`Cluster.trace_files` together are the cluster's trace) and its stderr in
 ``<data_dir>/broker-<id>.stderr``. The ports are chosen before any broker starts, so every
-broker knows every address.
+broker knows every address. Every broker gets the same ``settings``, Kafka's broker
+settings by their Kafka names (:mod:`coordspec.broker.settings`), as ``--broker-config``.
 :meth:`Cluster.view` watches what ZooKeeper publishes (controller, leaders, ISRs).
 
 :func:`up` is ``coordspec cluster up``.
