@@ -1,14 +1,15 @@
 """A single Kafka broker on asyncio, serving the reference group coordinator and on-disk logs.
 
-    python -m coordspec.broker.server --port 9092 --data ./data
+    python -m coordspec.broker.server --port 9092 --data ./data [--broker-config KEY=VALUE ...]
 
+Kafka's broker settings come by their Kafka names (coordspec.broker.settings).
 Each connection is served one request at a time, in order, as Kafka does: responses go
 out in request order, a parked JoinGroup or a long-polling Fetch holds up only its own
 connection, and a connection's responses ready in one loop turn go out in one write
 (coordspec.broker.wire.connection). Limits: the frame size, the number of connections (more are
 closed at once) and the idle time without a byte received (coordspec.broker.connections).
-Errors a user can hit (port in use, unusable data directory) are one line on stderr and
-exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
+Errors a user can hit (port in use, unusable data directory, a setting it cannot take) are
+one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
 
 from __future__ import annotations

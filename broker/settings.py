@@ -97,13 +97,14 @@ class Given:
     value: str
 
 
-def pairs(texts: Iterable[str], source: str = "--broker-config") -> list[Given]:
+def pairs(texts: Iterable[str]) -> list[Given]:
+    """The settings of ``--broker-config KEY=VALUE`` flags."""
     given = []
     for text in texts:
         key, equals, value = text.partition("=")
         if not equals or not key.strip():
-            raise SettingsError(f"{source} {text!r}: expected KEY=VALUE")
-        given.append(Given(source, key.strip(), value))
+            raise SettingsError(f"--broker-config {text!r}: expected KEY=VALUE")
+        given.append(Given("--broker-config", key.strip(), value))
     return given
 
 
