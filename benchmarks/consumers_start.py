@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/consumers_start.py [--consumers 100] [--initial-rebalance-delay-ms 3000]
 
-One broker (``coordspec broker``) with ``--initial-rebalance-delay-ms`` as given (3000 by
+One broker (``coordspec broker``) with ``group.initial.rebalance.delay.ms`` as given (3000 by
 default, as Kafka), a topic with one partition per consumer. The consumers (confluent-kafka,
 classic protocol, range assignor) are created first; the clock starts when they all
 subscribe, each polled by its own thread. It stops when DescribeGroups answers Stable with
@@ -69,7 +69,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="consumers-start-") as tmp:
         data = Path(tmp) / "data"
         with BrokerProcess(
-            data, "--initial-rebalance-delay-ms", str(args.initial_rebalance_delay_ms)
+            data,
+            "--broker-config",
+            f"group.initial.rebalance.delay.ms={args.initial_rebalance_delay_ms}",
         ) as broker:
             admin = Connection(broker.host, broker.port)
             created = admin.request(

@@ -31,16 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from coordspec.broker.testing import BrokerProcess, Connection
 from coordspec.broker.wire import fuzz
 
-BROKER_ARGS = (
-    "--initial-rebalance-delay-ms",
-    "0",
-    "--max-frame-bytes",
-    str(1 << 20),
-    "--min-session-timeout-ms",
-    "10",
-    "--max-session-timeout-ms",
-    "2000",
+SETTINGS = (
+    "group.initial.rebalance.delay.ms=0",
+    f"socket.request.max.bytes={1 << 20}",
+    "group.min.session.timeout.ms=10",
+    "group.max.session.timeout.ms=2000",
 )
+BROKER_ARGS = tuple(arg for setting in SETTINGS for arg in ("--broker-config", setting))
 
 
 class Run:

@@ -140,10 +140,10 @@ def measure(args: argparse.Namespace, broker_args: list[str], profile: Path | No
         launcher = ("-m", "cProfile", "-o", str(profile.resolve())) if profile else ()
         with BrokerProcess(
             Path(tmp) / "data",
-            "--initial-rebalance-delay-ms",
-            "0",
-            "--max-session-timeout-ms",
-            str(SESSION_MS),
+            "--broker-config",
+            "group.initial.rebalance.delay.ms=0",
+            "--broker-config",
+            f"group.max.session.timeout.ms={SESSION_MS}",
             *broker_args,
             launcher=launcher,
         ) as broker:

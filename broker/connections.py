@@ -20,21 +20,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from coordspec.broker.errors import BrokerError
 from coordspec.broker.wire.connection import FrameConnection, serve_frames
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
-    max_connections: int = 1000
-    idle_s: float = 600.0  # connections.max.idle.ms
+    """From the broker's settings (coordspec.broker.settings)."""
 
-    def __post_init__(self) -> None:
-        if self.max_frame_bytes < 8 or self.max_connections < 1 or self.idle_s <= 0:
-            raise BrokerError(
-                f"limits must be positive and frames at least 8 bytes (a request header), got {self}"
-            )
+    max_frame_bytes: int  # socket.request.max.bytes
+    max_connections: int  # max.connections
+    idle_s: float  # connections.max.idle.ms
 
 
 Respond = Callable[[tuple[str, int], bytes], Awaitable[bytes | None]]

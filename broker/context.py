@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from coordspec.broker.group_service import GroupService
 from coordspec.broker.log.producers import ProducerIds
 from coordspec.broker.log.topics import TopicStore
+from coordspec.broker.settings import TopicDefaults
 
 
 @dataclass
@@ -18,8 +19,7 @@ class BrokerContext:
     topics: TopicStore
     groups: GroupService
     producer_ids: ProducerIds
-    auto_create_topics: bool = True  # auto.create.topics.enable
-    default_partitions: int = 1  # num.partitions
+    topic_defaults: TopicDefaults
 
 
 @dataclass(frozen=True, slots=True)

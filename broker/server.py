@@ -1,14 +1,15 @@
 """A single Kafka broker on asyncio, serving the reference group coordinator and on-disk logs.
 
-    python -m coordspec.broker.server --port 9092 --data ./data
+    python -m coordspec.broker.server --port 9092 --data ./data [--broker-config KEY=VALUE ...]
 
+Kafka's broker settings come by their Kafka names (coordspec.broker.settings).
 Each connection is served one request at a time, in order, as Kafka does: responses go
 out in request order, a parked JoinGroup or a long-polling Fetch holds up only its own
 connection, and a connection's responses ready in one loop turn go out in one write
 (coordspec.broker.wire.connection). Limits: the frame size, the number of connections (more are
 closed at once) and the idle time without a byte received (coordspec.broker.connections).
-Errors a user can hit (port in use, unusable data directory) are one line on stderr and
-exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
+Errors a user can hit (port in use, unusable data directory, a setting it cannot take) are
+one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -32,10 +34,20 @@ from coordspec.broker.group_service import GroupService
 from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.producers import ProducerIds
 from coordspec.broker.log.topics import DataDirError, TopicStore
+from coordspec.broker.settings import (
+    SINGLE,
+    SettingsError,
+    Value,
+    add_arguments,
+    from_arguments,
+    group_config_of,
+    help_table,
+    limits_of,
+    topic_defaults_of,
+)
 from coordspec.broker.trace import Trace, TraceFileError
 from coordspec.broker.wire.dispatch import respond
 from coordspec.reference.errors import UsageError
-from coordspec.reference.group import GroupConfig
 
 log = logging.getLogger("broker")
 
@@ -43,7 +55,6 @@ log = logging.getLogger("broker")
 class Broker:
     def __init__(self, ctx: BrokerContext, limits: Limits, trace: Trace, lock: IO) -> None:
         self.ctx = ctx
-        self.limits = limits
         self._trace = trace
         self._lock = lock
         self._server: asyncio.Server | None = None
@@ -79,17 +90,15 @@ def open_broker(
     host: str,
     port: int,
     data_dir: Path,
+    settings: Mapping[str, Value],
     *,
     node_id: int = 1,
-    offsets_partitions: int = 1,
-    group_config: GroupConfig | None = None,
-    limits: Limits | None = None,
     trace_path: Path | None = None,
-    default_partitions: int = 1,
     advertised_host: str | None = None,
     trace: bool = True,
 ) -> Broker:
-    """A broker over ``data_dir`` (created if missing), not yet listening.
+    """A broker over ``data_dir`` (created if missing), not yet listening, with ``settings``
+    (:func:`coordspec.broker.settings.resolve`).
 
     The trace goes to ``trace_path``, by default ``<data_dir>/trace.jsonl``; with ``trace``
     false there is none (and the requests cost no trace encoding). Clients are
@@ -115,7 +124,10 @@ def open_broker(
         )
         topics = TopicStore(data_dir)
         groups = GroupService(
-            topics, offsets_partitions, group_config or GroupConfig(), trace_file if trace else None
+            topics,
+            int(settings["offsets.topic.num.partitions"]),
+            group_config_of(settings),
+            trace_file if trace else None,
         )
         trace_file.restart(start_ms, set(groups.coordinator.groups))
     except (DataDirError, CorruptRecord, TraceFileError) as e:
@@ -134,22 +146,23 @@ def open_broker(
         topics=topics,
         groups=groups,
         producer_ids=ProducerIds(data_dir / "producer_ids.json"),
-        default_partitions=default_partitions,
+        topic_defaults=topic_defaults_of(settings),
     )
-    return Broker(ctx, limits or Limits(), trace_file, lock)
+    return Broker(ctx, limits_of(settings), trace_file, lock)
 
 
 async def serve(
     host: str,
     port: int,
     data_dir: Path,
+    settings: Mapping[str, Value],
     *,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
     **options,
 ) -> None:
     """Serve until ``stop`` is set (or SIGINT / SIGTERM arrive when ``stop`` is not given)."""
-    broker = open_broker(host, port, data_dir, **options)
+    broker = open_broker(host, port, data_dir, settings, **options)
     await broker.start(host)
     if stop is None:
         stop = asyncio.Event()
@@ -169,7 +182,12 @@ async def serve(
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.server") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description="Serve one coordspec broker.")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Serve one coordspec broker.",
+        epilog=help_table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
@@ -181,71 +199,26 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
         "--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)"
     )
     parser.add_argument(
-        "--offsets-partitions",
-        type=int,
-        default=1,
-        help="__consumer_offsets partitions when it is created",
-    )
-    parser.add_argument(
-        "--initial-rebalance-delay-ms",
-        type=int,
-        default=3000,
-        help="group.initial.rebalance.delay.ms",
-    )
-    parser.add_argument(
-        "--min-session-timeout-ms",
-        type=int,
-        default=GroupConfig().min_session_timeout_ms,
-        help="group.min.session.timeout.ms",
-    )
-    parser.add_argument(
-        "--max-session-timeout-ms",
-        type=int,
-        default=GroupConfig().max_session_timeout_ms,
-        help="group.max.session.timeout.ms",
-    )
-    parser.add_argument(
-        "--max-frame-bytes",
-        type=int,
-        default=Limits.max_frame_bytes,
-        help="socket.request.max.bytes",
-    )
-    parser.add_argument("--max-connections", type=int, default=Limits.max_connections)
-    parser.add_argument(
         "--no-trace",
         action="store_true",
         help="write no trace.jsonl (it costs about two fifths of a heartbeat's CPU)",
     )
-    parser.add_argument(
-        "--connections-max-idle-ms",
-        type=int,
-        default=int(Limits.idle_s * 1000),
-        help="connections.max.idle.ms",
-    )
+    add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
-        config = GroupConfig(
-            initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-            min_session_timeout_ms=args.min_session_timeout_ms,
-            max_session_timeout_ms=args.max_session_timeout_ms,
-        )
-        limits = Limits(
-            args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000
-        )
+        settings = from_arguments(SINGLE, args)
         asyncio.run(
             serve(
                 args.host,
                 args.port,
                 args.data,
-                offsets_partitions=args.offsets_partitions,
+                settings,
                 advertised_host=args.advertised_host,
-                group_config=config,
-                limits=limits,
                 trace=not args.no_trace,
             )
         )
-    except (BrokerError, UsageError) as e:
+    except (BrokerError, SettingsError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,9 +1,9 @@
 """CreateTopics (19): topics with one replica on this broker.
 
 Errors follow Kafka: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION for a bad name,
-INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR for anything but 1
-(or -1, the broker default) on a one-broker cluster, INVALID_REQUEST for a name given
-twice, and, as KRaft's controller, POLICY_VIOLATION for the whole request when its new
+INVALID_PARTITIONS for a count below 1, INVALID_REPLICATION_FACTOR for a factor other than
+1 on a one-broker cluster (-1 is ``default.replication.factor``, as ``num.partitions`` stands
+for a count of -1), INVALID_REQUEST for a name given twice, and, as KRaft's controller, POLICY_VIOLATION for the whole request when its new
 topics would take more than 10,000 metadata records (one per topic and per partition).
 Not supported here, and refused rather than ignored: manual assignments
 (INVALID_REQUEST) and topic configs (INVALID_CONFIG; no retention, compaction or
@@ -38,7 +38,11 @@ def _check(ctx: BrokerContext, topic: Any, duplicated: bool) -> dict[str, Any]:
         "replication_factor": -1,
         "configs": None,
     }
-    partitions = ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+    defaults = ctx.topic_defaults
+    partitions = defaults.partitions if topic.num_partitions == -1 else topic.num_partitions
+    factor = (
+        defaults.replication_factor if topic.replication_factor == -1 else topic.replication_factor
+    )
     if duplicated:
         return {
             **answer,
@@ -72,11 +76,11 @@ def _check(ctx: BrokerContext, topic: Any, duplicated: bool) -> dict[str, Any]:
             "error_code": INVALID_PARTITIONS,
             "error_message": "Number of partitions must be larger than 0.",
         }
-    if topic.replication_factor not in (-1, 1):
+    if factor != 1:
         return {
             **answer,
             "error_code": INVALID_REPLICATION_FACTOR,
-            "error_message": f"Replication factor: {topic.replication_factor} larger than available brokers: 1.",
+            "error_message": f"Replication factor: {factor} larger than available brokers: 1.",
         }
     return {
         **answer,

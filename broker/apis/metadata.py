@@ -44,7 +44,14 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
         names = ctx.topics.names()
     else:
         names = [t.name for t in requested]
-    allow_create = getattr(body, "allow_auto_topic_creation", True) and ctx.auto_create_topics
+    defaults = ctx.topic_defaults
+    # As KRaft's broker: a topic it cannot create (default.replication.factor above 1) is
+    # unknown all the same.
+    allow_create = (
+        getattr(body, "allow_auto_topic_creation", True)
+        and defaults.auto_create
+        and defaults.replication_factor == 1
+    )
     topics = []
     for name in names:
         if name is None or topic_name_error(name):
@@ -59,7 +66,7 @@ async def handle(ctx: BrokerContext, client: Client, version: int, body: Any) ->
             continue
         if name not in ctx.topics:
             if allow_create:
-                ctx.topics.create(name, ctx.default_partitions)
+                ctx.topics.create(name, defaults.partitions)
             topics.append(
                 {
                     "error_code": UNKNOWN_TOPIC_OR_PARTITION,

@@ -36,6 +36,7 @@ from coordspec.broker.log.batches import InvalidBatch, check_single_batch
 from coordspec.broker.log.producers import SequenceError
 from coordspec.broker.log.timestamps import search_for_timestamp
 from coordspec.broker.log.topics import topic_name_error
+from coordspec.broker.settings import TopicDefaults
 from coordspec.broker.wire.protocol import response_class
 from coordspec.reference.failover.placement import OFFSETS_TOPIC, partition_for
 from coordspec.reference.replication.effects import ProduceFailed
@@ -64,7 +65,6 @@ NONE, OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, UNKNOWN_TOPIC_OR_PARTITION, LEADER_N
 ) = 36, 37, 38, 40, 42
 UNKNOWN_SERVER_ERROR = -1
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, INVALID_RECORD, FETCH_SESSION_ID_NOT_FOUND = 53, 87, 70
-MAX_REPLICATION_FACTOR = 3
 
 
 @dataclass
@@ -76,7 +76,7 @@ class ClusterContext:
     port: int
     node: ClusterNode
     view: PublishedView
-    default_partitions: int = 1  # num.partitions
+    topic_defaults: TopicDefaults
     # Set once the node has started and ``view`` is there. The broker listens before (peers
     # reach it while it starts); as Kafka's, it handles clients' requests only after.
     serving: asyncio.Event = field(default_factory=asyncio.Event)
@@ -167,7 +167,8 @@ async def metadata_handle(
         names = sorted(ctx.view.assignments)
     else:
         names = [t.name for t in requested]
-    allow_create = getattr(body, "allow_auto_topic_creation", True)
+    defaults = ctx.topic_defaults
+    allow_create = getattr(body, "allow_auto_topic_creation", True) and defaults.auto_create
     topics = []
     for name in names:
         if name is None or topic_name_error(name):
@@ -182,20 +183,17 @@ async def metadata_handle(
         elif name in ctx.view.assignments:
             topics.append(_topic_metadata(ctx, name))
         else:
-            assignment = _assignment(
-                ctx, ctx.default_partitions, min(MAX_REPLICATION_FACTOR, len(_live(ctx)))
-            )
-            if allow_create and assignment:
+            # As Kafka's broker on ZooKeeper: a topic it cannot place is INVALID_REPLICATION_FACTOR.
+            assignment = _assignment(ctx, defaults.partitions, defaults.replication_factor)
+            if not allow_create:
+                error = UNKNOWN_TOPIC_OR_PARTITION
+            elif assignment is None:
+                error = INVALID_REPLICATION_FACTOR
+            else:
+                error = LEADER_NOT_AVAILABLE
                 await asyncio.to_thread(ctx.node.create_topic, name, assignment)
             topics.append(
-                {
-                    "error_code": UNKNOWN_TOPIC_OR_PARTITION
-                    if not allow_create
-                    else LEADER_NOT_AVAILABLE,
-                    "name": name,
-                    "is_internal": False,
-                    "partitions": [],
-                }
+                {"error_code": error, "name": name, "is_internal": False, "partitions": []}
             )
     brokers = [
         {"node_id": b, "host": _address(ctx, b)[0], "port": _address(ctx, b)[1], "rack": None}
@@ -252,7 +250,7 @@ async def create_topics_handle(
     results = []
 
     def partitions_of(topic: Any) -> int:
-        return ctx.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+        return ctx.topic_defaults.partitions if topic.num_partitions == -1 else topic.num_partitions
 
     # As the single broker (KRaft's limit): a request for more than that many topics and
     # partitions is refused whole, before any assignment is built or written to ZooKeeper.
@@ -280,7 +278,7 @@ async def create_topics_handle(
         }
         partitions = partitions_of(topic)
         factor = (
-            min(MAX_REPLICATION_FACTOR, len(_live(ctx)))
+            ctx.topic_defaults.replication_factor
             if topic.replication_factor == -1
             else topic.replication_factor
         )

@@ -10,7 +10,8 @@ Each broker is ``python -m coordspec.broker.cluster.server`` in its own process,
 ``<data_dir>/broker-<id>/trace.jsonl`` (one run and one clock for the whole cluster:
 :meth:`Cluster.trace_files` together are the cluster's trace) and its stderr in
 ``<data_dir>/broker-<id>.stderr``. The ports are chosen before any broker starts, so every
-broker knows every address.
+broker knows every address. Every broker gets the same ``settings``, Kafka's broker
+settings by their Kafka names (:mod:`coordspec.broker.settings`), as ``--broker-config``.
 :meth:`Cluster.view` watches what ZooKeeper publishes (controller, leaders, ISRs).
 
 :func:`up` is ``coordspec cluster up``.
@@ -26,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Self
@@ -35,6 +36,16 @@ from kazoo.client import KazooClient
 from pydantic import ValidationError
 
 from coordspec.broker.cluster.published import PublishedView
+from coordspec.broker.settings import (
+    CLUSTER,
+    Given,
+    SettingsError,
+    as_arguments,
+    differences,
+    pairs,
+    read_file,
+    resolve,
+)
 from coordspec.broker.trace import TraceRun
 from coordspec.broker.zookeeper.process import (
     ZooKeeperUnavailable,
@@ -61,18 +72,21 @@ class Cluster:
         brokers: int = 3,
         *,
         zookeeper_connect: str | None = None,
-        offsets_partitions: int = 3,
+        settings: Mapping[str, object] | None = None,
         broker_args: tuple[str, ...] = (),
         start_timeout_s: float = 30.0,
     ) -> None:
         if brokers < 1:
             raise ClusterError(f"--brokers must be at least 1, got {brokers}")
-        if offsets_partitions < 1:
-            raise ClusterError(f"--offsets-partitions must be at least 1, got {offsets_partitions}")
+        given = [Given("--broker-config", k, str(v)) for k, v in (settings or {}).items()]
+        try:
+            self.settings = resolve(CLUSTER, given)
+        except SettingsError as e:
+            raise ClusterError(str(e)) from None
         self.data_dir = data_dir
         self.broker_ids = list(range(1, brokers + 1))
         self.zookeeper_connect = zookeeper_connect
-        self.offsets_partitions = offsets_partitions
+        self.offsets_partitions = int(self.settings["offsets.topic.num.partitions"])
         self.broker_args = broker_args
         self.start_timeout_s = start_timeout_s
         self.peers: dict[int, tuple[str, int]] = {}
@@ -164,8 +178,7 @@ class Cluster:
             self.zookeeper_connect,
             "--data",
             str(self.data_dir / f"broker-{broker_id}"),
-            "--offsets-partitions",
-            str(self.offsets_partitions),
+            *as_arguments(self.settings),
             "--trace-run",
             self.trace_run,
             "--trace-epoch-ms",
@@ -292,14 +305,23 @@ def up(
     brokers: int = 3,
     zookeeper_connect: str | None = None,
     data_dir: Path | None = None,
-    offsets_partitions: int = 3,
+    broker_config: Sequence[str] = (),
+    broker_config_file: Path | None = None,
     poll_s: float = 1.0,
     say=print,
 ) -> int:
     """``coordspec cluster up``: serve until Ctrl-C or SIGTERM, printing the bootstrap
-    address and each broker's state (with its pid: ``kill -9`` one to see a failover), and
-    the state again whenever it changes; a broker that exits is reported once and the rest
-    keep serving. Exit status: 0 when stopped by the user, 2 when it did not start."""
+    address, the settings that are not Kafka's defaults, and each broker's state (with its
+    pid: ``kill -9`` one to see a failover), and the state again whenever it changes; a
+    broker that exits is reported once and the rest keep serving. Every broker gets the
+    settings of ``broker_config_file`` with each ``broker_config`` KEY=VALUE over them.
+    Exit status: 0 when stopped by the user, 2 when it did not start."""
+    try:
+        given = read_file(broker_config_file) if broker_config_file else []
+        settings = resolve(CLUSTER, [*given, *pairs(broker_config)])
+    except SettingsError as e:
+        print(f"cluster up: {e}", file=sys.stderr)
+        return 2
     chosen, data_dir = data_dir, data_dir or Path(f"coordspec-cluster-{os.getpid()}")
     logging.getLogger("kazoo").setLevel(
         logging.CRITICAL
@@ -311,13 +333,15 @@ def up(
                 data_dir.resolve(),
                 brokers,
                 zookeeper_connect=zookeeper_connect,
-                offsets_partitions=offsets_partitions,
+                settings=settings,
             ) as cluster,
         ):
             say(
                 f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}"
             )
             say(f"bootstrap: {cluster.bootstrap}")
+            changed = differences(cluster.settings)
+            say(f"settings other than Kafka's defaults: {', '.join(changed) or 'none'}")
             traces = cluster.data_dir / "broker-*" / "trace.jsonl"
             say(
                 f"traces of the group protocol: {traces} (one run); to check them against the reference: "

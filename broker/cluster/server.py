@@ -5,16 +5,16 @@ registration in ZooKeeper carries no usable address, so brokers and clients are 
 
 Connections are served as the single broker serves them (:mod:`coordspec.broker.connections`,
 :mod:`coordspec.broker.wire.dispatch`): one request at a time, in order; a frame
-above ``--max-frame-bytes`` or a request that does not decode closes the connection.
+above ``socket.request.max.bytes`` or a request that does not decode closes the connection.
 Other brokers reach this one on the same port: the controller's LeaderAndIsr and
 StopReplica in their internal framing (:mod:`coordspec.broker.cluster.peer_wire`) and the followers'
 Fetches. A connection is a peer's when its first request is one of these (a Fetch whose
 ``replica_id`` names a broker of ``--peers``). As Kafka lets inter-broker connections past
-``max.connections``, only clients' connections count toward ``--max-connections``, and only
-theirs are closed after ``--connections-max-idle-ms`` without a byte (the controller's
+``max.connections``, only clients' connections count toward ``max.connections``, and only
+theirs are closed after ``connections.max.idle.ms`` without a byte (the controller's
 connection to a broker can be quiet for longer, and reconnecting would delay the next
 LeaderAndIsr). Connections that have not sent a whole request yet are a pool of their own,
-also bounded by ``--max-connections``, so clients at their limit do not keep a peer from
+also bounded by ``max.connections``, so clients at their limit do not keep a peer from
 connecting (silent connections can fill that pool until the idle time closes them).
 
 Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so its
@@ -49,11 +49,21 @@ from coordspec.broker.cluster.peer_wire import (
 )
 from coordspec.broker.connections import Connections, Limits
 from coordspec.broker.errors import BrokerError
+from coordspec.broker.settings import (
+    CLUSTER,
+    SettingsError,
+    TopicDefaults,
+    add_arguments,
+    from_arguments,
+    group_config_of,
+    help_table,
+    limits_of,
+    replication_config_of,
+    topic_defaults_of,
+)
 from coordspec.broker.wire.dispatch import respond
 from coordspec.broker.wire.protocol import Header, decode_request, peek_header
 from coordspec.reference.errors import UsageError
-from coordspec.reference.group import GroupConfig
-from coordspec.reference.replication.config import ReplicationConfig
 
 log = logging.getLogger("coordspec.broker.cluster")
 INVALID_REQUEST = 42
@@ -104,7 +114,10 @@ def _lock(data_dir: Path):
 
 
 async def serve(
-    config: NodeConfig, limits: Limits | None = None, stop: asyncio.Event | None = None
+    config: NodeConfig,
+    limits: Limits,
+    topic_defaults: TopicDefaults,
+    stop: asyncio.Event | None = None,
 ) -> None:
     lock = _lock(config.data_dir)
     host, port = config.peers[config.broker_id]
@@ -113,10 +126,11 @@ async def serve(
     except OSError as e:
         lock.close()
         raise ClusterBrokerError(f"trace {config.trace}: {e.strerror or e}") from None
-    ctx = ClusterContext(config.broker_id, host, port, node, None)  # the view comes with start()
+    # The view comes with start().
+    ctx = ClusterContext(config.broker_id, host, port, node, None, topic_defaults)
     connections = Connections(
         lambda peer, frame: respond(APIS, ctx, peer, frame, functools.partial(_internal, ctx)),
-        limits or Limits(),
+        limits,
         log,
         lambda first: _from_a_peer(first, config.peers),
     )
@@ -172,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m coordspec.broker.cluster.server",
         description="Serve one broker of a coordspec cluster.",
+        epilog=help_table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--id", type=int, required=True, help="broker.id")
     parser.add_argument(
@@ -184,31 +200,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--data", type=Path, required=True, help="data directory (one segment file per replica)"
-    )
-    parser.add_argument(
-        "--offsets-partitions", type=int, default=3, help="offsets.topic.num.partitions"
-    )
-    parser.add_argument("--min-insync-replicas", type=int, default=2, help="min.insync.replicas")
-    parser.add_argument(
-        "--replica-lag-time-max-ms", type=int, default=ReplicationConfig().replica_lag_time_max_ms
-    )
-    parser.add_argument(
-        "--zookeeper-session-timeout-ms",
-        type=int,
-        default=6000,
-        help="zookeeper.session.timeout.ms",
-    )
-    parser.add_argument(
-        "--initial-rebalance-delay-ms",
-        type=int,
-        default=3000,
-        help="group.initial.rebalance.delay.ms",
-    )
-    parser.add_argument(
-        "--min-session-timeout-ms",
-        type=int,
-        default=GroupConfig().min_session_timeout_ms,
-        help="group.min.session.timeout.ms",
     )
     parser.add_argument(
         "--trace",
@@ -230,54 +221,28 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)",
     )
-    parser.add_argument(
-        "--max-frame-bytes",
-        type=int,
-        default=Limits.max_frame_bytes,
-        help="socket.request.max.bytes",
-    )
-    parser.add_argument(
-        "--max-connections",
-        type=int,
-        default=Limits.max_connections,
-        help="max.connections (clients' only)",
-    )
-    parser.add_argument(
-        "--connections-max-idle-ms",
-        type=int,
-        default=int(Limits.idle_s * 1000),
-        help="connections.max.idle.ms (clients' only)",
-    )
+    add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         peers = parse_peers(args.peers)
         if args.id not in peers:
             raise ClusterBrokerError(f"--peers does not name broker {args.id}")
+        settings = from_arguments(CLUSTER, args)
         config = NodeConfig(
             args.id,
             peers,
             args.zookeeper,
             args.data,
-            args.offsets_partitions,
-            ReplicationConfig(
-                min_insync_replicas=args.min_insync_replicas,
-                replica_lag_time_max_ms=args.replica_lag_time_max_ms,
-                zookeeper_session_timeout_ms=args.zookeeper_session_timeout_ms,
-            ),
-            GroupConfig(
-                initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                min_session_timeout_ms=args.min_session_timeout_ms,
-            ),
+            int(settings["offsets.topic.num.partitions"]),
+            replication_config_of(settings),
+            group_config_of(settings),
             trace=None if args.no_trace else args.trace or args.data / "trace.jsonl",
             trace_run=args.trace_run or f"cluster@{args.zookeeper}",
             trace_epoch_ms=args.trace_epoch_ms,
         )
-        limits = Limits(
-            args.max_frame_bytes, args.max_connections, args.connections_max_idle_ms / 1000
-        )
-        asyncio.run(serve(config, limits))
-    except (ClusterBrokerError, BrokerError, UsageError) as e:
+        asyncio.run(serve(config, limits_of(settings), topic_defaults_of(settings)))
+    except (ClusterBrokerError, BrokerError, SettingsError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -39,11 +39,21 @@ def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
         metavar="HOST:PORT[/CHROOT]",
         help="an existing ZooKeeper to use instead of starting one",
     )
+    # As coordspec.broker.settings.add_arguments, which this module does not import to build
+    # the parser (every command would pay for importing broker/).
     cluster_up.add_argument(
-        "--offsets-partitions",
-        type=int,
-        default=3,
-        help="__consumer_offsets partitions (default 3)",
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker setting by its Kafka name, for every broker (repeatable; over "
+        "--broker-config-file); the settings and their defaults: coordspec broker --help",
+    )
+    cluster_up.add_argument(
+        "--broker-config-file",
+        type=Path,
+        metavar="FILE",
+        help="Kafka broker settings as a Java properties file (as Kafka's server.properties)",
     )
     cluster_up.add_argument(
         "--data", type=Path, help="data directory (default: ./coordspec-cluster-<pid>)"
@@ -77,7 +87,14 @@ def _say(line: str) -> None:
 def run_cluster_up(args: argparse.Namespace) -> int:
     from coordspec.broker.cluster.launcher import up
 
-    return up(args.brokers, args.zookeeper, args.data, args.offsets_partitions, say=_say)
+    return up(
+        args.brokers,
+        args.zookeeper,
+        args.data,
+        args.broker_config,
+        args.broker_config_file,
+        say=_say,
+    )
 
 
 def run_zookeeper_up(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
 from coordspec.reference.replication.znodes import TopicPartition
 
 BROKERS = 3
-BROKER_ARGS = ("--initial-rebalance-delay-ms", "0", "--zookeeper-session-timeout-ms", "4000")
+SETTINGS = {"group.initial.rebalance.delay.ms": 0, "zookeeper.session.timeout.ms": 4000}
 # The consumers' group session: heartbeats every 300 ms, so a member that stops heartbeating
 # is noticed within seconds, while a loaded machine does not expire a live member.
 SESSION_TIMEOUT_MS = 6000
@@ -50,7 +50,7 @@ def cluster_fixture(
             data_dir,
             BROKERS,
             zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}",
-            broker_args=BROKER_ARGS,
+            settings=SETTINGS,
         ) as started:
             yield started
     except ClusterError as e:

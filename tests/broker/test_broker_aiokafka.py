@@ -20,7 +20,7 @@ from coordspec.conformance.tracecheck.replay import Settings
 
 pytestmark = pytest.mark.wire
 
-BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
+BROKER_ARGS = ("--broker-config", "group.initial.rebalance.delay.ms=0")
 PARTITIONS = 4
 RECORDS = 40
 

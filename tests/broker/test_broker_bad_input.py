@@ -43,16 +43,13 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     data = tmp_path_factory.mktemp("broker")
     # Short sessions bound how long a mutated JoinGroup or SyncGroup can stay parked behind
     # members that earlier examples left in a group (they expire within a session).
-    args = (
-        "--initial-rebalance-delay-ms",
-        "0",
-        "--max-frame-bytes",
-        str(MAX_FRAME),
-        "--min-session-timeout-ms",
-        "10",
-        "--max-session-timeout-ms",
-        "2000",
+    settings = (
+        "group.initial.rebalance.delay.ms=0",
+        f"socket.request.max.bytes={MAX_FRAME}",
+        "group.min.session.timeout.ms=10",
+        "group.max.session.timeout.ms=2000",
     )
+    args = [arg for setting in settings for arg in ("--broker-config", setting)]
     with BrokerProcess(data, *args) as process:
         yield process
         assert process.alive(), "the broker died"

@@ -9,11 +9,12 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from coordspec.broker.testing import BrokerProcess
+from coordspec.broker.testing import BrokerProcess, Connection
 
 pytestmark = pytest.mark.wire
 
@@ -64,15 +65,84 @@ def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        (("--min-session-timeout-ms", "-1"), "error: GroupConfig.min_session_timeout_ms"),
-        (("--max-frame-bytes", "4"), "error: limits must be positive"),
+        (
+            "group.min.session.timeout.ms=-1",
+            "--broker-config group.min.session.timeout.ms: expected an integer >= 0, got '-1'",
+        ),
+        (
+            "socket.request.max.bytes=4",
+            "--broker-config socket.request.max.bytes: expected an integer >= 8, got '4'",
+        ),
+        (
+            "min.insync.replicas=2",
+            (
+                "--broker-config min.insync.replicas: not honoured by coordspec broker "
+                "(one broker, one replica)"
+            ),
+        ),
+        (
+            "log.dirs=/tmp",
+            (
+                "--broker-config log.dirs: not a broker setting coordspec honours "
+                "(coordspec broker --help lists them)"
+            ),
+        ),
     ],
-    ids=["session", "frame"],
+    ids=["session", "frame", "cluster-only", "unknown"],
 )
-def test_a_bad_setting_is_one_line(tmp_path: Path, setting: tuple[str, str], message: str) -> None:
-    result = run_server("--port", "0", "--data", str(tmp_path), *setting)
+def test_a_bad_setting_is_one_line(tmp_path: Path, setting: str, message: str) -> None:
+    result = run_server("--port", "0", "--data", str(tmp_path), "--broker-config", setting)
     assert result.returncode == 1
-    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(message)
+    assert result.stderr.splitlines() == [f"error: {message}"]
+
+
+def test_a_bad_line_of_the_settings_file_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("# as Kafka's\nnum.partitions=2\nauto.create.topics.enable=maybe\n")
+    result = run_server("--port", "0", "--data", str(tmp_path), "--broker-config-file", str(config))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        (
+            f"error: --broker-config-file {config}:3 auto.create.topics.enable: "
+            "expected true or false, got 'maybe'"
+        )
+    ]
+
+
+def metadata(connection: Connection, topic: str) -> Any:
+    ask = {"topics": [{"name": topic}], "allow_auto_topic_creation": True}
+    return connection.request(3, 12, ask).topics[0]
+
+
+def create_with_defaults(connection: Connection, topic: str) -> Any:
+    """CreateTopics with -1 partitions and -1 replicas: the broker's defaults."""
+    ask = {"name": topic, "num_partitions": -1, "replication_factor": -1}
+    return connection.request(19, 7, {"topics": [ask], "timeout": 10_000}).topics[0]
+
+
+def test_num_partitions_and_default_replication_factor_make_the_topics(tmp_path: Path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text("num.partitions=3\ndefault.replication.factor=2\n")
+    # The flag's factor of 1 goes over the file's 2, which one broker could not place.
+    flag = ("--broker-config", "default.replication.factor=1")
+    with BrokerProcess(tmp_path / "one", "--broker-config-file", str(config), *flag) as broker:
+        connection = Connection(broker.host, broker.port)
+        metadata(connection, "auto")  # created for the next request, as Kafka 4's broker
+        auto = metadata(connection, "auto")
+        assert auto.error_code == 0
+        assert [p.replica_nodes for p in auto.partitions] == [(1,), (1,), (1,)]
+        made = create_with_defaults(connection, "made")
+        assert (made.error_code, made.num_partitions, made.replication_factor) == (0, 3, 1)
+        connection.close()
+    with BrokerProcess(tmp_path / "two", "--broker-config-file", str(config)) as broker:
+        connection = Connection(broker.host, broker.port)
+        refused = create_with_defaults(connection, "made")
+        assert (refused.error_code, refused.error_message) == (
+            38,  # INVALID_REPLICATION_FACTOR
+            "Replication factor: 2 larger than available brokers: 1.",
+        )
+        assert [metadata(connection, "auto").error_code for _ in range(2)] == [3, 3]
+        connection.close()
 
 
 def test_a_wildcard_listener_advertises_a_dialable_address(tmp_path: Path) -> None:

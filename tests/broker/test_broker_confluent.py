@@ -29,7 +29,7 @@ from coordspec.reference.group.json_values import decode_request, decode_respons
 
 pytestmark = pytest.mark.wire
 
-BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
+BROKER_ARGS = ("--broker-config", "group.initial.rebalance.delay.ms=0")
 PARTITIONS = 4
 RECORDS = 40
 

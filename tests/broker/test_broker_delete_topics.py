@@ -20,7 +20,7 @@ from coordspec.broker.wire.fuzz import record_batch
 
 pytestmark = pytest.mark.wire
 
-BROKER_ARGS = ("--initial-rebalance-delay-ms", "0")
+BROKER_ARGS = ("--broker-config", "group.initial.rebalance.delay.ms=0")
 UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, INVALID_REQUEST = 3, 29, 42
 UNKNOWN_TOPIC_ID = 100
 

@@ -24,7 +24,11 @@ pytestmark = pytest.mark.wire
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     with BrokerProcess(
-        tmp_path / "data", "--max-connections", "2", "--connections-max-idle-ms", "500"
+        tmp_path / "data",
+        "--broker-config",
+        "max.connections=2",
+        "--broker-config",
+        "connections.max.idle.ms=500",
     ) as process:
         yield process
 

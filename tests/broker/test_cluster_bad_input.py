@@ -23,7 +23,7 @@ import kio.index
 import pytest
 import raw_frames
 from cluster_fixtures import (  # noqa: F401 - a pytest fixture
-    BROKER_ARGS,
+    SETTINGS,
     assert_no_errors,
     wait_for,
     wait_replicated,
@@ -54,20 +54,17 @@ TOPIC = "bad-input"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, zookeeper_connect: str) -> Iterator[Cluster]:
     data_dir = tmp_path_factory.mktemp("cluster")
-    limits = (
-        "--max-frame-bytes",
-        str(MAX_FRAME),
-        "--max-connections",
-        str(MAX_CONNECTIONS),
-        "--connections-max-idle-ms",
-        str(IDLE_MS),
-    )
+    limits = {
+        "socket.request.max.bytes": MAX_FRAME,
+        "max.connections": MAX_CONNECTIONS,
+        "connections.max.idle.ms": IDLE_MS,
+    }
     try:
         with Cluster(
             data_dir,
             3,
             zookeeper_connect=f"{zookeeper_connect}/{data_dir.name}",
-            broker_args=(*BROKER_ARGS, *limits),
+            settings={**SETTINGS, **limits},
         ) as started:
             with contextlib.closing(
                 Connection(*started.peers[1], timeout_s=ANSWER_TIMEOUT_S)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
+from cluster_fixtures import SETTINGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.wire]
 PARTITIONS = 3
 TOPIC = "payments"
 GROUP = "failover-group"
-TRACE_SETTINGS = Settings(config={"initial_rebalance_delay_ms": 0})  # BROKER_ARGS' group setting
+TRACE_SETTINGS = Settings(config={"initial_rebalance_delay_ms": 0})  # SETTINGS' group setting
 
 
 def check(*paths: Path) -> Findings:
@@ -180,7 +180,7 @@ def test_kill_coordinator_while_consuming(tmp_path: Path, zookeeper_connect: str
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(60)])
@@ -266,7 +266,7 @@ def test_kill_coordinator_in_the_middle_of_a_rebalance(
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(30)])
@@ -343,7 +343,7 @@ def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         old = cluster.controller()
@@ -361,7 +361,7 @@ def test_kill_controller(tmp_path: Path, zookeeper_connect: str) -> None:
             "leaders and ISRs without the dead broker",
             20,
         )
-        # And the cluster still takes writes with acks=all (min.insync.replicas 2 of the 2 left).
+        # And the cluster still takes writes with acks=all (from the ISR of the 2 left).
         produce(cluster.bootstrap, TOPIC, [f"after-{i}" for i in range(6)])
         # And serves groups: one consumes what was written, on whichever broker coordinates it now.
         consume_as_a_group(cluster.bootstrap, TOPIC, GROUP, 6)
@@ -376,7 +376,7 @@ def test_restarted_broker_catches_up(tmp_path: Path, zookeeper_connect: str) -> 
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"before-{i}" for i in range(30)])

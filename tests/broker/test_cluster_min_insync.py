@@ -1,4 +1,5 @@
-"""Produce with acks=all respects min.insync.replicas (2 here) on a 3-broker cluster: with
+"""Produce with acks=all respects min.insync.replicas (2 here, given as the cluster's
+``--broker-config``; Kafka's default is 1) on a 3-broker cluster: with
 two brokers killed the leader's ISR is itself alone and the produce is refused with
 NOT_ENOUGH_REPLICAS, while acks=1 is acknowledged (Kafka checks min.insync.replicas for
 acks=all only); once one broker is back in the ISR the acks=all produce is acknowledged."""
@@ -9,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
+from cluster_fixtures import SETTINGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from test_cluster_failover import assert_no_errors, create_topic
 from test_cluster_zombie import produce_to
 
@@ -27,7 +28,7 @@ def test_acks_all_needs_min_insync_replicas(tmp_path: Path, zookeeper_connect: s
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings={**SETTINGS, "min.insync.replicas": 2},
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, 1)
         tp = TopicPartition(TOPIC, 0)

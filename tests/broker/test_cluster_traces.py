@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
+from cluster_fixtures import SETTINGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from test_cluster_failover import (
     PARTITIONS,
     assert_traces_replay,
@@ -50,7 +50,7 @@ def test_a_planted_wrong_answer_is_reported(tmp_path: Path, zookeeper_connect: s
         tmp_path / "cluster",
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(12)])
@@ -151,7 +151,7 @@ def test_a_cluster_started_again_keeps_its_run(tmp_path: Path, zookeeper_connect
             tmp_path / "cluster",
             3,
             zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-            broker_args=BROKER_ARGS,
+            settings=SETTINGS,
         ) as cluster:
             if first:
                 create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
@@ -174,7 +174,8 @@ def test_no_trace(tmp_path: Path, zookeeper_connect: str) -> None:
         tmp_path / "cluster",
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=(*BROKER_ARGS, "--no-trace"),
+        settings=SETTINGS,
+        broker_args=("--no-trace",),
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"value-{i}" for i in range(3)])

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 import pytest
-from cluster_fixtures import BROKER_ARGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
+from cluster_fixtures import SETTINGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
 from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as ConfluentPartition
 from kio.records.schema import NewRecordBatch, Record
@@ -146,9 +146,9 @@ def last_member(trace: Path, group: str) -> tuple[str, int]:
 def test_paused_leader_whose_session_expired_writes_nothing(
     tmp_path: Path, zookeeper_connect: str
 ) -> None:
-    args = (*BROKER_ARGS, "--replica-lag-time-max-ms", "2000")
+    settings = {**SETTINGS, "replica.lag.time.max.ms": 2000}
     with Cluster(
-        tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", broker_args=args
+        tmp_path, 3, zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}", settings=settings
     ) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         produce(cluster.bootstrap, TOPIC, [f"before-{i}" for i in range(9)])
@@ -206,7 +206,7 @@ def test_paused_coordinator_resumes_as_a_zombie(tmp_path: Path, zookeeper_connec
         tmp_path,
         3,
         zookeeper_connect=f"{zookeeper_connect}/{tmp_path.name}",
-        broker_args=BROKER_ARGS,
+        settings=SETTINGS,
     ) as cluster:
         group = next(
             g

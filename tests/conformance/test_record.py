@@ -126,7 +126,9 @@ def test_confluent_kafka_behind_the_proxy_against_librdkafkas_mock_cluster(tmp_p
 
 def test_kafka_python_behind_the_proxy_against_the_project_broker_passes_the_trace_check(tmp_path):
     trace = tmp_path / "broker.jsonl"
-    with BrokerProcess(tmp_path / "data", "--initial-rebalance-delay-ms", "0") as broker:
+    with BrokerProcess(
+        tmp_path / "data", "--broker-config", "group.initial.rebalance.delay.ms=0"
+    ) as broker:
         behind = ProxyThread(broker.bootstrap, trace)
         try:
             admin = KafkaAdminClient(bootstrap_servers=behind.bootstrap)
