@@ -1,0 +1,336 @@
+"""librdkafka's own consumer-group tests against `coordspec cluster up`: the peer suite.
+
+    .venv/bin/python benchmarks/librdkafka_peer.py [--work DIR] [--tests 0089,0091] [--bound-s 300]
+
+A client's test suite, written by people who never saw this broker, is the strongest check
+it can face. This script:
+
+1. obtains librdkafka's source from Debian's source package (`apt-get source librdkafka`,
+   2.0.2 in bookworm) through a private deb-src list and apt state under DIR: nothing on
+   the system changes;
+2. builds the library and its C test runner without optional features (no SSL, SASL, zstd,
+   curl), with -j2 (about 3 minutes on 2 cores);
+3. picks the consumer-group tests: the numbered tests that need a broker (not TEST_F_LOCAL,
+   not marked as known issues) whose source joins a group, commits or fetches offsets
+   through the coordinator, or lists, describes or deletes groups;
+4. starts `coordspec cluster up` (3 brokers on a real ZooKeeper) with the broker settings
+   librdkafka's tests expect: its `tests/scenarios/default.json` asks for
+   `num.partitions=4` and `default.replication.factor=3`, with auto-created topics
+   (the trivup harness it uses sets nothing else that the project honours);
+5. runs each test number alone (`TESTS=00NN test-runner -L`), bounded by --bound-s, and
+   prints a table: test -> passed / failed / not applicable, its time, and the first
+   failing line.
+
+A test that fails only because it needs something the project does not serve is shown
+as "n/a" with what it needs (NOT_SERVED below); the share passing is counted over the rest.
+A failure that is a bug of librdkafka 2.0.2, fixed in a later release, stays a failure and
+is named (CLIENT_BUGS).
+Rerun with --work DIR to reuse the build. Ctrl-C stops the test and the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+VERSION = "2.0.2"
+SOURCES = (
+    "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+    "http://deb.debian.org/debian bookworm main\n"
+)
+CONFIGURE = ("--disable-ssl", "--disable-gssapi", "--disable-sasl", "--disable-zstd")
+CONFIGURE += ("--disable-lz4-ext", "--disable-curl")
+# librdkafka's tests/scenarios/default.json, by Kafka's names.
+BROKER_CONFIG = ("num.partitions=4", "default.replication.factor=3")
+# Kafka version the runner assumes: it skips tests for newer brokers. The cluster is
+# ZooKeeper-era Kafka; 3.9 is the last release with ZooKeeper mode.
+KAFKA_VERSION = "3.9.0"
+
+# A group test's source does one of these through the coordinator.
+GROUP_USE = re.compile(
+    r"subscribe\(|rd_kafka_commit\b|commitSync|commitAsync|committed\("
+    r"|list_groups|ConsumerGroup|DeleteGroups"
+)
+# Tests that need what the project does not serve: test -> (what, a pattern of the run's
+# output that shows it). A failure whose output does not show it counts as a failure.
+NOT_SERVED: dict[str, tuple[str, str]] = {
+    "0081": (
+        (
+            "the admin APIs the project does not serve (CreateTopics with replica assignments "
+            "or topic configs, the ACL APIs, DescribeConfigs, AlterConfigs, DeleteRecords)"
+        ),
+        r"manual assignments are not supported|topic configs are not supported|UNSUPPORTED",
+    ),
+    "0103": (
+        (
+            "a transaction coordinator (FindCoordinator for transactional ids, AddPartitionsToTxn, "
+            "EndTxn, TxnOffsetCommit)"
+        ),
+        r"no transaction coordinator",
+    ),
+    "0109": ("ACLs, set with Apache Kafka's kafka-acls.sh (KAFKA_PATH)", r"KAFKA_PATH must be set"),
+    "0119": ("ACLs, set with Apache Kafka's kafka-acls.sh (KAFKA_PATH)", r"KAFKA_PATH must be set"),
+}
+# Failures of librdkafka 2.0.2 itself, fixed in later releases: test -> (the fix, a pattern
+# of the run's output). They stay failures in the count; the table says why.
+CLIENT_BUGS: dict[str, tuple[str, str]] = {
+    "0113": (
+        (
+            "librdkafka 2.0.2 hangs in rd_kafka_destroy() after a consumed topic is deleted "
+            "(fixed in 2.1.0 and 2.6.1, #4724)"
+        ),
+        r"h_delete_topic:\d+\) timed out",
+    ),
+    "0137": (
+        (
+            "librdkafka 2.0.x batch consume returns outdated messages when a seek runs in "
+            "parallel (a known issue of 2.0.0, fixed in 2.1.0)"
+        ),
+        r"consumed \d+ messages, expected \d+",
+    ),
+}
+
+
+@dataclass
+class Result:
+    test: str
+    outcome: str  # passed, failed, n/a, timeout
+    seconds: float
+    line: str  # the first failing line, or why not applicable
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(cmd: list[str], cwd: Path, log: Path, **kwargs) -> None:
+    with log.open("w") as out:
+        done = subprocess.run(
+            cmd, check=False, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, **kwargs
+        )
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise SystemExit(f"error: {' '.join(cmd)} failed in {cwd} (log {log}): {' | '.join(tail)}")
+
+
+def obtain(work: Path) -> Path:
+    """Debian's librdkafka source, unpacked under ``work``."""
+    tree = work / f"librdkafka-{VERSION}"
+    if (tree / "configure").exists():
+        return tree
+    apt = work / "apt"
+    (apt / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
+    (apt / "sources.list").write_text(SOURCES)
+    options = [
+        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
+        "-oDir::Etc::SourceParts=/dev/null",
+        f"-oDir::State::Lists={apt / 'lists'}",
+        f"-oDir::Cache={apt / 'cache'}",
+    ]
+    say("source: apt-get source librdkafka (private deb-src list)")
+    run(["apt-get", *options, "update"], work, work / "apt-update.log")
+    run(
+        ["apt-get", *options, "source", "--download-only", f"librdkafka={VERSION}-1"],
+        work,
+        work / "apt-source.log",
+    )
+    run(["tar", "xzf", f"librdkafka_{VERSION}.orig.tar.gz"], work, work / "untar.log")
+    return tree
+
+
+def build(tree: Path) -> Path:
+    runner = tree / "tests" / "test-runner"
+    if runner.exists():
+        say(f"build: reusing {runner}")
+        return runner
+    say("build: configure, the library and the test runner (a few minutes)")
+    run(["./configure", *CONFIGURE], tree, tree / "coordspec-configure.log")
+    run(["make", "-j2", "libs"], tree, tree / "coordspec-make.log")
+    run(["make", "-j2", "test-runner"], tree / "tests", tree / "coordspec-make-tests.log")
+    return runner
+
+
+def group_tests(tree: Path) -> list[str]:
+    """The numbers of the consumer-group tests (see the module's docstring)."""
+    tests = tree / "tests"
+    source = (tests / "test.c").read_text()
+    table = source[source.index("struct test tests[] = {") :]
+    table = table[: table.index("\n};")]
+    files = {p.name[:4]: p for p in [*tests.glob("0*.c"), *tests.glob("0*.cpp")]}
+    chosen = []
+    for name, flags in re.findall(r"_TEST\(\s*(\w+)\s*,\s*([^,)]*)", table):
+        number = name[:4]
+        if "LOCAL" in flags or re.search(r"KNOWN_ISSUE\b", flags) or number not in files:
+            continue
+        if number not in chosen and GROUP_USE.search(files[number].read_text(errors="replace")):
+            chosen.append(number)
+    return chosen
+
+
+@contextlib.contextmanager
+def cluster_up(data: Path, settings: list[str]):
+    """``coordspec cluster up`` in its own process group; yields the bootstrap address."""
+    cmd = [sys.executable, "-m", "coordspec.conformance.cli", "cluster", "up", "--brokers", "3"]
+    cmd += ["--data", str(data)]
+    for setting in settings:
+        cmd += ["--broker-config", setting]
+    log = data.parent / "cluster-up.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=out, text=True, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 120
+        bootstrap = None
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("bootstrap: "):
+                bootstrap = line.split(": ", 1)[1].strip()
+                break
+            if time.monotonic() > deadline:
+                break
+        if bootstrap is None:
+            raise SystemExit(f"error: coordspec cluster up did not start; see {log}")
+        say(f"cluster: {' '.join(cmd[1:])}")
+        say(f"cluster: bootstrap {bootstrap}")
+        yield bootstrap
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def first_failure(output: str) -> str:
+    """``<test> failed at <file:line:function>: <reason>``, from the runner's first failure."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in output.splitlines()]
+    for i, line in enumerate(lines):
+        if found := re.search(r'### Test "(.*)" failed at (\S+) at ', line):
+            reason = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            return f"{found[1]} failed at {found[2]}: {reason}"[:300]
+    return next((line.strip()[:300] for line in lines if "FAIL" in line), "")
+
+
+def run_test(runner: Path, number: str, conf: Path, bound_s: float, logs: Path) -> Result:
+    env = dict(os.environ, TESTS=number, RDKAFKA_TEST_CONF=str(conf))
+    env["LD_LIBRARY_PATH"] = f"{runner.parent.parent / 'src'}:{runner.parent.parent / 'src-cpp'}"
+    env["TEST_KAFKA_VERSION"] = KAFKA_VERSION
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [str(runner), "-L"],
+        cwd=runner.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=bound_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        timed_out = True
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    seconds = time.monotonic() - started
+    (logs / f"{number}.log").write_text(output)
+    states = re.findall(r"Test (\w+) (PASSED|FAILED|SKIPPED) =", output)
+    if timed_out:
+        outcome, line = "timeout", f"still running after {bound_s:.0f} s; " + first_failure(output)
+    elif process.returncode == 0 and states and all(s == "SKIPPED" for _, s in states):
+        skipped = re.findall(r"SKIPPING TEST: (.*)|skipping[: ]+(.*)", output, re.IGNORECASE)
+        outcome, line = "n/a", next((a or b for a, b in skipped), "skipped by the runner")
+    elif process.returncode == 0:
+        outcome, line = "passed", ""
+    else:
+        outcome, line = "failed", first_failure(output) or f"exit status {process.returncode}"
+    if outcome in ("failed", "timeout") and number in NOT_SERVED:
+        needs, evidence = NOT_SERVED[number]
+        if re.search(evidence, output):
+            outcome, line = "n/a", f"needs {needs}: {line}"
+    if outcome in ("failed", "timeout") and number in CLIENT_BUGS:
+        bug, evidence = CLIENT_BUGS[number]
+        if re.search(evidence, output):
+            line = f"{bug}: {line}"
+    return Result(number, outcome, seconds, line)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--work", type=Path, help="where to build and keep logs (default: a temp dir)"
+    )
+    parser.add_argument("--tests", help="comma-separated test numbers (default: every group test)")
+    parser.add_argument(
+        "--bound-s", type=float, default=300, help="each test's bound (default 300)"
+    )
+    parser.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more broker settings for cluster up (after the ones librdkafka's tests expect)",
+    )
+    args = parser.parse_args()
+    work = (args.work or Path(tempfile.mkdtemp(prefix="librdkafka-peer-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        runner = build(obtain(work))
+        numbers = group_tests(runner.parent.parent)
+        if args.tests:
+            wanted = args.tests.split(",")
+            unknown = sorted(set(wanted) - set(numbers))
+            if unknown:
+                raise SystemExit(f"error: --tests: not a group test: {', '.join(unknown)}")
+            numbers = [n for n in numbers if n in wanted]
+        say(f"tests: {len(numbers)} consumer-group tests: {' '.join(numbers)}")
+        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=work))
+        logs = run_dir / "logs"
+        logs.mkdir()
+        results: list[Result] = []
+        with cluster_up(run_dir / "cluster", [*BROKER_CONFIG, *args.broker_config]) as bootstrap:
+            conf = run_dir / "test.conf"
+            conf.write_text(f"metadata.broker.list={bootstrap}\n")
+            for number in numbers:
+                result = run_test(runner, number, conf, args.bound_s, logs)
+                results.append(result)
+                say(f"  {number}  {result.outcome:8} {result.seconds:6.1f} s  {result.line}")
+    except KeyboardInterrupt:
+        say("stopped")
+        return 130
+    counted = [r for r in results if r.outcome != "n/a"]
+    passed = sum(r.outcome == "passed" for r in counted)
+    say("")
+    say("| test | outcome | time | first failing line / why not applicable |")
+    say("|---|---|---|---|")
+    for r in results:
+        say(f"| {r.test} | {r.outcome} | {r.seconds:.0f} s | {r.line.replace('|', '/')} |")
+    share = 100 * passed / len(counted) if counted else 0.0
+    say("")
+    say(
+        f"{passed} of {len(counted)} applicable consumer-group tests passed ({share:.0f}%); "
+        f"{len(results) - len(counted)} not applicable; logs in {logs}"
+    )
+    return 0 if passed == len(counted) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
