@@ -3,11 +3,12 @@
 Group API versions are the ones the reference models. The others are the ones the
 handlers implement: Produce from v3 (record batches v2; librdkafka fetches only when
 Produce v3+ is advertised) to v9, Fetch v4-v12 (no topic ids, so Metadata stops at v12),
-ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7 and DeleteTopics
-v1-v6 (kio's ranges), InitProducerId v0-v4 for idempotent producers (v5 only changes
-transactional errors). No transaction API is served (AddPartitionsToTxn, AddOffsetsToTxn,
-EndTxn, WriteTxnMarkers, TxnOffsetCommit, DescribeTransactions, ListTransactions): there
-is no transaction coordinator, and FindCoordinator refuses a transactional id.
+ListOffsets v1-v6 (v7 adds the max-timestamp query), CreateTopics v2-v7, DeleteTopics
+v1-v6 and CreatePartitions v0-v3 (kio's ranges), InitProducerId v0-v4 for idempotent
+producers (v5 only changes transactional errors). No transaction API is served
+(AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, TxnOffsetCommit,
+DescribeTransactions, ListTransactions): there is no transaction coordinator, and
+FindCoordinator refuses a transactional id.
 
 The cluster serves the same APIs at the same versions: its table is this one with its
 own handlers for the APIs that are not the group coordinator's (:func:`with_handlers`).
@@ -23,6 +24,7 @@ from typing import Any
 
 from coordspec.broker.apis import (
     api_versions,
+    create_partitions,
     create_topics,
     delete_topics,
     fetch,
@@ -94,6 +96,7 @@ APIS: dict[int, Api] = _with_api_versions(
         19: Api("CreateTopics", range(2, 8), create_topics.handle),
         20: Api("DeleteTopics", range(1, 7), delete_topics.handle),
         22: Api("InitProducerId", range(5), init_producer_id.handle),
+        37: Api("CreatePartitions", range(4), create_partitions.handle),
         **GROUP_APIS,
     }
 )

@@ -24,7 +24,7 @@ from coordspec.broker.apis.find_coordinator import (
     no_coordinator,
 )
 from coordspec.broker.apis.registry import Api, with_handlers
-from coordspec.broker.cluster import delete_topics
+from coordspec.broker.cluster import create_partitions, delete_topics
 from coordspec.broker.cluster.node import ClusterNode
 from coordspec.broker.cluster.peer_wire import ERROR_CODES
 from coordspec.broker.cluster.producer_ids import ProducerIds, ProducerIdsUnavailable
@@ -579,5 +579,6 @@ APIS: dict[int, Api] = with_handlers(
         19: create_topics_handle,
         20: delete_topics.handle,
         22: init_producer_id_handle,
+        37: create_partitions.handle,
     },
 )

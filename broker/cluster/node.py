@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError
 
 from coordspec.broker.cluster.group_trace import GroupTrace
 from coordspec.broker.cluster.peer_wire import ERROR_CODES, ERROR_NAMES, PeerConnection, PeerError
@@ -257,6 +257,37 @@ class ClusterNode:
         except KazooException as e:
             return f"ZooKeeper did not create the topic: {type(e).__name__}"
         return True
+
+    def grow_topic(
+        self, topic: str, grow: Callable[[TopicAssignment], TopicAssignment], write: bool
+    ) -> bool | str:
+        """AdminZkClient.createPartitionsWithAssignment: the topic's assignment replaced by
+        ``grow`` of it (which raises to refuse), by a setData on the version read (read and
+        grown again if another write came first); the controller's data watch does the
+        rest. True; False if the topic does not exist; or what ZooKeeper said instead."""
+        assert self.view is not None
+        path = topic_path(topic)
+        try:
+            while True:
+                if self.view.client.exists(path) is None:
+                    return False
+                data, stat = self.view.client.get(path)
+                grown = grow(TopicAssignment.decode(path, data))
+                if not write:
+                    return True
+                with contextlib.suppress(BadVersionError):
+                    self.view.client.set(path, grown.encode(), version=stat.version)
+                    return True
+        except KazooException as e:
+            return f"ZooKeeper did not take the new partitions: {type(e).__name__}"
+
+    def queued_for_deletion(self, topic: str) -> bool:
+        """Marked under /admin/delete_topics (False too if ZooKeeper cannot say: the write
+        that follows reports it)."""
+        assert self.view is not None
+        with contextlib.suppress(KazooException):
+            return self.view.client.exists(delete_topic_path(topic)) is not None
+        return False
 
     def mark_for_deletion(self, topic: str) -> bool | str:
         """Kafka's AdminZkClient.deleteTopic: /admin/delete_topics/<topic> (the controller's

@@ -84,6 +84,11 @@ class TopicStore:
         self._save()
         return entry
 
+    def grow(self, topic: str, partitions: int) -> None:
+        """More partitions for ``topic``; their logs start empty on first use."""
+        self._topics[topic] = self._topics[topic].model_copy(update={"partitions": partitions})
+        self._save()
+
     def delete(self, topic: str) -> None:
         """The topic and its partition logs. The logs go first: a crash in between leaves
         the topic with empty logs, never a later topic of that name with the old records."""

@@ -150,6 +150,15 @@ def seeds(group: str) -> list[bytes]:
                 "timeout": 1000,
             },
         ),
+        (
+            37,
+            3,
+            {
+                "topics": [{"name": "fuzz-topic", "count": 2, "assignments": None}],
+                "timeout": 1000,
+                "validate_only": True,
+            },
+        ),
     ]
     return [
         encode_request(key, version, values, correlation_id=7, client_id="fuzz")[4:]

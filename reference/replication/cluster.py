@@ -348,6 +348,24 @@ class Cluster:
         self._admin(Create(delete_topic_path(topic)), f"delete_topic {topic!r}")
         return self._checked([])
 
+    def add_partitions(self, topic: str, replicas: list[tuple[int, ...]]) -> list[Notice]:
+        """CreatePartitions (ISR-20): partitions numbered on from the topic's, with these
+        replicas, written into its assignment by a setData on the version read. Refused while
+        a reassignment is pending, as Kafka refuses it (REASSIGNMENT_IN_PROGRESS): the
+        controller writes the assignment of a reassigned topic from its own cache."""
+        path = topic_path(topic)
+        node = self.zk.tree.node(path)
+        if node is None:
+            raise UsageError(f"add_partitions {topic!r}: no such topic")
+        current = TopicAssignment.decode(path, node.data)
+        if current.adding_replicas or self.zk.tree.node(REASSIGN_PARTITIONS) is not None:
+            raise UsageError(f"add_partitions {topic!r}: a reassignment is in progress")
+        start = len(current.partitions)
+        added = {start + i: r for i, r in enumerate(replicas)}
+        updated = TopicAssignment({**current.partitions, **added}, {}, {})
+        self._admin(SetData(path, updated.encode(), node.version), f"add_partitions {topic!r}")
+        return self._checked([])
+
     def reassign(self, targets: dict[TopicPartition, tuple[int, ...]]) -> list[Notice]:
         self._admin(
             Create(REASSIGN_PARTITIONS, encode_reassignment(targets)),

@@ -21,6 +21,8 @@ Driving it alone (what ``benchmarks/failover_10k.py`` does)::
   ``TopicAssignment.of({0: (1, 2, 3), ...}).encode()`` (and register brokers at
   ``/brokers/ids/<id>``, ephemeral). On election the controller reads everything, and a
   topic created later reaches it by the child watch on ``/brokers/topics`` (InitLeaders).
+- **Partitions added** to a topic (its ``/brokers/topics/<t>`` rewritten) reach it by the
+  data watch on that znode: feed ``ZkWatch(now_ms, topic_path(t), EventType.NodeDataChanged)``.
 - **Broker changes** reach it as the ``/brokers/ids`` child watch firing: feed
   ``ZkWatch(now_ms, "/brokers/ids", EventType.NodeChildrenChanged)``.
 - **Collect its ZooKeeper ops** from the ``ZkCall`` effects. Calls emitted by one
@@ -100,6 +102,7 @@ from coordspec.reference.replication.znodes import (
     state_path,
     state_path_partition,
     topic_path,
+    topic_path_topic,
 )
 from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 from coordspec.reference.zookeeper import (
@@ -198,12 +201,15 @@ class Controller:
             REASSIGN_PARTITIONS: self._reassign,
             ISR_CHANGE_NOTIFICATION: self._isr_changes,
         }
+        topic = topic_path_topic(path)
         if path == CONTROLLER:
             self._queue.append(self._elect)
-        elif (
-            self.active and path in jobs
-        ):  # a watch of an earlier term is spent: the next term sets its own
+        elif not self.active:
+            return  # a watch of an earlier term is spent: the next term sets its own
+        elif path in jobs:
             self._queue.append(jobs[path])
+        elif topic is not None:
+            self._queue.append(lambda: self._partition_modifications(topic))
 
     def _result(self, event: ZkResult) -> None:
         position = self._waiting.pop(event.call_id, None)
@@ -344,9 +350,10 @@ class Controller:
         return sessions
 
     def _read_topics(self, topics: list[str]) -> Job[None]:
-        """Assignments, partition znodes and states of ``topics`` into the caches."""
+        """Assignments, partition znodes and states of ``topics`` into the caches; a data
+        watch on each assignment says when partitions are added (ISR-20)."""
         topics = sorted(topics)
-        results = yield [GetData(topic_path(t)) for t in topics] + [
+        results = yield [GetData(topic_path(t), watch=True) for t in topics] + [
             GetChildren(partitions_path(t)) for t in topics
         ]
         self._check_session(results)
@@ -579,6 +586,27 @@ class Controller:
             if t in self.assignments
             for p in sorted(self.assignments[t].partitions)
         ]
+        yield from self._change_leaders(tps, "InitLeaders")
+
+    # -- PartitionModifications: partitions added to a topic (ISR-20) ----------------------------
+
+    def _partition_modifications(self, topic: str) -> Job[None]:
+        """The topic's assignment changed: partitions it lists that the controller does not
+        know are new, and start as a new topic's do (InitLeaders). Other changes are the
+        controller's own reassignment writes."""
+        (read,) = yield [GetData(topic_path(topic), watch=True)]
+        self._check_session([read])
+        known = self.assignments.get(topic)
+        if read.code != Code.OK or known is None:
+            return  # deleted meanwhile, or not yet read (TopicChange reads it whole)
+        listed = TopicAssignment.decode(topic_path(topic), data_of(read)).partitions
+        added = {p: r for p, r in listed.items() if p not in known.partitions}
+        if not added:
+            return
+        self.assignments[topic] = TopicAssignment(
+            {**known.partitions, **added}, known.adding_replicas, known.removing_replicas
+        )
+        tps = [TopicPartition(topic, p) for p in sorted(added)]
         yield from self._change_leaders(tps, "InitLeaders")
 
     def _forget_topic(self, topic: str) -> None:

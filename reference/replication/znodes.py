@@ -70,6 +70,14 @@ def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
 
 
+def topic_path_topic(path: str) -> str | None:
+    """The topic whose assignment znode ``path`` is, or None."""
+    parts = path.split("/")
+    if len(parts) == 4 and parts[:3] == ["", "brokers", "topics"] and parts[3]:
+        return parts[3]
+    return None
+
+
 def state_path_partition(path: str) -> TopicPartition | None:
     """The partition whose state znode ``path`` is, or None."""
     parts = path.split("/")

@@ -384,6 +384,38 @@ def test_a_topic_delete_that_meets_a_leaders_isr_write_reads_again_and_retries()
     assert controller.idle and "t" not in controller.assignments
 
 
+def test_added_partitions_reach_the_controller_by_its_data_watch_on_the_topic():
+    """ISR-20: the controller watches each topic's assignment; a rewrite listing new
+    partitions starts those alone (InitLeaders), one that adds none writes nothing."""
+    driver = Driver()
+    for b in (1, 2, 3):
+        driver.register(b)
+    driver.seed_topic("t", 2, rf3)
+    controller = elected(driver, 1, ReplicationConfig())
+    grown = TopicAssignment.of({p: rf3(p) for p in range(3)})
+    driver.watches.clear()
+    assert driver.admin(SetData(topic_path("t"), grown.encode(), 0)).code == Code.OK
+    (fired,) = driver.watches.pop(11)
+    assert (fired.path, fired.type) == (topic_path("t"), EventType.NodeDataChanged)
+    driver.ops.clear()
+    out = driver.run(controller, 11, ZkWatch(0, fired.path, fired.type))
+    new = TopicPartition("t", 2)
+    (multi,) = [op for _, op in driver.ops if isinstance(op, Multi)]
+    assert [type(o) for o in multi.ops] == [Check, Create, Create]
+    assert [o.path for o in multi.ops[1:]] == [partition_path(new), state_path(new)]
+    assert driver.state(new) == (PartitionState(3, 0, (3, 1, 2), controller.controller_epoch), 0)
+    requests = [e.request for e in out if isinstance(e, SendRequest)]
+    assert sorted(e.broker_id for e in out if isinstance(e, SendRequest)) == [1, 2, 3]
+    assert {(p.topic, p.partition) for r in requests for p in r.partitions} == {("t", 2)}
+    assert controller.assignments["t"].partitions == grown.partitions
+    # The watch was set again: a rewrite that adds nothing is read and left alone.
+    assert driver.admin(SetData(topic_path("t"), grown.encode(), 1)).code == Code.OK
+    (again,) = driver.watches.pop(11)
+    driver.ops.clear()
+    assert driver.run(controller, 11, ZkWatch(0, again.path, again.type)) == []
+    assert [type(op) for _, op in driver.ops] == [GetData] and controller.idle
+
+
 def test_the_byte_budget_keeps_a_10k_failover_in_three_multis_under_jute_maxbuffer():
     op = SetData(
         "/brokers/topics/t/partitions/5000/state", PartitionState(2, 1, (2, 3), 2).encode(), 0

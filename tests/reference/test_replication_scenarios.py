@@ -223,6 +223,40 @@ def test_deleting_a_topic_stops_its_replicas_and_removes_its_znodes():
     assert all(TP not in cluster.broker(b).logs for b in (1, 2, 3))
 
 
+def test_added_partitions_get_leaders_and_replicas_as_a_new_topics_do():
+    """ISR-20: the controller's data watch on the topic's assignment sees the added
+    partitions and runs InitLeaders for them alone; the old partition keeps its state."""
+    cluster = new_cluster()
+    before = cluster.published()[TP]
+    cluster.add_partitions("t", [(1, 2, 3), (2, 3, 1)])
+    cluster.settle()
+    published = cluster.published()
+    assert published[TP] == before, "the existing partition is untouched"
+    for p, leader in ((1, 1), (2, 2)):
+        tp = TopicPartition("t", p)
+        assert published[tp] == (PartitionState(leader, 0, published[tp][0].isr, 1), 0)
+        assert sorted(published[tp][0].isr) == [1, 2, 3]
+        assert cluster.leaders(tp) == [leader] and sorted(cluster.followers(tp)) == sorted(
+            {1, 2, 3} - {leader}
+        )
+    assert of(cluster.produce(2, TopicPartition("t", 2)), ProduceAccepted)
+
+
+def test_partitions_added_while_the_controller_moves_are_started_by_the_new_one():
+    """ISR-20: a controller that crashes before its watch fires leaves the added
+    partition to its successor, which reads every assignment on failover."""
+    cluster = new_cluster()
+    old = cluster.controller_id()
+    cluster.add_partitions("t", [(3, 1, 2)])
+    cluster.crash(old)
+    cluster.tick(5_000)
+    cluster.settle()
+    assert cluster.controller_id() not in (None, old)
+    tp = TopicPartition("t", 1)
+    assert cluster.published()[tp][0].leader == (3 if old != 3 else 1)
+    assert cluster.leaders(tp) == [cluster.published()[tp][0].leader]
+
+
 def test_a_reassignment_starts_new_replicas_waits_for_the_isr_then_switches():
     cluster = Cluster([1, 2, 3, 4], CONFIG, monitor=Monitor())
     cluster.settle()

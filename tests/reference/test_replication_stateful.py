@@ -1,6 +1,6 @@
 """A Hypothesis state machine over the whole replication model: three brokers on the
 ZooKeeper model crash and restart, pause (GC) and resume as zombies, lose their ZooKeeper
-sessions; the controller moves; topics are created, deleted and reassigned; clients
+sessions; the controller moves; topics are created, deleted, given more partitions and reassigned; clients
 produce with acks=all to any broker and followers replicate. Every named invariant of
 spec/isr-versioned-writes.md is an @invariant, checked after every step.
 Examples: --examples N (default 300)."""
@@ -8,7 +8,7 @@ Examples: --examples N (default 300)."""
 from __future__ import annotations
 
 import hypothesis.strategies as st
-from hypothesis import settings
+from hypothesis import assume, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from coordspec.reference.replication.cluster import Cluster
@@ -21,7 +21,12 @@ from coordspec.reference.replication.invariants import (
     check_no_write_with_stale_version,
     forget_deleted_topics,
 )
-from coordspec.reference.replication.znodes import REASSIGN_PARTITIONS, TopicPartition
+from coordspec.reference.replication.znodes import (
+    REASSIGN_PARTITIONS,
+    TopicAssignment,
+    TopicPartition,
+    topic_path,
+)
 from coordspec.reference.zookeeper.sessions import SessionState
 
 BROKERS = [1, 2, 3]
@@ -65,6 +70,17 @@ class ReplicationMachine(RuleBasedStateMachine):
         topic = data.draw(st.sampled_from(self.topics))
         self.topics.remove(topic)
         self.cluster.delete_topic(topic)
+
+    @precondition(
+        lambda self: self.topics and self.cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
+    )
+    @rule(data=st.data(), replicas=st.lists(REPLICA_SETS, min_size=1, max_size=2))
+    def add_partitions(self, data, replicas):
+        topic = data.draw(st.sampled_from(self.topics))
+        node = self.cluster.zk.tree.node(topic_path(topic))
+        assignment = TopicAssignment.decode(topic_path(topic), node.data)
+        assume(not assignment.adding_replicas and len(assignment.partitions) < 4)
+        self.cluster.add_partitions(topic, replicas)
 
     @precondition(
         lambda self: self.partitions() and self.cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
