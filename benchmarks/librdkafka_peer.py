@@ -290,6 +290,9 @@ def main() -> int:
         help="more broker settings for cluster up (after the ones librdkafka's tests expect)",
     )
     args = parser.parse_args()
+    # Stop cleanly on Ctrl-C or SIGTERM, also when started in the background (SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     work = (args.work or Path(tempfile.mkdtemp(prefix="librdkafka-peer-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     try:
