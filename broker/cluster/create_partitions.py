@@ -28,12 +28,13 @@ from coordspec.broker.apis.create_partitions import (
     distinct,
     new_partitions,
 )
+from coordspec.broker.cluster.purgatory import wait_until
 from coordspec.broker.context import Client
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.replication.znodes import TopicAssignment, TopicPartition
 from coordspec.reference.wire.entities import ms
 
-UNKNOWN_SERVER_ERROR = -1
-_POLL_S = 0.02  # how often the purgatory looks at the published leaders again
+UNKNOWN_SERVER_ERROR = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _grow(ctx: Any, topic: Any, validate_only: bool) -> dict[str, Any]:
@@ -78,10 +79,7 @@ async def handle(ctx: Any, client: Client, version: int, body: Any) -> dict[str,
         answers.append(await asyncio.to_thread(_grow, ctx, topic, body.validate_only))
         if answers[-1]["error_code"] == NONE and not body.validate_only:
             grown.append((topic, answers[-1]))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ms(body.timeout) / 1000
-    while not all(_led(ctx, t) for t, _ in grown) and loop.time() < deadline:
-        await asyncio.sleep(_POLL_S)
+    await wait_until(lambda: all(_led(ctx, t) for t, _ in grown), ms(body.timeout))
     for topic, result in grown:
         if not _led(ctx, topic):
             result["error_code"] = REQUEST_TIMED_OUT

@@ -25,11 +25,12 @@ from coordspec.broker.apis.delete_topics import (
     requested,
     screen,
 )
+from coordspec.broker.cluster.purgatory import wait_until
 from coordspec.broker.context import Client
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.wire.entities import ms
 
-UNKNOWN_SERVER_ERROR = -1
-_POLL_S = 0.02  # how often the purgatory looks at the published topics again
+UNKNOWN_SERVER_ERROR = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 async def handle(ctx: Any, client: Client, version: int, body: Any) -> dict[str, Any]:
@@ -47,10 +48,9 @@ async def handle(ctx: Any, client: Client, version: int, body: Any) -> dict[str,
             topic["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
         else:
             topic.update(error_code=UNKNOWN_SERVER_ERROR, error_message=outcome)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ms(body.timeout) / 1000
-    while any(t["name"] in ctx.view.assignments for t in marked) and loop.time() < deadline:
-        await asyncio.sleep(_POLL_S)
+    await wait_until(
+        lambda: not any(t["name"] in ctx.view.assignments for t in marked), ms(body.timeout)
+    )
     for topic in marked:
         if topic["name"] in ctx.view.assignments:
             topic["error_code"] = REQUEST_TIMED_OUT
