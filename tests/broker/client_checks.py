@@ -1,5 +1,6 @@
 """Client checks both kinds of broker share: ListOffsets by timestamp as librdkafka and
-kafka-python ask it, and transactions refused at once while idempotent producers work."""
+kafka-python ask it, transactions refused at once while idempotent producers work, and
+reading a partition back."""
 
 from __future__ import annotations
 
@@ -102,3 +103,20 @@ def check_transactions_refused(bootstrap: str, topic: str, replicas: int) -> Non
         connection.close()
     keys = {int(k.api_key) for k in versions.api_keys}
     assert 22 in keys and not keys & TRANSACTION_APIS
+
+
+def consume_partition_0(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    """The values of ``topic``'s partition 0 from its start, up to ``expected`` of them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "log_level": 3})
+    try:
+        consumer.assign([Partition(topic, 0, 0)])
+        seen: list[bytes] = []
+        for _ in range(100):
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                seen.append(message.value())
+            if len(seen) >= expected:
+                break
+        return seen
+    finally:
+        consumer.close()

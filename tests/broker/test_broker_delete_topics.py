@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from client_checks import consume_partition_0
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
@@ -30,24 +31,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     for value in values:
         producer.produce(topic, value=value, partition=0)
     assert producer.flush(10) == 0
-
-
-def consume_partition_0(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        seen: list[bytes] = []
-        for _ in range(100):
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                seen.append(message.value())
-            if len(seen) >= expected:
-                break
-        return seen
-    finally:
-        consumer.close()
 
 
 def delete_error(admin: AdminClient, topic: str) -> int:

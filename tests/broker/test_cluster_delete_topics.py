@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
+from client_checks import consume_partition_0
 from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     assert_no_errors,
     cluster_fixture,
@@ -23,7 +24,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
     wait_replicated,
     zookeeper_fixture,
 )
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
@@ -49,24 +50,6 @@ def produce(cluster: Cluster, topic: str, batch: list[bytes]) -> None:
     for value in batch:
         producer.produce(topic, value=value, partition=0)
     assert producer.flush(20) == 0
-
-
-def consume_partition_0(cluster: Cluster, topic: str, expected: int) -> list[bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "log_level": 3}
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        seen: list[bytes] = []
-        for _ in range(100):
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                seen.append(message.value())
-            if len(seen) >= expected:
-                break
-        return seen
-    finally:
-        consumer.close()
 
 
 def request(cluster: Cluster, broker: int, api_key: int, version: int, body: dict) -> Any:
@@ -143,7 +126,7 @@ def test_a_deleted_topic_leaves_zookeeper_every_broker_and_the_disk(cluster: Clu
     assert topic not in admin.list_topics(timeout=10).topics
     create(cluster, topic, 1)  # the same name again: empty
     produce(cluster, topic, [b"new"])
-    assert consume_partition_0(cluster, topic, 1) == [b"new"]
+    assert consume_partition_0(cluster.bootstrap, topic, 1) == [b"new"]
     assert_no_errors(cluster)
 
 
