@@ -6,13 +6,16 @@ from setuptools import find_packages, setup
 
 TOP = ("reference", "broker", "conformance")
 
-# The scenario catalog is data in a folder of its own; naming it as a package ships it.
+# The scenario catalog is data in a folder of its own; naming it as a package ships it. So is
+# the spec: the reports name each rule by its title there.
 CATALOG = "coordspec.conformance.scenarios"
+SPEC = "coordspec.spec"
 
 setup(
     packages=[
         *(f"coordspec.{name}" for name in find_packages(include=[f"{top}*" for top in TOP])),
         CATALOG,
+        SPEC,
     ],
-    package_dir={f"coordspec.{top}": top for top in TOP},
+    package_dir={**{f"coordspec.{top}": top for top in TOP}, SPEC: "spec"},
 )

@@ -8,6 +8,7 @@ plugin use the same options and targets.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -106,6 +107,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def rerun_base(args: argparse.Namespace) -> str:
+    """The command line that selects this run's target, scenarios and tolerances: a
+    divergence's rerun command adds the one scenario and version plan to it."""
+    words = ["coordspec", "conform", "--target", args.target]
+    options = {
+        "--bootstrap": args.bootstrap,
+        "--on-kill-coordinator": args.on_kill_coordinator,
+        "--on-restart": args.on_restart,
+        "--allow": args.allow,
+        "--timing-tolerance-ms": args.timing_tolerance_ms,
+        "--seed": args.seed or None,
+    }
+    for flag, value in options.items():
+        if value is not None:
+            words += [flag, str(value)]
+    if args.scenarios:
+        words += ["--scenarios", *map(str, args.scenarios)]
+    return shlex.join(words)
+
+
 def run_command(args: argparse.Namespace) -> int:
     from coordspec.conformance.suite import loader, targets
     from coordspec.conformance.suite.listing import listing
@@ -148,6 +169,7 @@ def run_command(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             allow=args.allow,
             loop=args.loop,
+            rerun=rerun_base(args),
             **timing,
         )
     except SuiteError as exc:

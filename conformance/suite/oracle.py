@@ -25,6 +25,10 @@ that comes later than that by more than the tolerance (``timing_tolerance_ms`` p
 ``latency_ms``, in every hypothesis that allows it) is a *timing* divergence (GM-36,
 ``TimersFireOnTime``). An answer that waits on a write is not timed: the reference does not
 bound how long a replicated write takes.
+
+A :class:`Tolerance` (``--allow`` entries at field level) may accept a difference in a field,
+or a late answer: the oracle then follows the broker as if it had answered as the reference
+does, notes the difference in ``tolerated``, and the run goes on.
 """
 
 from __future__ import annotations
@@ -33,11 +37,12 @@ import copy
 import dataclasses
 import difflib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
-from coordspec.conformance.suite.unify import TOKEN, Binding, unify
+from coordspec.conformance.suite.unify import TOKEN, Binding, Mismatch, unify
 from coordspec.reference.errors import Invariant
 from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
 from coordspec.reference.group.coordinator import Observer
@@ -66,6 +71,24 @@ _TIMER_SETTINGS = {
     "ExpirePendingSync": "the rebalance timeout",
     "ExpireOffsets": "offsets.retention.check.interval.ms",
 }
+
+
+class Tolerance(Protocol):
+    """Differences the user accepts (``--allow``): in a field, or in when an answer came."""
+
+    def field(self, api: str, version: int, mismatch: Mismatch) -> bool: ...
+
+    def timing(self, api: str, version: int) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Tolerated:
+    """A difference a :class:`Tolerance` accepted: a field's, or an answer's lateness."""
+
+    api: str
+    version: int
+    mismatch: Mismatch | None  # None: the answer was late
+    message: str
 
 
 class OracleOverflow(RuntimeError):
@@ -160,6 +183,16 @@ class Disagreement:
     allowed: tuple[str, ...]  # what the reference would have done instead, one line each
     closest: dict | None = None  # the allowed response nearest to the broker's, for a diff
     kind: Literal["outcome", "timing"] = "outcome"
+    # What differs, for grouping failures: the field (an outcome), or None where the broker
+    # answered and the reference waits, or the broker is silent and the reference answers.
+    mismatch: Mismatch | None = None
+    # Outcomes only: "differs" (both answered), "early" (the broker answered what the reference
+    # answers only later, at a timer), "unexpected" (the broker answered; the reference waits
+    # and would not answer so), "silent" (the broker has not answered; the reference has).
+    how: Literal["differs", "early", "unexpected", "silent"] = "differs"
+    # Timing and silence: what made the reference answer, without its times ("CompleteJoin at
+    # the end of group.initial.rebalance.delay.ms").
+    cause: str = ""
 
 
 class Oracle:
@@ -171,16 +204,20 @@ class Oracle:
         latency_ms: int = 0,
         observer: Observer | None = None,
         timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
+        tolerance: Tolerance | None = None,
     ) -> None:
         """``observer`` watches the reference's steps (each hypothesis has a copy of it, kept
         across coordinator restarts)."""
         self.config = config
         self.latency_ms = latency_ms
         self.timing_tolerance_ms = timing_tolerance_ms
+        self.tolerance = tolerance
+        self.tolerated: list[Tolerated] = []  # the caller takes them as they come
         self.hypotheses = [
             Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))
         ]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
+        self.asked: dict[str, tuple[str, int]] = {}  # client -> (API, version) in flight
         self.pauses: list[tuple[int, int]] = []  # (down_ms, up_ms) of the coordinator's pauses
 
     # -- time -----------------------------------------------------------------------------
@@ -275,6 +312,7 @@ class Oracle:
         self.advance(sent)
         self._maybe_fired(sent + self.latency_ms)
         self.in_flight[client] = request.request_id
+        self.asked[client] = (request.api, request.api_version)
 
         def arrive(h: Hypothesis) -> Request:
             # Not before the timers this hypothesis has fired, nor before those that surely fired.
@@ -319,39 +357,93 @@ class Oracle:
     # -- observations -------------------------------------------------------------------
 
     def response(self, client: str, response: Response, at_ms: int) -> Disagreement | None:
-        """The broker answered ``client`` at ``at_ms``; keep the hypotheses that allow it."""
+        """The broker answered ``client`` at ``at_ms``; keep the hypotheses that allow it (up
+        to the differences the tolerance accepts, when none allows it exactly)."""
         self.advance(at_ms)
         self._maybe_fired(at_ms)
         request_id = self.in_flight.pop(client)
-        kept, problems, deadlines = [], [], []
+        api, version = self.asked.pop(client)
+        kept, problems, deadlines = self._keep(request_id, response, None)
+        if not kept and self.tolerance is not None:
+            tolerance = self.tolerance
+            kept, _, deadlines = self._keep(
+                request_id, response, lambda m: tolerance.field(api, version, m)
+            )
+            if kept:
+                self.tolerated.extend(
+                    Tolerated(api, version, m, f"{api} v{version} {m}")
+                    for m in kept[0].binding.tolerated
+                )
+                for h in kept:
+                    h.binding.tolerated.clear()
+        if not kept:
+            telling = _most_telling(problems)
+            early = telling is None and self._answers_later(request_id, response)
+            return Disagreement(
+                str(telling) if telling is not None else _PARKED,
+                self._allowed(request_id),
+                self._closest(request_id, response),
+                mismatch=telling,
+                how="differs" if telling is not None else "early" if early else "unexpected",
+            )
+        self.hypotheses = kept
+        late = self._timing(api, deadlines, at_ms)
+        if late is not None and self.tolerance is not None and self.tolerance.timing(api, version):
+            self.tolerated.append(Tolerated(api, version, None, late.message))
+            return None
+        return late
+
+    def _keep(self, request_id: int | str, response: Response, tolerate):
+        """The hypotheses whose reference answered ``request_id`` as ``response`` (moved on
+        past it), the problems of the others (None: not answered yet), and the deadlines."""
+        kept: list[Hypothesis] = []
+        problems: list[Mismatch | None] = []
+        deadlines: list[Deadline | None] = []
         for hypothesis in self.hypotheses:
             allowed = hypothesis.replies.get(request_id)
             if allowed is None:
-                problems.append("the reference has not answered yet (the request is parked)")
+                problems.append(None)
                 continue
             trial = hypothesis.binding.copy()
-            problem = unify(allowed, response, trial)
-            if problem is None:
-                hypothesis.binding = trial
-                del hypothesis.replies[request_id]
-                deadlines.append(hypothesis.deadlines.pop(request_id, None))
-                needs = hypothesis.reply_needs.pop(request_id, 0)
-                if needs > hypothesis.durable:
-                    hypothesis.durable = needs
-                    hypothesis.write_ends = {
-                        a: end for a, end in hypothesis.write_ends.items() if end > needs
-                    }
-                kept.append(hypothesis)
-            else:
+            problem = unify(allowed, response, trial, tolerate=tolerate)
+            if problem is not None:
                 problems.append(problem)
-        if not kept:
-            return Disagreement(
-                _most_telling(problems),
-                self._allowed(request_id),
-                self._closest(request_id, response),
-            )
-        self.hypotheses = kept
-        return self._timing(type(response).__name__.removesuffix("Response"), deadlines, at_ms)
+                continue
+            hypothesis.binding = trial
+            del hypothesis.replies[request_id]
+            deadlines.append(hypothesis.deadlines.pop(request_id, None))
+            needs = hypothesis.reply_needs.pop(request_id, 0)
+            if needs > hypothesis.durable:
+                hypothesis.durable = needs
+                hypothesis.write_ends = {
+                    a: end for a, end in hypothesis.write_ends.items() if end > needs
+                }
+            kept.append(hypothesis)
+        return kept, problems, deadlines
+
+    def _answers_later(self, request_id: int | str, response: Response) -> bool:
+        """Whether some hypothesis still waiting on ``request_id`` answers it as ``response``
+        once its timers fire (the broker's timer ran shorter). Trial copies: nothing changes."""
+        for hypothesis in self.hypotheses:
+            if request_id in hypothesis.replies:
+                continue
+            frontier = [copy.deepcopy(hypothesis)]
+            for _ in range(_LOOKAHEAD_TIMERS):
+                due = [d for h in frontier if (d := h.coordinator.next_deadline_ms()) is not None]
+                if not due:
+                    break
+                try:
+                    frontier = self._tick_through(frontier, min(due), keep_each_step=False)
+                except OracleOverflow:
+                    return False
+                answered = [h for h in frontier if request_id in h.replies]
+                if any(
+                    unify(h.replies[request_id], response, h.binding.copy()) is None
+                    for h in answered
+                ):
+                    return True
+                frontier = [h for h in frontier if request_id not in h.replies]
+        return False
 
     def _timing(
         self, api: str, deadlines: list[Deadline | None], at_ms: int
@@ -368,6 +460,7 @@ class Oracle:
             f"({latest.cause}; tolerance {tolerance:,} ms)",
             (),
             kind="timing",
+            cause=_timeless(latest.cause),
         )
 
     def _closest(self, request_id: int | str, response: Response) -> dict | None:
@@ -391,13 +484,16 @@ class Oracle:
         kept = [h for h in self.hypotheses if request_id not in h.replies]
         if not kept:
             timed = [d for h in self.hypotheses if (d := h.deadlines.get(request_id))]
-            answered = "answers at once"
+            answered, cause = "answers at once", ""
             if timed and len(timed) == len(self.hypotheses):
                 latest = max(timed, key=lambda d: d.at_ms)
                 answered = f"answered at t={latest.at_ms:,} ms ({latest.cause})"
+                cause = _timeless(latest.cause)
             return Disagreement(
                 f"the broker has not answered by t={at_ms:,} ms; the reference {answered}",
                 self._allowed(request_id),
+                how="silent",
+                cause=cause,
             )
         self.hypotheses = kept
         return None
@@ -435,8 +531,17 @@ def _cause(coordinator: GroupCoordinator, event: Event) -> str:
     return " and ".join(timers) or f"a Tick at t={event.now_ms:,} ms"
 
 
-def _most_telling(problems: list[str]) -> str:
-    """A field that differs says more than "not answered yet"."""
-    return next(
-        (p for p in problems if not p.startswith("the reference has not answered")), problems[0]
-    )
+_PARKED = "the reference has not answered yet (the request is parked)"
+# How many of a waiting hypothesis's timers _answers_later fires, at most, looking for the
+# broker's answer: a join waits on one or two (the initial delay, then its extensions).
+_LOOKAHEAD_TIMERS = 8
+
+
+def _most_telling(problems: list[Mismatch | None]) -> Mismatch | None:
+    """A field that differs says more than "not answered yet" (None)."""
+    return next((p for p in problems if p is not None), None)
+
+
+def _timeless(cause: str) -> str:
+    """A cause without its times: the same timer in every run."""
+    return re.sub(r",? (?:due |that arrived )?at t=[\d,]+ ms", "", cause)

@@ -14,8 +14,10 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from coordspec.conformance.suite.divergences import Divergence, rerun_command, tolerated
 from coordspec.conformance.suite.results import RunResult, plan_label
 from coordspec.conformance.suite.verdicts import api_verdicts, counts, rule_verdicts
+from coordspec.conformance.tracecheck.rules import titled
 from coordspec.reference.group.requests import VERSIONS
 
 _STYLE = (
@@ -43,14 +45,31 @@ def failure_text(result: RunResult) -> str:
         lines.append("the reference allows:")
         lines.extend(f"  {a}" for a in f.allowed)
     if f.closest is not None and f.response is not None:
-        lines.append("diff, nearest allowed response -> broker response:")
-        mine = json.dumps(f.closest, indent=1, sort_keys=True).splitlines()
+        lines.append("diff, nearest allowed response -> broker response (open values filled in):")
+        closest = _fill_open(f.closest, f.response)
+        mine = json.dumps(closest, indent=1, sort_keys=True).splitlines()
         theirs = json.dumps(f.response, indent=1, sort_keys=True).splitlines()
         lines.extend(
             "  " + line
             for line in difflib.unified_diff(mine, theirs, "reference", "broker", lineterm="", n=2)
         )
     return "\n".join(lines)
+
+
+def _fill_open(allowed, broker):
+    """``allowed`` with the values the reference leaves open (member ids it has not seen
+    yet) taken from ``broker`` where they stand in the same place: they are no difference."""
+    if isinstance(allowed, dict) and isinstance(broker, dict):
+        return {k: _fill_open(v, broker.get(k)) for k, v in allowed.items()}
+    if isinstance(allowed, list) and isinstance(broker, list) and len(allowed) == len(broker):
+        return [_fill_open(a, b) for a, b in zip(allowed, broker, strict=True)]
+    if (
+        isinstance(allowed, str)
+        and allowed.startswith("<new member id")
+        and isinstance(broker, str)
+    ):
+        return broker
+    return allowed
 
 
 def write_junit(results: list[RunResult], target: str, wall_s: float, path: Path) -> None:
@@ -200,12 +219,45 @@ def write_report(
     return [md, page]
 
 
-def console_summary(results: list[RunResult], wall_s: float) -> str:
+def divergence_text(number: int, d: Divergence, rerun: str) -> str:
+    """One distinct divergence: what, how much, which rules, an example, how to rerun it."""
+    allowed = " (allowed)" if d.allowed else ""
+    lines = [
+        f"{number}. [{d.severity}]{allowed} {d.title}",
+        f"   {len(d.runs)} run{'s' if len(d.runs) != 1 else ''} failed, {d.stopped} stopped "
+        f"before their end; scenarios: {', '.join(d.scenarios[:5])}"
+        + (f" and {len(d.scenarios) - 5} more" if len(d.scenarios) > 5 else ""),
+        f"   {d.severity}: {d.why}",
+        f"   rules: {'; '.join(titled(r) for r in d.rules)}",
+        f"   example: {d.example.label}",
+        *("      " + line for line in failure_text(d.example).splitlines()),
+        f"   rerun: {rerun_command(d.example, rerun)}",
+    ]
+    return "\n".join(lines)
+
+
+def console_summary(
+    results: list[RunResult], wall_s: float, found: list[Divergence], rerun: str
+) -> str:
+    """The distinct divergences, most important first, then what was tolerated, errors, what
+    was not run, and the counts."""
     lines = []
+    if found:
+        failing = sum(len(d.runs) for d in found)
+        lines.append(
+            f"{len(found)} distinct divergence{'s' if len(found) != 1 else ''} ({failing} runs):"
+        )
+        lines.extend(divergence_text(n, d, rerun) for n, d in enumerate(found, start=1))
+    accepted = tolerated(results)
+    if accepted:
+        lines.append(f"{len(accepted)} divergences --allow accepted as the runs went on:")
+        lines.extend(
+            f"  {t.title}: {len(t.steps)} times in {t.runs} runs ({t.reason})" for t in accepted
+        )
     for r in results:
-        if r.status in ("failed", "error", "allowed"):
+        if r.status == "error":
             lines.append(
-                f"{r.status.upper()} {r.label}\n"
+                f"ERROR {r.label}\n"
                 + "\n".join("  " + line for line in failure_text(r).splitlines())
             )
     failed_rules = [v.rule for v in rule_verdicts(results) if v.verdict == "failed"]
@@ -215,5 +267,8 @@ def console_summary(results: list[RunResult], wall_s: float) -> str:
     for reason in sorted(not_run):
         n = sum(1 for r in results if r.status == "not_run" and r.reason == reason)
         lines.append(f"not run ({n}): {reason}")
-    lines.append(_summary_line(results, wall_s))
+    summary = _summary_line(results, wall_s)
+    if found:
+        summary += f"; {len(found)} distinct divergences"
+    lines.append(summary)
     return "\n".join(lines)

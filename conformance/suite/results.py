@@ -24,6 +24,29 @@ class Failure:
     response: dict | None = None
     allowed: tuple[str, ...] = ()  # oracle failures: what the reference allowed
     closest: dict | None = None  # oracle failures: the allowed response nearest to the broker's
+    # Oracle failures, what differs (conformance/suite/oracle.py Disagreement): how the answers
+    # differ, the field (lists' positions as []), what was expected and got, and the timer
+    # that made the reference answer (timing and silence).
+    how: str = ""
+    field: str = ""
+    expected: str = ""
+    got: str = ""
+    cause: str = ""
+
+
+@dataclass(frozen=True)
+class ToleratedStep:
+    """A divergence an ``--allow`` entry at field level or for timing accepted: the run went on."""
+
+    step: int  # 1-based
+    line: int
+    api: str
+    api_version: int
+    field: str  # "" for a late answer
+    expected: str
+    got: str
+    message: str
+    reason: str  # the allow entry's
 
 
 @dataclass
@@ -38,7 +61,9 @@ class RunResult:
     reason: str = ""  # why not run, or the error
     failure: Failure | None = None
     steps_run: int = 0
+    steps_total: int = 0
     duration_s: float = 0.0
+    tolerated: list[ToleratedStep] = field(default_factory=list)
     exercised: set[tuple[str, int]] = field(
         default_factory=set
     )  # (API, version) pairs answered and checked

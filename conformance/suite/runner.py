@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import time
 
+from coordspec.conformance.suite.allow import ScenarioTolerance
 from coordspec.conformance.suite.build import build, learn
 from coordspec.conformance.suite.expect import check
 from coordspec.conformance.suite.oracle import (
@@ -16,7 +17,7 @@ from coordspec.conformance.suite.oracle import (
     Oracle,
     OracleOverflow,
 )
-from coordspec.conformance.suite.results import Failure, RunResult
+from coordspec.conformance.suite.results import Failure, RunResult, ToleratedStep
 from coordspec.conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
 from coordspec.conformance.suite.symbols import Symbols, Unbound
 from coordspec.conformance.suite.target import Session, Target, TargetError
@@ -56,10 +57,18 @@ async def run_one(
     run_id: str,
     trace: TraceWriter,
     timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
+    tolerance: ScenarioTolerance | None = None,
 ) -> RunResult:
-    """``timing_tolerance_ms``: GM-36's, see the oracle."""
+    """``timing_tolerance_ms``: GM-36's, see the oracle. ``tolerance``: the ``--allow``
+    entries the oracle accepts as the run goes."""
     result = RunResult(
-        scenario.name, str(scenario.path), scenario.checks, scenario.rules, plan, group_id
+        scenario.name,
+        str(scenario.path),
+        scenario.checks,
+        scenario.rules,
+        plan,
+        group_id,
+        steps_total=len(scenario.steps),
     )
     config = config_for(scenario, target)
     if isinstance(config, str):
@@ -72,8 +81,15 @@ async def run_one(
         result.status, result.reason = "error", str(exc)
         return result
     try:
-        oracle = Oracle(config, target.latency_ms, timing_tolerance_ms=timing_tolerance_ms)
-        await _Run(scenario, plan, target, session, oracle, run_id, trace, result).steps()
+        oracle = Oracle(
+            config,
+            target.latency_ms,
+            timing_tolerance_ms=timing_tolerance_ms,
+            tolerance=tolerance,
+        )
+        await _Run(
+            scenario, plan, target, session, oracle, run_id, trace, result, tolerance
+        ).steps()
     finally:
         await session.close()
         result.duration_s = time.perf_counter() - started
@@ -91,6 +107,7 @@ class _Run:
         run_id: str,
         trace: TraceWriter,
         result: RunResult,
+        tolerance: ScenarioTolerance | None,
     ) -> None:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
         self.run_id, self.trace, self.result, self.config = run_id, trace, result, oracle.config
@@ -98,6 +115,7 @@ class _Run:
         self.oracle = oracle
         self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
         self.request_ids = 0
+        self.tolerance = tolerance
 
     async def steps(self) -> None:
         for index, step in enumerate(self.scenario.steps):
@@ -206,10 +224,16 @@ class _Run:
         self.record(kind="response", client=client, **self.message(request, response), t_ms=at_ms)
         del self.in_flight[client]
         self.check_oracle(index, self.oracle.response(client, response, at_ms), request, response)
+        self.note_tolerated(index)
         learn(self.symbols.clients[client], self.symbols, response)
         self.result.exercised.add((request.api, request.api_version))
+        accepted = frozenset(
+            t.field.rsplit(".", 1)[-1] for t in self.result.tolerated if t.step == index + 1
+        )
         if expect and (
-            problem := check(request.api, request.api_version, expect, response, self.symbols)
+            problem := check(
+                request.api, request.api_version, expect, response, self.symbols, accepted
+            )
         ):
             self.fail(index, "expectation", problem, request=request, response=response)
 
@@ -228,6 +252,26 @@ class _Run:
             return ""
         return f" (the reference accepts the response with this broker's settings {', '.join(differ)}: the scenario may assume Kafka's defaults)"
 
+    def note_tolerated(self, index: int) -> None:
+        """Keep the divergences the oracle accepted for ``--allow`` entries, with the entry's reason."""
+        for t in self.oracle.tolerated:
+            entry = self.tolerance.entry(t.api, t.version, t.mismatch) if self.tolerance else None
+            m = t.mismatch
+            self.result.tolerated.append(
+                ToleratedStep(
+                    index + 1,
+                    self.scenario.lines[index],
+                    t.api,
+                    t.version,
+                    m.field if m else "",
+                    m.expected if m else "",
+                    m.got if m else "late",
+                    t.message,
+                    entry.reason if entry else "",
+                )
+            )
+        self.oracle.tolerated.clear()
+
     def check_oracle(
         self,
         index: int,
@@ -244,8 +288,11 @@ class _Run:
                 request=request,
                 response=response,
                 rules=(late.rule,),
+                how="late",
+                cause=disagreement.cause,
             )
         if disagreement is not None:
+            m = disagreement.mismatch
             self.fail(
                 index,
                 "oracle",
@@ -254,6 +301,11 @@ class _Run:
                 response=response,
                 allowed=disagreement.allowed,
                 closest=disagreement.closest,
+                how=disagreement.how,
+                field=m.field if m else "",
+                expected=m.expected if m else "",
+                got=m.got if m else "",
+                cause=disagreement.cause,
             )
 
     def fail(
@@ -269,8 +321,13 @@ class _Run:
         api: str | None = None,
         version: int | None = None,
         rules: tuple[str, ...] = (),
+        how: str = "",
+        field: str = "",
+        expected: str = "",
+        got: str = "",
+        cause: str = "",
     ) -> None:
-        """``rules``: broken besides the step's own."""
+        """``rules``: broken besides the step's own; ``how`` … ``cause``: see Failure."""
         if kind == "expectation":
             message += self.settings_note()
         failed = ("oracle", "timing", "expectation", "target")
@@ -287,6 +344,11 @@ class _Run:
             response=json_values.encode(response) if response is not None else None,
             allowed=allowed,
             closest=closest,
+            how=how,
+            field=field,
+            expected=expected,
+            got=got,
+            cause=cause,
         )
         self.result.reason = message
         raise _Stop

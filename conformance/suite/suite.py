@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from coordspec.conformance.suite import allow as allow_file
-from coordspec.conformance.suite import loader, reports, targets, versions
+from coordspec.conformance.suite import divergences, loader, reports, targets, versions
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import run_one
@@ -44,6 +44,7 @@ class Outcome:
     results: list[RunResult]
     wall_s: float
     written: list[Path]
+    divergences: list[divergences.Divergence]
 
     @property
     def exit_code(self) -> int:
@@ -97,15 +98,17 @@ def run(
     loop: int = 1,
     out: TextIO | None = None,
     timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
+    rerun: str | None = None,
 ) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file.
-    ``timing_tolerance_ms``: GM-36's (see the oracle)."""
+    ``timing_tolerance_ms``: GM-36's (see the oracle). ``rerun``: the command line that
+    selects this target, which each divergence's rerun command narrows to one run."""
     out = out or sys.stdout
     try:
         chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
         catalog = select(loader.load_all(scenarios), tags)
         mode, limits = versions.parse_selection(version_selection)
-        allowances = allow_file.load(allow) if allow else []
+        allowances = allow_file.load(allow) if allow else None
     except (
         loader.ScenarioError,
         versions.VersionError,
@@ -188,10 +191,18 @@ def run(
         raise SuiteError(
             f"cannot write the report there ({exc.strerror}: {exc.filename})"
         ) from None
-    print(reports.console_summary(results, wall), file=out)
+    found = divergences.group(results)
+    print(
+        reports.console_summary(
+            results, wall, found, rerun or f"coordspec conform --target {chosen.name}"
+        ),
+        file=out,
+    )
+    for stale in allowances.unused() if allowances else ():
+        print(f"warning: allow entry matched nothing: {stale}", file=out)
     for path in written:
         print(f"wrote {path}", file=out)
-    return Outcome(chosen.name, results, wall, written)
+    return Outcome(chosen.name, results, wall, written, found)
 
 
 async def _run_all(
@@ -199,7 +210,7 @@ async def _run_all(
     target: Target,
     writer: TraceWriter,
     concurrency: int,
-    allowances: list[allow_file.Allowance],
+    allowances: allow_file.AllowFile | None,
     progress: _Progress,
     timing_tolerance_ms: int,
 ) -> list[RunResult]:
@@ -207,7 +218,14 @@ async def _run_all(
 
     async def one(scenario, plan, group_id):
         result = await run_one(
-            scenario, plan, target, group_id, group_id, writer, timing_tolerance_ms
+            scenario,
+            plan,
+            target,
+            group_id,
+            group_id,
+            writer,
+            timing_tolerance_ms,
+            allowances.for_scenario(scenario.name) if allowances else None,
         )
         allow_file.apply([result], allowances)
         progress.done(result)

@@ -6,32 +6,66 @@ one-to-one: once a placeholder is bound, it stands for that id only. Lists whose
 Kafka leaves open (JoinGroup's member list, DescribeGroups' members and groups, offsets by
 topic and partition) are compared as multisets. The client host DescribeGroups reports is
 the broker's view of the connection and is not compared.
+
+A difference is a :class:`Mismatch`: where (the field path) and what was expected and got. A
+``tolerate`` predicate (``--allow`` entries at field level) may accept a difference: the
+comparison then goes on, and the binding records it among ``tolerated``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 TOKEN = "\x00member#"
 _UNORDERED = {"members", "groups", "topics", "partitions", "results"}
 _NOT_COMPARED = {"client_host"}
 
 
+@dataclass(frozen=True)
+class Mismatch:
+    """Where a broker's response differs from an allowed one. ``expected`` and ``got`` are
+    shown as the reports show them (error codes by name and number); ``value`` is the
+    broker's value itself."""
+
+    path: str  # "topics[0].partitions[1].metadata"; "response" for the whole
+    expected: str
+    got: str
+    value: Any = None
+
+    @property
+    def field(self) -> str:
+        """The path without list positions: ``topics[].partitions[].metadata``."""
+        return re.sub(r"\[\d+\]", "[]", self.path)
+
+    def __str__(self) -> str:
+        return f"{self.path}: expected {self.expected}, got {self.got}"
+
+
+Tolerate = Callable[[Mismatch], bool]
+
+
 class Binding:
-    """Placeholder <-> broker member id, one to one."""
+    """Placeholder <-> broker member id, one to one; and the differences tolerated so far."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
         self.placeholders: dict[str, str] = {}
+        self.tolerated: list[Mismatch] = []
 
     def copy(self) -> Binding:
         other = Binding()
         other.ids, other.placeholders = dict(self.ids), dict(self.placeholders)
+        other.tolerated = list(self.tolerated)
         return other
 
     def adopt(self, other: Binding) -> None:
         self.ids, self.placeholders = other.ids, other.placeholders
+        self.tolerated = other.tolerated
 
     def translate(self, value):
         """A request in the broker's ids, rewritten into the placeholders of this binding."""
@@ -61,45 +95,60 @@ class Binding:
         return value
 
 
-def unify(expected, actual, binding: Binding, path: str = "") -> str | None:
-    """None if ``actual`` is ``expected`` under ``binding`` (extended as needed); otherwise
-    where and how they differ."""
+def unify(
+    expected, actual, binding: Binding, path: str = "", tolerate: Tolerate | None = None
+) -> Mismatch | None:
+    """None if ``actual`` is ``expected`` under ``binding`` (extended as needed), or differs
+    only where ``tolerate`` accepts it; otherwise the first difference."""
+    problem = _unify(expected, actual, binding, path, tolerate)
+    if problem is not None and tolerate is not None and tolerate(problem):
+        binding.tolerated.append(problem)
+        return None
+    return problem
+
+
+def _unify(expected, actual, binding: Binding, path: str, tolerate: Tolerate | None):
     if dataclasses.is_dataclass(expected):
         if type(expected) is not type(actual):
-            return f"{path or 'response'}: expected a {type(expected).__name__}, got {type(actual).__name__}"
+            return Mismatch(
+                path or "response", f"a {type(expected).__name__}", type(actual).__name__, actual
+            )
         for f in dataclasses.fields(expected):
             if f.name in _NOT_COMPARED:
                 continue
             where = f"{path}.{f.name}" if path else f.name
             mine, theirs = getattr(expected, f.name), getattr(actual, f.name)
             if f.name in _UNORDERED and isinstance(mine, tuple) and isinstance(theirs, tuple):
-                problem = _unify_unordered(mine, theirs, binding, where)
+                problem = _unify_unordered(mine, theirs, binding, where, tolerate)
             else:
-                problem = unify(mine, theirs, binding, where)
+                problem = unify(mine, theirs, binding, where, tolerate)
             if problem:
                 return problem
         return None
     if isinstance(expected, tuple):
         if not isinstance(actual, tuple) or len(expected) != len(actual):
-            return f"{path}: expected {len(expected)} entries, got {len(actual) if isinstance(actual, tuple) else actual!r}"
+            got = len(actual) if isinstance(actual, tuple) else repr(actual)
+            return Mismatch(path, f"{len(expected)} entries", str(got), actual)
         for i, (mine, theirs) in enumerate(zip(expected, actual, strict=True)):
-            if problem := unify(mine, theirs, binding, f"{path}[{i}]"):
+            if problem := unify(mine, theirs, binding, f"{path}[{i}]", tolerate):
                 return problem
         return None
     if isinstance(expected, str) and expected.startswith(TOKEN):
         if expected in binding.ids:
             if binding.ids[expected] != actual:
-                return f"{path}: expected {binding.ids[expected]!r}, got {actual!r}"
+                return Mismatch(path, repr(binding.ids[expected]), repr(actual), actual)
             return None
         if not isinstance(actual, str) or not actual:
-            return f"{path}: expected a new member id, got {actual!r}"
+            return Mismatch(path, "a new member id", repr(actual), actual)
         if actual in binding.placeholders:
-            return f"{path}: expected a new member id, got {actual!r}, which was already given out"
+            return Mismatch(
+                path, "a new member id", f"{actual!r}, which was already given out", actual
+            )
         binding.ids[expected] = actual
         binding.placeholders[actual] = expected
         return None
     if expected != actual or (type(expected) is not type(actual) and not isinstance(expected, int)):
-        return f"{path}: expected {_show(expected)}, got {_show(actual)}"
+        return Mismatch(path, _show(expected), _show(actual), actual)
     return None
 
 
@@ -110,18 +159,20 @@ def _show(value) -> str:
     return repr(value)
 
 
-def _unify_unordered(expected: tuple, actual: tuple, binding: Binding, path: str) -> str | None:
+def _unify_unordered(
+    expected: tuple, actual: tuple, binding: Binding, path: str, tolerate: Tolerate | None
+) -> Mismatch | None:
     if len(expected) != len(actual):
-        return f"{path}: expected {len(expected)} entries, got {len(actual)}"
+        return Mismatch(path, f"{len(expected)} entries", str(len(actual)), actual)
     if not expected:
         return None
     first, rest = expected[0], expected[1:]
     problems = []
     for i, candidate in enumerate(actual):
         trial = binding.copy()
-        problem = unify(first, candidate, trial, f"{path}[{i}]")
+        problem = unify(first, candidate, trial, f"{path}[{i}]", tolerate)
         if problem is None:
-            problem = _unify_unordered(rest, actual[:i] + actual[i + 1 :], trial, path)
+            problem = _unify_unordered(rest, actual[:i] + actual[i + 1 :], trial, path, tolerate)
             if problem is None:
                 binding.adopt(trial)
                 return None

@@ -10,7 +10,10 @@ deadline plus the tolerance breaks ``TimersFireOnTime`` (GM-36), which the oracl
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import Counter
+from pathlib import Path
 
 from coordspec.reference.errors import ErrorCode as E
 from coordspec.reference.group.requests import LoadGroups
@@ -54,6 +57,26 @@ _ACCEPTED_REFUSAL = {
     ("OffsetCommit", E.FENCED_INSTANCE_ID): "NoStaleGenerationCommit",
     ("OffsetCommit", E.REBALANCE_IN_PROGRESS): "NoStaleGenerationCommit",
 }
+
+
+@functools.cache
+def titles() -> dict[str, str]:
+    """Each spec rule's title, from the spec's pages (installed as ``coordspec.spec``):
+    ``**GM-10: the initial rebalance delay** …`` gives GM-10 its title."""
+    import coordspec.spec
+
+    found: dict[str, str] = {}
+    for folder in map(Path, coordspec.spec.__path__):
+        for page in sorted(folder.glob("*.md")) if folder.is_dir() else ():
+            text = page.read_text(encoding="utf-8")
+            found.update(re.findall(r"^\*\*([A-Z]+-\d+): (.+?)\.?\*\*", text, re.MULTILINE))
+    return found
+
+
+def titled(rule: str) -> str:
+    """``GM-10 the initial rebalance delay``."""
+    title = titles().get(rule)
+    return f"{rule} {title}" if title else rule
 
 
 def rule_for(api: str, error: int | None, request=None) -> str:

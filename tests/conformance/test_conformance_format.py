@@ -198,7 +198,11 @@ def test_version_selection():
 @pytest.mark.parametrize(
     ("content", "line", "message"),
     [
-        ("- reason: no rule or scenario\n", 1, "an entry names a rule or a scenario"),
+        (
+            "- reason: no rule or scenario\n",
+            1,
+            "an entry names a rule, a scenario, or an api with field",
+        ),
         ("- rule: GM-3\n", 1, "missing field 'reason'"),
         (
             "- rule: GM-3\n  reason: fine\n- rule: GM-4\n  reason: fine\n  reasn: typo\n",

@@ -1,0 +1,142 @@
+"""Failures grouped into distinct divergences: one per defect, with its severity, its rules, an
+example and a command that reruns it; and ``--allow`` entries at field level that let runs go
+on past a tolerated divergence. The broker is the reference with bugs planted in its answers."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shlex
+
+from test_conformance_oracle import RewritingTarget
+
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.divergences import rerun_command
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.responses import (
+    DeleteGroupsResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+)
+
+
+def cosmetic(request, response):
+    """Tansu's: MEMBER_ID_REQUIRED answers name the protocol (Kafka: null)."""
+    if (
+        isinstance(response, JoinGroupResponse)
+        and response.error_code == ErrorCode.MEMBER_ID_REQUIRED
+        and request.api_version >= 7
+    ):
+        return dataclasses.replace(response, protocol_type="consumer", protocol_name="")
+    return response
+
+
+def deletes_live_groups(request, response):
+    if isinstance(response, DeleteGroupsResponse):
+        return DeleteGroupsResponse(
+            tuple(
+                dataclasses.replace(r, error_code=ErrorCode.NONE)
+                if r.error_code == ErrorCode.NON_EMPTY_GROUP
+                else r
+                for r in response.results
+            )
+        )
+    return response
+
+
+def leaves_unknown_members(request, response):
+    if (
+        isinstance(response, LeaveGroupResponse)
+        and response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    ):
+        return dataclasses.replace(response, error_code=ErrorCode.NONE)
+    return response
+
+
+def all_of(*bugs):
+    def rewrite(request, response):
+        for bug in bugs:
+            response = bug(request, response)
+        return response
+
+    return rewrite
+
+
+PLANTED = all_of(cosmetic, deletes_live_groups, leaves_unknown_members)
+
+
+def test_one_divergence_per_planted_bug_most_severe_first():
+    out = io.StringIO()
+    outcome = run(RewritingTarget(PLANTED), out=out)
+    found = [(d.severity, d.signature.api, str(d.signature)) for d in outcome.divergences]
+    assert found == [
+        (
+            "safety",
+            "DeleteGroups",
+            "results[].error_code: expected NON_EMPTY_GROUP (68), got NONE (0)",
+        ),
+        ("protocol", "LeaveGroup", "error_code: expected UNKNOWN_MEMBER_ID (25), got NONE (0)"),
+        ("cosmetic", "JoinGroup", "protocol_type: expected None, got 'consumer'"),
+    ]
+    failed = [r for r in outcome.results if r.status == "failed"]
+    assert sum(len(d.runs) for d in outcome.divergences) == len(failed)
+    joins = outcome.divergences[2]
+    assert joins.band == "v7-9" and joins.stopped > 300
+    assert joins.rules[0] == "GM-3"  # MEMBER_ID_REQUIRED, as the trace checker attributes it
+    text = out.getvalue()
+    assert "3 distinct divergences" in text
+    assert "safety: a live group is deleted" in text
+    assert "rules: GM-62 DeleteGroups" in text
+    # The member id the reference leaves open is no difference in the example's diff.
+    example = text[text.index("[cosmetic]") :]
+    assert '-  "member_id"' not in example and '+ "protocol_type": "consumer"' in example
+
+
+def test_a_rerun_command_selects_exactly_its_run():
+    outcome = run(RewritingTarget(PLANTED), out=io.StringIO())
+    for divergence in outcome.divergences:
+        example = divergence.example
+        words = shlex.split(rerun_command(example, "coordspec conform --target reference"))
+        tags = words[words.index("--tags") + 1]
+        versions = words[words.index("--versions") + 1]
+        again = run(
+            RewritingTarget(PLANTED), tags=[tags], version_selection=versions, out=io.StringIO()
+        )
+        assert [r.label for r in again.results] == [example.label]
+        assert [str(d.signature) for d in again.divergences] == [str(divergence.signature)]
+
+
+def test_a_field_allowance_lets_runs_go_on_and_counts_what_it_accepted(tmp_path):
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(
+        "- api: JoinGroup\n  versions: 7+\n  field: protocol_*\n  values: [consumer, '']\n"
+        "  reason: clients ignore it\n"
+        "- api: OffsetCommit\n  field: topics[].partitions[].error_code\n  reason: matches nothing\n"
+    )
+    out = io.StringIO()
+    before = run(RewritingTarget(PLANTED), out=io.StringIO())
+    outcome = run(RewritingTarget(PLANTED), allow=allow, out=out)
+    assert [d.severity for d in outcome.divergences] == ["safety", "protocol"]
+    # Past the tolerated first step, the runs reach the other bugs at v7-9 too.
+    deletes = outcome.divergences[0]
+    assert len(deletes.runs) > len(before.divergences[0].runs)
+    assert "v0-2" in deletes.band
+    allowed = [r for r in outcome.results if r.status == "allowed"]
+    assert allowed and all(r.tolerated for r in allowed)
+    assert all(r.steps_run == r.steps_total for r in allowed)
+    text = out.getvalue()
+    assert "JoinGroup v7-9: protocol_type: expected None, got 'consumer'" in text
+    assert f"warning: allow entry matched nothing: {allow}:6: matches nothing" in text
+    assert outcome.exit_code == 1
+
+
+def test_a_value_the_allowance_does_not_name_is_still_a_divergence(tmp_path):
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(
+        "- api: JoinGroup\n  field: protocol_type\n  values: [other]\n  reason: not this one\n"
+    )
+    outcome = run(
+        RewritingTarget(cosmetic), allow=allow, tags=["member-id-required"], out=io.StringIO()
+    )
+    assert [d.severity for d in outcome.divergences] == ["cosmetic"]
+    assert not any(r.tolerated for r in outcome.results)
