@@ -156,9 +156,11 @@ def signature(result: RunResult) -> Signature | None:
             expected, got = "<a member id>", "<another>" if got.startswith("'") else got
         kind = "error code" if leaf == "error_code" else "field"
         return Signature(f.api, kind, f.field, expected, got)
-    if f.how in ("early", "unexpected"):
-        kind = "answered early" if f.how == "early" else "answered"
-        return Signature(f.api, kind, "", "no answer yet", _error_of(f.response))
+    if f.how == "early":
+        expected = f"an answer only at {f.cause}"
+        return Signature(f.api, "answered early", "", expected, f"{_error_of(f.response)} sooner")
+    if f.how == "unexpected":
+        return Signature(f.api, "answered", "", "no answer yet", _error_of(f.response))
     # silent: the reference answered, the broker had not
     allowed = (
         json.loads(f.allowed[0].split("   [")[0]) if f.allowed and f.allowed[0][:1] == "{" else None

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from coordspec.conformance.suite.unify import TOKEN, Binding, Mismatch, unify
-from coordspec.reference.errors import Invariant
+from coordspec.reference.errors import ErrorCode, Invariant
 from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
 from coordspec.reference.group.coordinator import Observer
 from coordspec.reference.group.effects import AppendRecords, Reply
@@ -190,8 +190,8 @@ class Disagreement:
     # answers only later, at a timer), "unexpected" (the broker answered; the reference waits
     # and would not answer so), "silent" (the broker has not answered; the reference has).
     how: Literal["differs", "early", "unexpected", "silent"] = "differs"
-    # Timing and silence: what made the reference answer, without its times ("CompleteJoin at
-    # the end of group.initial.rebalance.delay.ms").
+    # Timing, silence and early answers: what made (or makes) the reference answer, without
+    # its times ("CompleteJoin at the end of group.initial.rebalance.delay.ms").
     cause: str = ""
 
 
@@ -378,13 +378,18 @@ class Oracle:
                     h.binding.tolerated.clear()
         if not kept:
             telling = _most_telling(problems)
-            early = telling is None and self._answers_later(request_id, response)
+            early = self._answers_later(request_id, response) if telling is None else None
             return Disagreement(
-                str(telling) if telling is not None else _PARKED,
+                str(telling)
+                if telling is not None
+                else f"{_PARKED}; it answers so only at {early}"
+                if early
+                else _PARKED,
                 self._allowed(request_id),
                 self._closest(request_id, response),
                 mismatch=telling,
                 how="differs" if telling is not None else "early" if early else "unexpected",
+                cause=early or "",
             )
         self.hypotheses = kept
         late = self._timing(api, deadlines, at_ms)
@@ -421,9 +426,11 @@ class Oracle:
             kept.append(hypothesis)
         return kept, problems, deadlines
 
-    def _answers_later(self, request_id: int | str, response: Response) -> bool:
+    def _answers_later(self, request_id: int | str, response: Response) -> str | None:
         """Whether some hypothesis still waiting on ``request_id`` answers it as ``response``
-        once its timers fire (the broker's timer ran shorter). Trial copies: nothing changes."""
+        once its timers fire, or with success where ``response`` is one: the broker's timer
+        ran shorter (and a join it completed early may well hold fewer members). The cause of
+        that answer, without times; None if not so. Trial copies: nothing changes."""
         for hypothesis in self.hypotheses:
             if request_id in hypothesis.replies:
                 continue
@@ -435,15 +442,15 @@ class Oracle:
                 try:
                     frontier = self._tick_through(frontier, min(due), keep_each_step=False)
                 except OracleOverflow:
-                    return False
-                answered = [h for h in frontier if request_id in h.replies]
-                if any(
-                    unify(h.replies[request_id], response, h.binding.copy()) is None
-                    for h in answered
-                ):
-                    return True
+                    return None
+                for h in frontier:
+                    if request_id in h.replies and _same_outcome(
+                        h.replies[request_id], response, h
+                    ):
+                        deadline = h.deadlines.get(request_id)
+                        return _timeless(deadline.cause) if deadline else "a later timer"
                 frontier = [h for h in frontier if request_id not in h.replies]
-        return False
+        return None
 
     def _timing(
         self, api: str, deadlines: list[Deadline | None], at_ms: int
@@ -535,6 +542,13 @@ _PARKED = "the reference has not answered yet (the request is parked)"
 # How many of a waiting hypothesis's timers _answers_later fires, at most, looking for the
 # broker's answer: a join waits on one or two (the initial delay, then its extensions).
 _LOOKAHEAD_TIMERS = 8
+
+
+def _same_outcome(allowed: Response, response: Response, hypothesis: Hypothesis) -> bool:
+    if unify(allowed, response, hypothesis.binding.copy()) is None:
+        return True
+    succeeded = (getattr(r, "error_code", None) for r in (allowed, response))
+    return all(code == ErrorCode.NONE for code in succeeded)
 
 
 def _most_telling(problems: list[Mismatch | None]) -> Mismatch | None:

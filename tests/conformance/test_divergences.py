@@ -8,11 +8,13 @@ import dataclasses
 import io
 import shlex
 
+import pytest
 from test_conformance_oracle import RewritingTarget
 
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.divergences import rerun_command
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import GroupConfig
 from coordspec.reference.group.responses import (
     DeleteGroupsResponse,
     JoinGroupResponse,
@@ -65,9 +67,15 @@ def all_of(*bugs):
 PLANTED = all_of(cosmetic, deletes_live_groups, leaves_unknown_members)
 
 
-def test_one_divergence_per_planted_bug_most_severe_first():
+@pytest.fixture(scope="module")
+def planted():
+    """The whole catalog against the three planted bugs, and its console output."""
     out = io.StringIO()
-    outcome = run(RewritingTarget(PLANTED), out=out)
+    return run(RewritingTarget(PLANTED), out=out), out.getvalue()
+
+
+def test_one_divergence_per_planted_bug_most_severe_first(planted):
+    outcome, text = planted
     found = [(d.severity, d.signature.api, str(d.signature)) for d in outcome.divergences]
     assert found == [
         (
@@ -83,7 +91,6 @@ def test_one_divergence_per_planted_bug_most_severe_first():
     joins = outcome.divergences[2]
     assert joins.band == "v7-9" and joins.stopped > 300
     assert joins.rules[0] == "GM-3"  # MEMBER_ID_REQUIRED, as the trace checker attributes it
-    text = out.getvalue()
     assert "3 distinct divergences" in text
     assert "safety: a live group is deleted" in text
     assert "rules: GM-62 DeleteGroups" in text
@@ -92,8 +99,8 @@ def test_one_divergence_per_planted_bug_most_severe_first():
     assert '-  "member_id"' not in example and '+ "protocol_type": "consumer"' in example
 
 
-def test_a_rerun_command_selects_exactly_its_run():
-    outcome = run(RewritingTarget(PLANTED), out=io.StringIO())
+def test_a_rerun_command_selects_exactly_its_run(planted):
+    outcome, _ = planted
     for divergence in outcome.divergences:
         example = divergence.example
         words = shlex.split(rerun_command(example, "coordspec conform --target reference"))
@@ -106,15 +113,15 @@ def test_a_rerun_command_selects_exactly_its_run():
         assert [str(d.signature) for d in again.divergences] == [str(divergence.signature)]
 
 
-def test_a_field_allowance_lets_runs_go_on_and_counts_what_it_accepted(tmp_path):
+def test_a_field_allowance_lets_runs_go_on_and_counts_what_it_accepted(tmp_path, planted):
     allow = tmp_path / "allow.yaml"
     allow.write_text(
         "- api: JoinGroup\n  versions: 7+\n  field: protocol_*\n  values: [consumer, '']\n"
         "  reason: clients ignore it\n"
         "- api: OffsetCommit\n  field: topics[].partitions[].error_code\n  reason: matches nothing\n"
     )
+    before, _ = planted
     out = io.StringIO()
-    before = run(RewritingTarget(PLANTED), out=io.StringIO())
     outcome = run(RewritingTarget(PLANTED), allow=allow, out=out)
     assert [d.severity for d in outcome.divergences] == ["safety", "protocol"]
     # Past the tolerated first step, the runs reach the other bugs at v7-9 too.
@@ -140,3 +147,15 @@ def test_a_value_the_allowance_does_not_name_is_still_a_divergence(tmp_path):
     )
     assert [d.severity for d in outcome.divergences] == ["cosmetic"]
     assert not any(r.tolerated for r in outcome.results)
+
+
+def test_a_shorter_timer_is_timing_and_a_longer_one_that_never_fires_is_liveness():
+    def with_delay(ms):
+        target = RewritingTarget(lambda q, r: r, GroupConfig(initial_rebalance_delay_ms=ms))
+        return run(target, tags=["GM-10"], out=io.StringIO()).divergences
+
+    (early,) = with_delay(1_000)
+    assert early.severity == "timing" and early.signature.kind == "answered early"
+    assert "group.initial.rebalance.delay.ms" in early.signature.expected
+    (silent,) = with_delay(5_000)
+    assert silent.severity == "liveness" and silent.signature.kind == "never answered"
