@@ -7,11 +7,13 @@ target (ApiVersions, Metadata, FindCoordinator) and misbehaves on one group requ
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import io
 import json
 import struct
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
@@ -19,10 +21,12 @@ import kio.index
 import pytest
 from kio.serial import entity_writer
 
+from coordspec.conformance.cli import conform
 from coordspec.conformance.suite import reports, run
 from coordspec.conformance.suite.kafka_target import KafkaTarget
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.suite.results import RunResult
+from coordspec.conformance.trace.format import validate_file
 from coordspec.reference.wire.entities import build
 
 pytestmark = pytest.mark.wire
@@ -86,9 +90,18 @@ def broker(behaviour: Behaviour) -> Iterator[int]:
     try:
         yield port
     finally:
-        listening.close()
+
+        async def shut() -> None:  # in the server's loop: asyncio is not thread-safe
+            listening.close()
+            pending = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+        loop.close()
 
 
 def run_against(port: int, scenario: str, **options) -> RunResult:
@@ -188,3 +201,45 @@ def test_a_join_never_answered_says_how_long_the_runner_listened(tmp_path):
     assert failure.message.endswith("; it had not answered 1 s after the request")
     kinds = [json.loads(line)["kind"] for line in trace.read_text().splitlines()]
     assert kinds == ["request"]
+
+
+def test_listening_on_the_reference_target_takes_virtual_time_only(tmp_path):
+    """The reference parks a join for the initial rebalance delay (3 s); a scenario that
+    wants the answer at once fails, and the runner listens on, on the reference's virtual
+    clock: the answer is reported 3000 ms after the request, at no cost in wall time."""
+    scenario = tmp_path / "join-expected-at-once.yaml"
+    scenario.write_text(
+        "checks: a join that parks, wrongly expected at once\n"
+        "rules: [GM-3]\n"
+        "versions:\n  JoinGroup: 4+\n"
+        "clients: [c1]\n"
+        "steps:\n"
+        "  - c1: JoinGroup\n"
+        '    member_id: ""\n'
+        "    expect: {error: MEMBER_ID_REQUIRED, member_id: $m1}\n"
+        "  - c1: JoinGroup\n"
+        "    expect: {error: NONE}\n"
+    )
+    trace = tmp_path / "trace.jsonl"
+    started = time.perf_counter()
+    outcome = run(scenarios=[scenario], version_selection="latest", trace=trace, out=io.StringIO())
+    assert time.perf_counter() - started < 5
+    [result] = outcome.results
+    failure = result.failure
+    assert failure.kind == "expectation" and failure.step == 2
+    assert failure.answered_after_ms == 3000 and failure.listened_ms == 30_000
+    assert failure.late_response["error_code"] == 0
+    assert failure.message.endswith("; the broker answered 3000 ms after the request")
+    last = json.loads(trace.read_text().splitlines()[-1])
+    assert (last["kind"], last["t_ms"], last["fields"]["error_code"]) == ("response", 3000, 0)
+    assert validate_file(trace) == 4
+
+
+def test_the_listening_bound_is_an_option_of_coordspec_conform(capsys):
+    parser = argparse.ArgumentParser(prog="coordspec conform")
+    conform.add_arguments(parser)
+    args = parser.parse_args(["--listen-after-failure-ms", "-1", "--tags", "member-id-required"])
+    assert conform.run_command(args) == 2
+    assert capsys.readouterr().err == (
+        "coordspec conform: --listen-after-failure-ms must be at least 0, got -1\n"
+    )
