@@ -24,6 +24,7 @@ from kio.serial import entity_writer
 from coordspec.conformance.cli import conform
 from coordspec.conformance.suite import reports, run
 from coordspec.conformance.suite.kafka_target import KafkaTarget
+from coordspec.conformance.suite.kafka_wire import hex_dump
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.trace.format import validate_file
@@ -243,3 +244,13 @@ def test_the_listening_bound_is_an_option_of_coordspec_conform(capsys):
     assert capsys.readouterr().err == (
         "coordspec conform: --listen-after-failure-ms must be at least 0, got -1\n"
     )
+
+
+def test_a_long_frame_is_dumped_around_where_decoding_stopped_with_its_length():
+    data = bytes(range(256)) * 40  # 10240 bytes
+    lines = hex_dump(data, 5000).splitlines()
+    assert lines[-1] == "(10240 bytes in all; bytes 2944-7039 shown)"
+    rows = [line for line in lines if line[:8].strip("0123456789abcdef") == ""]
+    assert len(rows) == 4096 // 16
+    marker = lines.index(" " * 35 + "^^ decoding stopped at byte 5000")
+    assert lines[marker - 1].startswith("00001380  80 81 82 83 84 85 86 87  88 ")  # 5000 = 0x1388
