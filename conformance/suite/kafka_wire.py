@@ -22,8 +22,9 @@ from collections import deque
 from typing import Any, Literal
 
 import kio.index
-from kio._kio_native import get_field_reader, read_compact_array_length, read_legacy_array_length
+from kio._kio_native import get_field_reader  # what entity_reader reads each field with
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import read_compact_array_length, read_legacy_array_length
 
 from coordspec.reference.wire.entities import build, entity_of
 
