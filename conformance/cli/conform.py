@@ -90,6 +90,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tolerated divergences: reported as allowed, never hidden",
     )
     add_timing_tolerance(parser)
+    parser.add_argument(
+        "--listen-after-failure-ms",
+        type=int,
+        default=None,  # the runner's LISTEN_AFTER_FAILURE_MS, not imported to keep the parser light
+        metavar="MS",
+        help="when a run fails because the broker left a request unanswered, keep waiting for "
+        "the answer until this long after the request was sent, and report when it came "
+        "(default 30000; a scenario with faults on a shared broker does not wait longer)",
+    )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument(
         "--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html"
@@ -117,6 +126,7 @@ def rerun_base(args: argparse.Namespace) -> str:
         "--on-restart": args.on_restart,
         "--allow": args.allow,
         "--timing-tolerance-ms": args.timing_tolerance_ms,
+        "--listen-after-failure-ms": args.listen_after_failure_ms,
         "--seed": args.seed or None,
     }
     for flag, value in options.items():
@@ -151,11 +161,11 @@ def run_command(args: argparse.Namespace) -> int:
     except targets.UnknownTarget as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2
-    timing = (
-        {}
-        if args.timing_tolerance_ms is None
-        else {"timing_tolerance_ms": args.timing_tolerance_ms}
-    )
+    given = {  # options left out take the suite's defaults
+        name: getattr(args, name)
+        for name in ("timing_tolerance_ms", "listen_after_failure_ms")
+        if getattr(args, name) is not None
+    }
     try:
         outcome = run(
             target,
@@ -170,7 +180,7 @@ def run_command(args: argparse.Namespace) -> int:
             allow=args.allow,
             loop=args.loop,
             rerun=rerun_base(args),
-            **timing,
+            **given,
         )
     except SuiteError as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from coordspec.conformance.suite.kafka_wire import Connection, WireError
+from coordspec.conformance.suite.kafka_wire import Connection, WireError, hex_dump
 from coordspec.conformance.suite.target import TargetError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.config import GroupConfig
@@ -259,18 +259,20 @@ class KafkaSession:
                 API_KEYS[request.api], request.api_version, entity, client_id=client_id
             )
         except WireError as exc:
-            raise TargetError(f"{request.api} v{request.api_version}: {exc}") from None
+            raise _target_error(client, request, exc) from None
         state.delivery = asyncio.get_running_loop().create_task(
-            self._deliver(state, request, future)
+            self._deliver(client, state, request, future)
         )
 
-    async def _deliver(self, state: _Client, request: Request, future: asyncio.Future) -> None:
+    async def _deliver(
+        self, client: str, state: _Client, request: Request, future: asyncio.Future
+    ) -> None:
         what = f"{request.api} v{request.api_version}"
         try:
             entity, arrived = await future
             response = response_from_kio(request.api, request.api_version, entity)
         except WireError as exc:
-            state.inbox.put_nowait(TargetError(f"{what}: {exc}"))
+            state.inbox.put_nowait(_target_error(client, request, exc))
             return
         except (UnknownErrorCode, ValueError) as exc:
             state.inbox.put_nowait(TargetError(f"{what}: the broker answered with {exc}"))
@@ -433,6 +435,20 @@ class KafkaSession:
                 stderr.seek(0)
                 last = (stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
                 raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
+
+
+def _target_error(client: str, request: Request, exc: WireError) -> TargetError:
+    if exc.kind == "undecodable":  # its message names the response
+        return TargetError(
+            str(exc),
+            kind="undecodable",
+            request=request,
+            raw_response=hex_dump(exc.raw, exc.offset),
+            decode_offset=exc.offset,
+        )
+    if exc.kind == "connection":
+        return TargetError(f"client {client}: {exc}", kind="connection", request=request)
+    return TargetError(f"{request.api} v{request.api_version}: {exc}", request=request)
 
 
 def _error_codes(response: Any) -> set[int]:

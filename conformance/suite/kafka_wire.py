@@ -4,32 +4,51 @@ A connection negotiates API versions when it opens (ApiVersions v3, or v0 when t
 answers UNSUPPORTED_VERSION, as KIP-511 asks) and then carries requests in order; the
 broker answers them in order, so a reader task hands each frame to the oldest request
 waiting. Every failure that is not a Kafka answer is a :class:`WireError` with one line:
-unreachable, closed, not speaking Kafka, timed out.
+unreachable, closed, not speaking Kafka, timed out. Its ``kind`` says whose fault it is: an
+answer that does not decode (``undecodable``, with the frame and where decoding stopped), a
+connection the broker closed or reset (``connection``), anything else (``target``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import io
 import os
 import struct
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 import kio.index
+from kio._kio_native import get_field_reader  # what entity_reader reads each field with
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import read_compact_array_length, read_legacy_array_length
 
-from coordspec.reference.wire.entities import build
+from coordspec.reference.wire.entities import build, entity_of
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 _MAX_FRAME = 100 * 1024 * 1024
+DUMP_LIMIT = 4096  # bytes of a frame a hex dump shows
 
 
 class WireError(Exception):
-    """A connection failed in a way that is not a protocol answer; str() is one line."""
+    """A connection failed in a way that is not a protocol answer; str() is one line.
+
+    ``raw`` (undecodable): the response frame after its size, ``offset`` where decoding stopped.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        kind: Literal["undecodable", "connection", "target"] = "target",
+        raw: bytes | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.raw, self.offset = kind, raw, offset
 
 
 class Connection:
@@ -40,7 +59,8 @@ class Connection:
         self._reader, self._writer = reader, writer
         self._pending: deque[tuple[int, type, asyncio.Future]] = deque()
         self._correlation = 0
-        self._closed: str | None = None
+        self._closed: WireError | None = None
+        self.last_sent = "no request"  # the last request written, for a broken connection's error
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         self.versions: dict[int, range] = {}  # api key -> the versions the broker supports
 
@@ -98,7 +118,7 @@ class Connection:
     ) -> asyncio.Future:
         """Write one request; the future gets ``(response entity, arrival time.monotonic())``."""
         if self._closed:
-            raise WireError(f"{self.address}: {self._closed}")
+            raise self._closed
         request_cls = kio.index.load_request_schema(api_key, version)
         header_cls = request_cls.__header_schema__
         self._correlation += 1
@@ -119,6 +139,8 @@ class Connection:
             (self._correlation, kio.index.load_response_schema(api_key, version), future)
         )
         self._writer.write(struct.pack(">i", len(payload)) + payload)
+        name = f"{request_cls.__name__.removesuffix('Request')} v{version}"
+        self.last_sent = f"{name} (correlation id {self._correlation})"
         return future
 
     async def call(self, api_key: int, version: int, values: dict | Any, timeout_s: float) -> Any:
@@ -139,17 +161,23 @@ class Connection:
         return response
 
     async def _read_loop(self) -> None:
-        reason = "the broker closed the connection"
+        error = WireError(f"{self.address}: closed")
         try:
             while True:
-                size = struct.unpack(">i", await self._reader.readexactly(4))[0]
+                header = await self._reader.readexactly(4)
+                size = struct.unpack(">i", header)[0]
                 if not 4 <= size <= _MAX_FRAME:  # a correlation id at least
-                    reason = f"a frame of {size} bytes is no Kafka response"
+                    error = WireError(
+                        f"{self.address}: a frame of {size} bytes is no Kafka response",
+                        "undecodable",
+                        header,
+                        0,
+                    )
                     break
                 payload = await self._reader.readexactly(size)
                 arrived = time.monotonic()
                 if not self._pending:
-                    reason = "an answer nobody asked for"
+                    error = WireError(f"{self.address}: an answer nobody asked for")
                     break
                 correlation, response_cls, future = self._pending.popleft()
                 if future.done():  # its caller stopped waiting
@@ -158,15 +186,20 @@ class Connection:
                     future.set_result((_decode(response_cls, correlation, payload), arrived))
                 except WireError as exc:
                     future.set_exception(exc)
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            how = "reset" if isinstance(exc, ConnectionResetError) else "closed"
+            waiting = " before answering it" if self._pending else ""
+            error = WireError(
+                f"the broker {how} the connection to {self.address} after {self.last_sent}{waiting}",
+                "connection",
+            )
         except asyncio.CancelledError:
-            reason = "closed"
-        self._closed = reason
+            pass
+        self._closed = error
         while self._pending:
             future = self._pending.popleft()[2]
             if not future.done():
-                future.set_exception(WireError(f"{self.address}: {reason}"))
+                future.set_exception(error)
         self._writer.close()
 
     async def close(self) -> None:
@@ -179,10 +212,11 @@ class Connection:
 
 def _decode(response_cls: type, correlation: int, payload: bytes) -> Any:
     name = f"{response_cls.__name__} v{response_cls.__version__}"
+    header_cls = response_cls.__header_schema__
     try:
-        header, offset = entity_reader(response_cls.__header_schema__)(payload, 0)
+        header, offset = entity_reader(header_cls)(payload, 0)
     except Exception as exc:  # noqa: BLE001 - kio raises many kinds on bad input
-        raise WireError(f"cannot decode the header of {name}: {exc}") from None
+        raise _undecodable(f"the header of {name}", header_cls, payload, 0, exc) from None
     if header.correlation_id != correlation:
         raise WireError(
             f"{name} came with correlation id {header.correlation_id}, expected {correlation}"
@@ -199,8 +233,76 @@ def _decode(response_cls: type, correlation: int, payload: bytes) -> Any:
             payload, offset
         )  # trailing bytes are ignored, as Kafka's clients do
     except Exception as exc:  # noqa: BLE001
-        raise WireError(f"cannot decode {name}: {type(exc).__name__}: {exc}") from None
+        raise _undecodable(name, response_cls, payload, offset, exc) from None
     return body
+
+
+def _undecodable(what: str, cls: type, payload: bytes, start: int, exc: Exception) -> WireError:
+    at = _stop(cls, payload, start)
+    return WireError(
+        f"cannot decode {what} at byte {at} of {len(payload)}: {type(exc).__name__}: {exc}",
+        "undecodable",
+        payload,
+        at,
+    )
+
+
+def _stop(cls: type, payload: bytes, offset: int) -> int:
+    """Where decoding ``cls`` from ``offset`` fails: the start of the innermost field that does
+    not decode (kio's errors do not say where). Tagged fields are read as one section. kio's
+    readers return what they read and its size."""
+    for field in dataclasses.fields(cls):
+        if "tag" in field.metadata:
+            continue
+        try:
+            _, size = get_field_reader(cls, field, False, False)(payload, offset)
+        except Exception:  # noqa: BLE001
+            inner = entity_of(field.type)
+            if inner is None or field.type == inner | None:  # a nullable struct: left at its start
+                return offset
+            if field.type is inner:
+                return _stop(inner, payload, offset)
+            read_length = (
+                read_compact_array_length if cls.__flexible__ else read_legacy_array_length
+            )
+            try:
+                count, size = read_length(payload, offset)
+            except Exception:  # noqa: BLE001
+                return offset
+            at = offset + size
+            for _ in range(count or 0):
+                try:
+                    _, size = entity_reader(inner)(payload, at)
+                except Exception:  # noqa: BLE001
+                    return _stop(inner, payload, at)
+                at += size
+            return at
+        offset += size
+    return offset
+
+
+def hex_dump(data: bytes, mark: int | None = None, limit: int = DUMP_LIMIT) -> str:
+    """Offsets, 16 bytes a line and their ASCII, with a caret line under byte ``mark``; at
+    most ``limit`` bytes, around ``mark``, with a note of the full length."""
+    start = 0
+    if len(data) > limit:
+        around = mark if mark is not None else 0
+        start = max(0, min(around - limit // 2, len(data) - limit)) // 16 * 16
+    shown = data[start : start + limit]
+    lines = []
+    for row in range(start, start + len(shown), 16):
+        chunk = data[row : min(row + 16, start + len(shown))]
+        cells = [f"{b:02x}" for b in chunk] + ["  "] * (16 - len(chunk))
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{row:08x}  {' '.join(cells[:8])}  {' '.join(cells[8:])}  |{text}|")
+        if mark is not None and row <= mark < row + 16:
+            column = 10 + 3 * (mark - row) + (1 if mark - row >= 8 else 0)
+            lines.append(" " * column + f"^^ decoding stopped at byte {mark}")
+    if mark is not None and mark >= len(data):
+        lines.append(f"{'':10}^^ decoding stopped at byte {mark}, the end of the frame")
+    if len(shown) < len(data):
+        lines.append(f"({len(data)} bytes in all; bytes {start}-{start + len(shown) - 1} shown)")
+    return "\n".join(lines)
 
 
 class _Unsupported:

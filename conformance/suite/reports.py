@@ -39,8 +39,16 @@ def failure_text(result: RunResult) -> str:
     ]
     if f.api is not None:
         lines.append(f"request: {f.api} v{f.api_version} {json.dumps(f.request, sort_keys=True)}")
+    if f.raw_response is not None:
+        lines.append("broker response, as it came (the frame after its size):")
+        lines.extend("  " + line for line in f.raw_response.splitlines())
     if f.response is not None:
         lines.append(f"broker response: {json.dumps(f.response, sort_keys=True)}")
+    if f.late_response is not None:
+        lines.append(
+            f"broker response, {f.answered_after_ms} ms after the request: "
+            f"{json.dumps(f.late_response, sort_keys=True)}"
+        )
     if f.allowed:
         lines.append("the reference allows:")
         lines.extend(f"  {a}" for a in f.allowed)

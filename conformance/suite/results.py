@@ -13,7 +13,10 @@ Status = Literal[
 @dataclass(frozen=True)
 class Failure:
     # timing: the oracle allows the answer, but it came later than the reference's deadline
-    kind: Literal["oracle", "timing", "expectation", "scenario", "target"]
+    # undecodable: an answer that does not decode; connection: the broker closed or reset one
+    kind: Literal[
+        "oracle", "timing", "expectation", "scenario", "target", "undecodable", "connection"
+    ]
     step: int  # 1-based
     line: int
     message: str
@@ -32,6 +35,14 @@ class Failure:
     expected: str = ""
     got: str = ""
     cause: str = ""
+    # undecodable: a hex dump of the response frame (after its size), marked where decoding stopped
+    raw_response: str | None = None
+    decode_offset: int | None = None
+    # A request the broker left unanswered: the runner listened on for ``listened_ms`` after
+    # sending it; the answer's arrival after the send (None: none came) and the answer.
+    answered_after_ms: int | None = None
+    listened_ms: int | None = None
+    late_response: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import API_KEYS, Request
 from coordspec.reference.group.responses import ListGroupsResponse, Response
 
+LISTEN_AFTER_FAILURE_MS = 30_000
+
 
 class _Stop(Exception):
     """The run cannot go on: its result is already recorded."""
@@ -58,9 +60,12 @@ async def run_one(
     trace: TraceWriter,
     timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
     tolerance: ScenarioTolerance | None = None,
+    listen_after_failure_ms: int = LISTEN_AFTER_FAILURE_MS,
 ) -> RunResult:
     """``timing_tolerance_ms``: GM-36's, see the oracle. ``tolerance``: the ``--allow``
-    entries the oracle accepts as the run goes."""
+    entries the oracle accepts as the run goes. ``listen_after_failure_ms``: when a run
+    fails because the broker did not answer a request, how long after sending it the runner
+    still waits for the answer, to report whether and when it came."""
     result = RunResult(
         scenario.name,
         str(scenario.path),
@@ -88,7 +93,16 @@ async def run_one(
             tolerance=tolerance,
         )
         await _Run(
-            scenario, plan, target, session, oracle, run_id, trace, result, tolerance
+            scenario,
+            plan,
+            target,
+            session,
+            oracle,
+            run_id,
+            trace,
+            result,
+            tolerance,
+            listen_after_failure_ms,
         ).steps()
     finally:
         await session.close()
@@ -108,6 +122,7 @@ class _Run:
         trace: TraceWriter,
         result: RunResult,
         tolerance: ScenarioTolerance | None,
+        listen_ms: int = LISTEN_AFTER_FAILURE_MS,
     ) -> None:
         self.scenario, self.plan, self.target, self.session = scenario, plan, target, session
         self.run_id, self.trace, self.result, self.config = run_id, trace, result, oracle.config
@@ -116,16 +131,27 @@ class _Run:
         self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
         self.request_ids = 0
         self.tolerance = tolerance
+        self.listen_ms = listen_ms
+        self.silent: str | None = None  # the client whose unanswered request failed the run
 
     async def steps(self) -> None:
         for index, step in enumerate(self.scenario.steps):
             try:
                 await self.step(index, step)
             except _Stop:
+                if self.silent is not None:
+                    await self.listen(self.silent)
                 return
             except TargetError as exc:
                 with contextlib.suppress(_Stop):  # fail() records the failure and stops the run
-                    self.fail(index, "target", str(exc))
+                    self.fail(
+                        index,
+                        exc.kind,
+                        str(exc),
+                        request=exc.request,
+                        raw_response=exc.raw_response,
+                        decode_offset=exc.decode_offset,
+                    )
                 return
             except (OracleOverflow, InvariantViolation, UsageError) as exc:
                 self.result.status, self.result.reason = (
@@ -197,9 +223,11 @@ class _Run:
     ) -> None:
         request = self.in_flight[client]
         if got is None:
+            self.silent = client  # if the oracle fails the silence
             self.check_oracle(
                 index, self.oracle.silence(client, self.session.now_ms()), request, None
             )
+            self.silent = None
             return
         self.answered(index, client, got, None, "")
         self.fail(index, "expectation", answered, request=request, response=got[0])
@@ -209,6 +237,7 @@ class _Run:
     ) -> None:
         request = self.in_flight[client]
         if got is None:
+            self.silent = client
             self.check_oracle(
                 index, self.oracle.silence(client, self.session.now_ms()), request, None
             )
@@ -236,6 +265,40 @@ class _Run:
             )
         ):
             self.fail(index, "expectation", problem, request=request, response=response)
+
+    async def listen(self, client: str) -> None:
+        """The run failed because ``client``'s request went unanswered: wait for the answer
+        until ``listen_ms`` after the request was sent, and add what came to the failure.
+        A broker whose faults hit every run runs fault scenarios one after another: there
+        the run waits no longer than it already has, so that the next fault is not delayed."""
+        request, failure = self.in_flight[client], self.result.failure
+        bound = self.listen_ms
+        if self.scenario.uses_faults and self.target.faults_are_shared:
+            bound = min(bound, self.session.now_ms() - request.now_ms)
+        ended = ""
+        try:
+            got = await self.session.receive(
+                client, max(0, request.now_ms + bound - self.session.now_ms())
+            )
+        except TargetError as exc:
+            got, ended = None, f" (listening ended: {exc})"
+        if got is None:
+            note = f"; it had not answered {bound / 1000:g} s after the request{ended}"
+            late = {"listened_ms": bound}
+        else:
+            response, at_ms = got
+            self.record(
+                kind="response", client=client, **self.message(request, response), t_ms=at_ms
+            )
+            after = at_ms - request.now_ms
+            note = f"; the broker answered {after} ms after the request"
+            late = {
+                "listened_ms": bound,
+                "answered_after_ms": after,
+                "late_response": json_values.encode(response),
+            }
+        self.result.failure = dataclasses.replace(failure, message=failure.message + note, **late)
+        self.result.reason = self.result.failure.message
 
     def settings_note(self) -> str:
         """The oracle accepted what the expectation did not. If the broker runs other settings
@@ -326,11 +389,13 @@ class _Run:
         expected: str = "",
         got: str = "",
         cause: str = "",
+        raw_response: str | None = None,
+        decode_offset: int | None = None,
     ) -> None:
         """``rules``: broken besides the step's own; ``how`` … ``cause``: see Failure."""
         if kind == "expectation":
             message += self.settings_note()
-        failed = ("oracle", "timing", "expectation", "target")
+        failed = ("oracle", "timing", "expectation", "target", "undecodable", "connection")
         self.result.status = "failed" if kind in failed else "error"
         self.result.failure = Failure(
             kind=kind,
@@ -349,6 +414,8 @@ class _Run:
             expected=expected,
             got=got,
             cause=cause,
+            raw_response=raw_response,
+            decode_offset=decode_offset,
         )
         self.result.reason = message
         raise _Stop

@@ -28,7 +28,7 @@ from coordspec.conformance.suite import allow as allow_file
 from coordspec.conformance.suite import divergences, loader, reports, targets, versions
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.results import RunResult
-from coordspec.conformance.suite.runner import run_one
+from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.target import Target
 from coordspec.conformance.trace.format import TraceWriter
@@ -99,10 +99,13 @@ def run(
     out: TextIO | None = None,
     timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
     rerun: str | None = None,
+    listen_after_failure_ms: int = LISTEN_AFTER_FAILURE_MS,
 ) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file.
     ``timing_tolerance_ms``: GM-36's (see the oracle). ``rerun``: the command line that
-    selects this target, which each divergence's rerun command narrows to one run."""
+    selects this target, which each divergence's rerun command narrows to one run.
+    ``listen_after_failure_ms``: how long after sending a request the broker left
+    unanswered a failed run still waits for the answer (see the runner)."""
     out = out or sys.stdout
     try:
         chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
@@ -118,6 +121,10 @@ def run(
         raise SuiteError(str(exc)) from None
     if loop < 1:
         raise SuiteError(f"--loop must be at least 1, got {loop}")
+    if listen_after_failure_ms < 0:
+        raise SuiteError(
+            f"--listen-after-failure-ms must be at least 0, got {listen_after_failure_ms}"
+        )
     if not catalog:
         raise SuiteError(f"no scenario matches --tags {' '.join(tags)}")
     # A token of its own per invocation: real brokers keep groups (and offsets) from earlier
@@ -173,6 +180,7 @@ def run(
                     allowances,
                     _Progress(len(jobs), out),
                     timing_tolerance_ms,
+                    listen_after_failure_ms,
                 )
             )
         )
@@ -213,6 +221,7 @@ async def _run_all(
     allowances: allow_file.AllowFile | None,
     progress: _Progress,
     timing_tolerance_ms: int,
+    listen_after_failure_ms: int,
 ) -> list[RunResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -226,6 +235,7 @@ async def _run_all(
             writer,
             timing_tolerance_ms,
             allowances.for_scenario(scenario.name) if allowances else None,
+            listen_after_failure_ms,
         )
         allow_file.apply([result], allowances)
         progress.done(result)

@@ -78,4 +78,22 @@ class Target(Protocol):
 
 class TargetError(RuntimeError):
     """The target failed in a way that is not a protocol answer (unreachable, not Kafka,
-    a request timed out). ``str()`` is one line for the report."""
+    a request timed out). ``str()`` is one line for the report.
+
+    ``kind``: ``undecodable`` (an answer that does not decode: ``raw_response`` is its hex
+    dump, ``decode_offset`` where decoding stopped), ``connection`` (the broker closed or
+    reset a connection), ``target`` (anything else). ``request``: the one it concerns.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: Literal["undecodable", "connection", "target"] = "target",
+        request: Request | None = None,
+        raw_response: str | None = None,
+        decode_offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.request = kind, request
+        self.raw_response, self.decode_offset = raw_response, decode_offset

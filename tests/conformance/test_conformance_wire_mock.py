@@ -83,8 +83,9 @@ def test_the_report_lists_the_divergences_by_rule(outcome):
 
 def test_a_version_the_mock_advertises_but_cannot_read():
     """ApiVersions advertises JoinGroup up to v6 (the first flexible version), but the mock
-    closes the connection on a v6 JoinGroup, which Kafka (and the embedded broker, decoding
-    with Kafka's schema through kio) answers. The run fails in one line, not a traceback."""
+        closes the connection on a v6 JoinGroup, which Kafka (and the embedded broker, decoding
+        with Kafka's schema through kio) answers. The run fails in one line, not a traceback, that
+    says which connection closed after which request."""
     target = start_mock()
     try:
         assert target.versions["JoinGroup"] == range(7)
@@ -97,8 +98,9 @@ def test_a_version_the_mock_advertises_but_cannot_read():
     finally:
         target.stop()
     assert result.status == "failed"
-    assert result.failure.kind == "target"
-    assert result.failure.message.endswith("the broker closed the connection")
+    assert result.failure.kind == "connection"
+    assert result.failure.message.startswith("client c1: the broker closed the connection to ")
+    assert " after JoinGroup v6 (correlation id " in result.failure.message
 
 
 def test_requests_go_to_the_groups_coordinator_and_a_client_finds_it_again_after_not_coordinator():
