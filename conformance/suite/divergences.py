@@ -147,7 +147,7 @@ def signature(result: RunResult) -> Signature | None:
         return Signature(f.api, f.kind, "", "", _no_numbers(norm(f.message)))
     if f.kind == "timing":
         return Signature(f.api, "answered late", "", f"an answer at {f.cause}", "a later one")
-    if f.kind == "expectation":
+    if f.kind == "expectation" and f.listened_ms is None:
         return Signature(f.api, "expectation", "", "", norm(f.message))
     if f.how == "differs":
         leaf = f.field.rsplit(".", 1)[-1]
@@ -161,15 +161,16 @@ def signature(result: RunResult) -> Signature | None:
         return Signature(f.api, "answered early", "", expected, f"{_error_of(f.response)} sooner")
     if f.how == "unexpected":
         return Signature(f.api, "answered", "", "no answer yet", _error_of(f.response))
-    # silent: the reference answered, the broker had not
+    # Silent: the reference (or the scenario: an expectation) answered, the broker had not.
     allowed = (
         json.loads(f.allowed[0].split("   [")[0]) if f.allowed and f.allowed[0][:1] == "{" else None
     )
     expected = "an answer " + (f"at {f.cause}" if f.cause else "at once")
-    if allowed is not None:
+    if f.kind == "expectation":
+        expected = "an answer, as the scenario expects"
+    elif allowed is not None:
         expected += f" ({_error_of(allowed)})"
-    answered_after = getattr(f, "answered_after_ms", None)
-    if answered_after is not None:
+    if f.answered_after_ms is not None:
         return Signature(f.api, "answered late", "", expected, "a later one")
     return Signature(f.api, "never answered", "", expected, "no answer")
 
