@@ -181,6 +181,17 @@ async def serve(
         await broker.stop()
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (0-65535)")
+    return port
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.server") -> int:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -194,7 +205,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
     parser.add_argument(
         "--advertised-host", help="address clients are told to dial (default: --host)"
     )
-    parser.add_argument("--port", type=int, default=9092)
+    parser.add_argument(
+        "--port", type=port_number, default=9092, help="port to listen on (default 9092)"
+    )
     parser.add_argument(
         "--data", type=Path, required=True, help="data directory (logs, topics.json, trace.jsonl)"
     )
@@ -219,7 +232,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
             )
         )
     except (BrokerError, SettingsError, UsageError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # the address is taken, the data directory is a file ...
+        where = e.filename or f"{args.host}:{args.port}"
+        print(f"{prog}: {where}: {e.strerror or e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass

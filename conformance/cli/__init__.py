@@ -5,11 +5,12 @@ done in the rooms. Building the parser imports no room, so every command starts 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from coordspec.conformance.cli import cluster, conform, formal, trace
+from coordspec.conformance.cli import cluster, conform, formal, isolated, trace
 from coordspec.reference.errors import UsageError
 
 Runners = dict[str, Callable[[argparse.Namespace], int]]
@@ -64,6 +65,16 @@ REGISTRARS = (
 )
 
 
+def _has_children(args: argparse.Namespace) -> bool:
+    """Work in processes of its own (see ``isolated``): z3's pool, Spark."""
+    return args.command in ("assign", "pipeline") or (args.command == "simulate" and args.spark)
+
+
+def _name(args: argparse.Namespace) -> str:
+    sub = getattr(args, f"{args.command}_command", None)
+    return f"{args.command} {sub}" if sub else args.command
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["broker"]:
@@ -80,8 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in runners:
         parser.print_help()
         return 2
+    if _has_children(args) and isolated.wanted():
+        return isolated.run(argv, _name(args))
     try:
         return runners[args.command](args)
     except UsageError as exc:
         print(f"coordspec {args.command}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path that is a file, a directory that cannot be made ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        what = exc.strerror or str(exc)
+        if exc.errno == errno.EEXIST and exc.filename and Path(exc.filename).is_file():
+            what = "is a file, not a directory"
+        print(f"coordspec {args.command}: {where}{what}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"coordspec {_name(args)}: interrupted", file=sys.stderr)
+        return 130

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordspec.conformance.cli.numbers import NON_NEGATIVE, POSITIVE
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
@@ -39,7 +40,7 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--latency-ms",
-        type=int,
+        type=NON_NEGATIVE,
         default=None,
         help="how far the writer's clock may run ahead of the broker's (default: 0 for traces of the "
         "reference target and of the broker, 50 otherwise)",
@@ -52,7 +53,7 @@ def add_timing_tolerance(parser: argparse.ArgumentParser) -> None:
     (None: the oracle's ``TIMING_TOLERANCE_MS``, not imported here to keep the parser light)."""
     parser.add_argument(
         "--timing-tolerance-ms",
-        type=int,
+        type=NON_NEGATIVE,
         default=None,
         metavar="MS",
         help="how much later than the reference's deadline, beyond the latency, an answer may "
@@ -184,7 +185,7 @@ def _faults(text: str) -> tuple[str, ...]:
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runs",
-        type=int,
+        type=POSITIVE,
         required=True,
         help="number of runs (a group each, or a cluster with --cluster)",
     )
@@ -207,8 +208,12 @@ def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="simulate whole clusters (3 brokers, offsets partitions, coordinator moves) and check partitions too",
     )
-    parser.add_argument("--clients", type=int, default=3, help="consumers per group (default 3)")
-    parser.add_argument("--steps", type=int, default=60, help="schedule steps per run (default 60)")
+    parser.add_argument(
+        "--clients", type=POSITIVE, default=3, help="consumers per group (default 3)"
+    )
+    parser.add_argument(
+        "--steps", type=POSITIVE, default=60, help="schedule steps per run (default 60)"
+    )
     parser.add_argument(
         "--out",
         type=Path,

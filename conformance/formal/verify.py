@@ -3,6 +3,7 @@ with a summary a reviewer can read."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -31,7 +32,12 @@ def verify(
     )
     started = time.monotonic()
     results = run_all(
-        validity_bounds=bounds, stickiness_cases=cases, fencing_k=k, workers=workers, seed=seed
+        validity_bounds=bounds,
+        stickiness_cases=cases,
+        fencing_k=k,
+        workers=workers,
+        seed=seed,
+        progress=lambda line: say(line) or sys.stdout.flush(),
     )
     say(summary(results, time.monotonic() - started))
     for line in notes(results):

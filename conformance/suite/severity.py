@@ -1,4 +1,4 @@
-"""How much a divergence matters: its severity class (spec/conformance-reports.md defines
+"""How much a divergence matters: its severity class (spec/divergences.md defines
 them; this module is the one place that decides them).
 
 Most severe first. A divergence's class comes from what differs: a response that cannot

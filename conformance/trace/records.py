@@ -12,7 +12,7 @@ import functools
 import gzip
 import json
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,16 +58,30 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def read(path: Path) -> Iterator[Line]:
-    """The non-blank lines of a trace file, gzipped or not."""
+def read(path: Path, cut_short: Callable[[str], None] | None = None) -> Iterator[Line]:
+    """The non-blank lines of a trace file, gzipped or not. A last line with no newline that
+    is not JSON was cut short (its writer stopped mid-line): with ``cut_short`` it is left
+    out and ``cut_short`` told why; without, parsing it fails as any bad line does."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8") as lines:
             for number, text in enumerate(lines, start=1):
-                if text.strip():
-                    yield Line(str(path), number, text)
+                if not text.strip():
+                    continue
+                if cut_short and not text.endswith("\n") and not _is_json(text):
+                    cut_short(f"{path}:{number}: the last line is cut short; checked without it")
+                    continue
+                yield Line(str(path), number, text)
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: cannot read: {exc}") from None
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse(line: Line):

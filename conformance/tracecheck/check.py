@@ -41,6 +41,11 @@ class Progress:
                 flush=True,
             )
 
+    def warn(self, message: str) -> None:
+        """A line of its own, not lost in the bar."""
+        self.close()
+        print(f"warning: {message}", file=self.out, flush=True)
+
     def close(self) -> None:
         if self.bar:
             print("\r" + " " * 70 + "\r", end="", file=self.out, flush=True)
@@ -56,7 +61,7 @@ def group_lines(
     try:
         for path in files:
             plain, before = not path.name.endswith(".gz"), progress.done
-            for line in records.read(path):
+            for line in records.read(path, cut_short=progress.warn):
                 group_id, run, _ = records.quick_key(line)
                 keys.setdefault((group_id, run), []).append(line)
                 count += 1
@@ -83,6 +88,10 @@ def check_files(
     started = time.perf_counter()
     files = records.expand(paths)
     keys, count = group_lines(files, out)
+    if not count:
+        raise records.TraceError(
+            f"{', '.join(map(str, files))}: no events: an empty trace checks nothing"
+        )
     findings = Findings(totals=Totals(files=len(files), events=count, how="one machine"))
     progress = Progress(out, "groups checked", len(keys))
     try:

@@ -53,6 +53,8 @@ VIOLATION_COLUMNS = ", ".join(
 COVERAGE_COLUMNS = "kind string, name string, count long"
 # Errors only. Spark's logger set explicitly to the root's level keeps pyspark (a "shell" to
 # Spark) from announcing a default level of its own.
+# A task's failure (a bad line of a trace) reaches the driver as an exception, and from there
+# the user as one line: the executor's own report of it (a Python and a Java stack) is noise.
 _LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -64,6 +66,10 @@ logger.spark.name = org.apache.spark
 logger.spark.level = error
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
 
 

@@ -19,6 +19,7 @@ from coordspec.broker.testing import BrokerProcess, Connection
 pytestmark = pytest.mark.wire
 
 ROOT = Path(__file__).resolve().parents[2]
+PROG = "python -m coordspec.broker.server"  # the prefix of its error lines
 
 
 def run_server(*args: str) -> subprocess.CompletedProcess:
@@ -40,7 +41,7 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         result = run_server("--port", str(port), "--data", str(tmp_path / "data"))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+        f"{PROG}: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
 
 
@@ -49,7 +50,7 @@ def test_a_data_directory_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     result = run_server("--port", "0", "--data", str(tmp_path / "file"))
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(
-        f"error: data directory {tmp_path / 'file'}"
+        f"{PROG}: data directory {tmp_path / 'file'}"
     )
 
 
@@ -58,7 +59,7 @@ def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
     result = run_server("--port", "0", "--data", str(tmp_path))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: {tmp_path / 'topics.json'}: cannot read the topic list (ValidationError)"
+        f"{PROG}: {tmp_path / 'topics.json'}: cannot read the topic list (ValidationError)"
     ]
 
 
@@ -93,7 +94,7 @@ def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
 def test_a_bad_setting_is_one_line(tmp_path: Path, setting: str, message: str) -> None:
     result = run_server("--port", "0", "--data", str(tmp_path), "--broker-config", setting)
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [f"error: {message}"]
+    assert result.stderr.splitlines() == [f"{PROG}: {message}"]
 
 
 def test_a_bad_line_of_the_settings_file_is_one_line(tmp_path: Path) -> None:
@@ -103,7 +104,7 @@ def test_a_bad_line_of_the_settings_file_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         (
-            f"error: --broker-config-file {config}:3 auto.create.topics.enable: "
+            f"{PROG}: --broker-config-file {config}:3 auto.create.topics.enable: "
             "expected true or false, got 'maybe'"
         )
     ]
@@ -169,7 +170,7 @@ def test_a_second_broker_on_the_same_data_directory_is_one_line(tmp_path: Path) 
         result = run_server("--port", "0", "--data", str(tmp_path / "data"))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"error: data directory {tmp_path / 'data'} is in use by another broker"
+        f"{PROG}: data directory {tmp_path / 'data'} is in use by another broker"
     ]
 
 
@@ -183,4 +184,4 @@ def test_a_corrupt_offsets_log_is_one_line(tmp_path: Path) -> None:
     result = run_server("--port", "0", "--data", str(tmp_path / "data"))
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1
-    assert result.stderr.startswith(f"error: {segment}: batch 0 cannot be read")
+    assert result.stderr.startswith(f"{PROG}: {segment}: batch 0 cannot be read")

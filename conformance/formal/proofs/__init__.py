@@ -19,6 +19,8 @@ that the tests replay.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from multiprocessing import get_context
 
@@ -43,13 +45,14 @@ def run_all(
     fencing_k: int = 3,
     workers: int | None = None,
     seed: int = 0,
+    progress: Callable[[str], None] = lambda line: None,
 ) -> list[ProofResult]:
     """Every proof at the given bounds (``assignor_validity.Bounds()``: groups of 1-4
     members m0..m3, 3 topics of 1-6 partitions, any subscriptions), the stickiness
     measurement over ``stickiness_cases`` generated membership changes per sticky assignor,
     and the fencing induction at depth ``fencing_k``. Work that splits into independent
     chunks (the enumerations, the stickiness cases) goes to ``workers`` processes while the
-    z3 proofs run in this one."""
+    z3 proofs run in this one. ``progress`` hears of each part as it ends."""
     from coordspec.conformance.formal.proofs import assignor_validity, fencing, stickiness
 
     bounds = validity_bounds or assignor_validity.Bounds()
@@ -57,13 +60,22 @@ def run_all(
     executor: Executor | None = None
     if workers > 1:
         executor = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    started = time.monotonic()
+
+    def done(what: str, results: list[ProofResult]) -> list[ProofResult]:
+        progress(f"  {what}: {len(results)} results after {time.monotonic() - started:.0f} s")
+        return results
+
     try:
         enumerated = assignor_validity.start_enumerated_proofs(bounds, executor)
         differential = assignor_validity.start_differential_checks(bounds, executor)
         compared = stickiness.start_comparison(stickiness_cases, seed=seed, executor=executor)
-        symbolic = assignor_validity.symbolic_proofs(bounds)
-        fenced = fencing.prove_all(k=fencing_k)
-        results = symbolic + differential() + enumerated() + compared() + fenced
+        results = done("symbolic assignor proofs (z3)", assignor_validity.symbolic_proofs(bounds))
+        fenced = done(f"fencing by {fencing_k}-induction (z3)", fencing.prove_all(k=fencing_k))
+        results += done("sticky assignors on every input", differential())
+        results += done("enumerated assignor checks", enumerated())
+        results += done("stickiness against z3's optimum", compared())
+        results += fenced
     finally:
         if executor is not None:
             executor.shutdown()
