@@ -11,7 +11,9 @@ Its shape (``format`` is ``coordspec-conformance/1``; a key is only ever added):
         "api", "versions": [int], "band": "v7-9", "kind", "field", "expected", "got",
         "runs", "stopped", "rules": [{"rule", "title"}], "scenarios": [str],
         "example": {"scenario", "plan", "step", "line", "kind", "message",
-                    "request", "response", "allowed": [str]},
+                    "request", "response", "allowed": [str],
+                    "raw_response",                       # undecodable: a hex dump, or null
+                    "answered_after_ms", "late_response"},  # an answer after the run failed
         "rerun",                                          # the command that reruns the example
         "failures": [{"scenario", "plan", "status", "step", "line"}]}],
      "rules": [{"rule", "title", "verdict", "passed", "failed", "allowed", "errors", "not_run",
@@ -132,6 +134,9 @@ def _divergence(facts: Facts, n: int, d: Divergence) -> dict:
             "request": f.request,
             "response": f.response,
             "allowed": list(f.allowed),
+            "raw_response": f.raw_response,
+            "answered_after_ms": f.answered_after_ms,
+            "late_response": f.late_response,
         },
         "rerun": facts.rerun_of(example),
         "failures": [
