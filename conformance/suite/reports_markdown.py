@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from coordspec.conformance.suite.divergences import Divergence
 from coordspec.conformance.suite.report_facts import (
+    MARK,
     Facts,
     Grouped,
     title_of,
@@ -59,8 +60,8 @@ def summary(facts: Facts, limit: int = LIMIT) -> str:
         ("## Errors", [(_group_line(g), _error(facts, g)) for g in facts.errors]),
         ("## Not run", [(_group_line(g), _not_run(g)) for g in facts.not_run]),
     ]
-    every = [[full for _, full in items] for _, items in sections]
-    text = _assemble(head, [], fixed, sections, every, found)
+    whole = [[full for _, full in items] for _, items in sections]
+    text = _assemble(head, [], fixed, sections, whole, found)
     if _size(text) <= limit:
         return text
     headings = sum(_size(heading) + 4 for heading, _ in sections)
@@ -87,7 +88,7 @@ def _assemble(head, note, fixed, sections, chosen, found) -> str:
     for (heading, _), texts in zip(sections, chosen, strict=True):
         parts.append([heading, "", *texts, ""] if texts else [])
     if not found:
-        parts[0] = ["## Divergences", "", "None: every run that ran passed or was allowed.", ""]
+        parts[0] = ["## Divergences", "", "None: no run failed on a divergence.", ""]
     rest = [line for part in parts[1:] for line in part]
     return "\n".join([*head, *note, *parts[0], *fixed, *rest]) + "\n"
 
@@ -228,10 +229,7 @@ def _grid(facts: Facts) -> str:
     out.append("|---" * 11 + "|")
     for api, versions in VERSIONS.items():
         marks = facts.grid.get(api, {})
-        cells = [
-            verdict_text(marks.get(n, "not_run")).split()[0] if n in versions else " "
-            for n in range(10)
-        ]
+        cells = [MARK[marks.get(n, "not_run")] if n in versions else " " for n in range(10)]
         out.append(f"| {api} | " + " | ".join(cells) + " |")
     return "\n".join([*out, ""])
 
