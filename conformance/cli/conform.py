@@ -101,7 +101,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML")
     parser.add_argument(
-        "--report", type=Path, metavar="DIR", help="write conformance.md and conformance.html"
+        "--report",
+        type=Path,
+        metavar="DIR",
+        help="write conformance.md (a summary under 1 MiB), conformance-details.md, "
+        "conformance.html and conformance.json",
     )
     parser.add_argument(
         "--trace",

@@ -189,23 +189,19 @@ def run(
             trace_stream.close()
     wall = time.perf_counter() - started
     written = [trace] if trace else []
+    found = divergences.group(results)
+    rerun = rerun or f"coordspec conform --target {chosen.name}"
     try:
         if junit:
-            reports.write_junit(results, chosen.name, wall, junit)
+            reports.write_junit(results, chosen.name, wall, junit, found)
             written.append(junit)
         if report:
-            written.extend(reports.write_report(results, chosen.name, wall, report))
+            written.extend(reports.write_report(results, chosen.name, wall, report, found, rerun))
     except OSError as exc:
         raise SuiteError(
             f"cannot write the report there ({exc.strerror}: {exc.filename})"
         ) from None
-    found = divergences.group(results)
-    print(
-        reports.console_summary(
-            results, wall, found, rerun or f"coordspec conform --target {chosen.name}"
-        ),
-        file=out,
-    )
+    print(reports.console_summary(results, wall, found, rerun), file=out)
     for stale in allowances.unused() if allowances else ():
         print(f"warning: allow entry matched nothing: {stale}", file=out)
     for path in written:

@@ -317,7 +317,7 @@ def test_an_allowed_divergence_is_reported_as_allowed_and_does_not_fail(tmp_path
     )
     assert [v.verdict for v in rule_verdicts(outcome.results) if v.rule == "GM-50"] == ["allowed"]
     report = (tmp_path / "conformance.md").read_text()
-    assert "## Allowed divergences" in report and "step 9 (oracle)" in report
+    assert "] (allowed) OffsetCommit v" in report and "step 9 (oracle)" in report
     junit = (tmp_path / "junit.xml").read_text()
     assert "<failure" not in junit and "allowed divergence" in junit
 

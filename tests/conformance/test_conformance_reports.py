@@ -85,12 +85,25 @@ def test_a_bad_trace_line_is_reported_in_one_line(tmp_path, written):
 
 
 def test_markdown_and_html_reports_give_verdicts_per_rule_and_version(written):
-    _, out, _ = written
-    markdown = (out / "report" / "conformance.md").read_text()
-    assert "## Spec rules" in markdown and "| GM-50 | ✓ passed |" in markdown
+    outcome, out, console = written
+    report = out / "report"
+    assert sorted(p.name for p in report.iterdir()) == [
+        "conformance-details.md",
+        "conformance.html",
+        "conformance.json",
+        "conformance.md",
+    ]
+    assert all(f"wrote {p}" in console for p in report.iterdir())
+    markdown = (report / "conformance.md").read_text()
+    assert markdown.splitlines()[2] == "**0 distinct divergences** in 0 runs."
+    assert "None: no run failed on a divergence." in markdown
+    assert "## Spec rules" in markdown and "| GM-50 | fenced commits | ✓ passed |" in markdown
     assert "| JoinGroup | – | – | – | – | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ |" in markdown
-    page = (out / "report" / "conformance.html").read_text()
-    assert page.startswith("<!doctype html>") and "<td>GM-41" in page
+    page = (report / "conformance.html").read_text()
+    assert page.startswith("<!doctype html>") and "<td>GM-41<td>loading" in page
+    assert "<h2>No divergences</h2>" in page
+    doc = json.loads((report / "conformance.json").read_text())
+    assert doc["counts"]["passed"] == len(outcome.results) and doc["divergences"] == []
 
 
 def test_the_console_summary_counts_runs(written):
