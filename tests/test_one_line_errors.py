@@ -36,6 +36,7 @@ def here(tmp_path: Path) -> Path:
     (tmp_path / "afile").write_text("")
     (tmp_path / "empty.jsonl").write_text("")
     (tmp_path / "binary.yaml").write_bytes(bytes(range(128, 256)))
+    (tmp_path / "emptydir").mkdir()
     return tmp_path
 
 
@@ -57,6 +58,8 @@ def here(tmp_path: Path) -> Path:
             "empty.jsonl: no events: an empty trace checks nothing",
         ),
         (("conform", "--allow", "binary.yaml"), "binary.yaml: not UTF-8 text (byte 0)"),
+        (("conform", "--scenarios", "emptydir"), "emptydir: no scenario files (*.yaml) in this"),
+        (("conform", "--versions", "JoinGroup=4-2"), "range 4-2 runs backwards (write 2-4)"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
 )

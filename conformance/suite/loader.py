@@ -34,7 +34,7 @@ class ScenarioError(ValueError):
     """A scenario file is invalid. ``str()`` is the one line to show a user."""
 
     def __init__(self, path: Path, line: int, message: str) -> None:
-        super().__init__(f"{_display(path)}:{line}: {message}")
+        super().__init__(f"{_display(path)}{f':{line}' if line else ''}: {message}")
         self.path = path
         self.line = line
 
@@ -53,7 +53,10 @@ def discover(paths: Iterable[Path] = ()) -> list[Path]:
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(path.rglob("*.yaml")))
+            inside = sorted(path.rglob("*.yaml"))
+            if not inside:
+                raise ScenarioError(path, 0, "no scenario files (*.yaml) in this directory")
+            found.extend(inside)
         elif path.exists():
             found.append(path)
         else:

@@ -34,7 +34,9 @@ def parse_range(api: str, text: object) -> range:
         return known
     lo = int(match["lo"])
     hi = known.stop - 1 if match["plus"] else int(match["hi"]) if match["hi"] else lo
-    if lo > hi or lo < known.start or hi >= known.stop:
+    if lo > hi:
+        raise VersionError(f"{api}: version range {text} runs backwards (write {hi}-{lo})")
+    if lo < known.start or hi >= known.stop:
         raise VersionError(
             f"{api}: versions {text} lie outside v{known.start}-v{known.stop - 1}, the versions the reference models"
         )
