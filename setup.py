@@ -6,16 +6,17 @@ from setuptools import find_packages, setup
 
 TOP = ("reference", "broker", "conformance")
 
-# The scenario catalog is data in a folder of its own; naming it as a package ships it. So is
-# the spec: the reports name each rule by its title there.
+# Data folders ship as packages of their own: the scenario catalog; the spec, whose pages
+# name each rule in the reports; the TLA+ specs and their mutants, for `coordspec tla check`
+# (conformance/formal/tlc.py finds them beside the code, as in the repository).
 CATALOG = "coordspec.conformance.scenarios"
-SPEC = "coordspec.spec"
+DATA = {"coordspec.spec": "spec", "coordspec.tla": "tla", "coordspec.tla.mutants": "tla/mutants"}
 
 setup(
     packages=[
         *(f"coordspec.{name}" for name in find_packages(include=[f"{top}*" for top in TOP])),
         CATALOG,
-        SPEC,
+        *DATA,
     ],
-    package_dir={**{f"coordspec.{top}": top for top in TOP}, SPEC: "spec"},
+    package_dir={**{f"coordspec.{top}": top for top in TOP}, **DATA},
 )
