@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordspec.conformance.cli import cluster, conform, formal, isolated, trace
+from coordspec.conformance.extras import naming_extras
 from coordspec.reference.errors import UsageError
 
 Runners = dict[str, Callable[[argparse.Namespace], int]]
@@ -94,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     if _has_children(args) and isolated.wanted():
         return isolated.run(argv, _name(args))
     try:
-        return runners[args.command](args)
+        return naming_extras(f"coordspec {_name(args)}", lambda: runners[args.command](args))
     except UsageError as exc:
-        print(f"coordspec {args.command}: {exc}", file=sys.stderr)
+        print(f"coordspec {_name(args)}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path that is a file, a directory that cannot be made ...
         where = f"{exc.filename}: " if exc.filename else ""

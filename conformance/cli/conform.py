@@ -155,7 +155,6 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     faults = None
     if args.on_kill_coordinator or args.on_restart:
-        # Fault hooks drive a broker over the wire, which needs the wire extra (kio).
         from coordspec.conformance.suite.kafka_target import FaultCommands
 
         faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)

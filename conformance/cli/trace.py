@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordspec.conformance.cli.numbers import NON_NEGATIVE, POSITIVE
+from coordspec.conformance.extras import naming_extras
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
@@ -356,6 +357,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return naming_extras(f"{parser.prog} {args.command}", lambda: COMMANDS[args.command](args))
     except BrokenPipeError:  # the output went to a pager or head that stopped reading
         return 1

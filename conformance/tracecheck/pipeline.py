@@ -134,10 +134,8 @@ def _code_zip(directory: Path) -> Path:
 
 def session(master: str | None, workdir: Path, out: TextIO):
     """A quiet SparkSession: ``master`` (default local[*]) unless spark-submit started us."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise PipelineError("PySpark is not installed: pip install 'coordspec[pipeline]'") from None
+    from pyspark.sql import SparkSession  # the pipeline extra; the command line names it
+
     _java()
     os.environ.setdefault(
         "PYSPARK_PYTHON", sys.executable
