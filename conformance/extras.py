@@ -1,6 +1,7 @@
-"""Which extra of pyproject.toml installs a module: the one map that turns a command's
-ModuleNotFoundError into one line naming the extra to install. The command lines and the
-pytest plugin use it; nothing else catches a missing module."""
+"""Optional dependencies. Which extra of pyproject.toml installs a module: the one map that
+turns a command's ModuleNotFoundError into one line naming the extra to install (the command
+lines and the pytest plugin use it; nothing else catches a missing module). And kio, loaded
+without the Hypothesis it would otherwise pick up."""
 
 from __future__ import annotations
 
@@ -42,3 +43,19 @@ def naming_extras(command: str, run: Callable[[], int]) -> int:
         print(f"{command}: {line}", file=sys.stderr)
         return 2
 
+
+def load_kio_without_hypothesis() -> None:
+    """Load kio with Hypothesis hidden from it. kio registers Hypothesis strategies for its
+    types whenever Hypothesis is importable (the test and proofs extras install it), and
+    building them writes Hypothesis's Unicode tables into ./.hypothesis/ and takes 0.4 to 4 s.
+    No command draws a kio type. Where Hypothesis is loaded already (under pytest) nothing
+    changes; afterwards Hypothesis imports as usual (``assign verify`` uses it)."""
+    if "hypothesis" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]  # import hypothesis fails
+    try:
+        import kio.static.primitive  # noqa: F401  # the kio module that looks for Hypothesis
+    except ModuleNotFoundError:
+        pass  # a broken install: the command that needs kio says so
+    finally:
+        del sys.modules["hypothesis"]

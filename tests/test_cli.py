@@ -86,3 +86,30 @@ def test_trace_check_command_validates_a_conformance_runs_trace(tmp_path):
     trace.write_text(trace.read_text() + "{not json\n")
     bad = coordspec("trace", "check", str(trace))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and f"{trace}:" in bad.stderr
+
+
+def test_conform_against_a_broker_leaves_the_working_directory_empty(tmp_path):
+    # Hypothesis is installed here (the test extra): kio would build its strategies with it,
+    # and Hypothesis would write its Unicode tables into ./.hypothesis/.
+    import importlib.util
+
+    from coordspec.broker.testing import BrokerProcess
+
+    assert importlib.util.find_spec("hypothesis") is not None
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with BrokerProcess(tmp_path / "data") as broker:
+        result = coordspec(
+            "conform",
+            "--bootstrap",
+            broker.bootstrap,
+            "--target",
+            "kafka",
+            "--tags",
+            "member-id-required",
+            "--versions",
+            "latest",
+            cwd=elsewhere,
+        )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert list(elsewhere.iterdir()) == []

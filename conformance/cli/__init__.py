@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordspec.conformance.cli import cluster, conform, formal, isolated, trace
-from coordspec.conformance.extras import naming_extras
+from coordspec.conformance.extras import load_kio_without_hypothesis, naming_extras
 from coordspec.reference.errors import UsageError
 
 Runners = dict[str, Callable[[argparse.Namespace], int]]
@@ -78,6 +78,7 @@ def _name(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    load_kio_without_hypothesis()
     if argv[:1] == ["broker"]:
         return cluster.serve_broker(argv[1:])
     parser = argparse.ArgumentParser(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordspec.conformance.cli.numbers import NON_NEGATIVE, POSITIVE
-from coordspec.conformance.extras import naming_extras
+from coordspec.conformance.extras import load_kio_without_hypothesis, naming_extras
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
@@ -356,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         commands.add_parser("record", help="a proxy recording the group protocol as a trace")
     )
     args = parser.parse_args(argv)
+    load_kio_without_hypothesis()
     try:
         return naming_extras(f"{parser.prog} {args.command}", lambda: COMMANDS[args.command](args))
     except BrokenPipeError:  # the output went to a pager or head that stopped reading

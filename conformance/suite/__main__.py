@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from coordspec.conformance.cli.conform import add_arguments, run_command
-from coordspec.conformance.extras import naming_extras
+from coordspec.conformance.extras import load_kio_without_hypothesis, naming_extras
 
 parser = argparse.ArgumentParser(
     prog="python -m coordspec.conformance.suite",
@@ -12,4 +12,5 @@ parser = argparse.ArgumentParser(
 )
 add_arguments(parser)
 args = parser.parse_args()
+load_kio_without_hypothesis()
 sys.exit(naming_extras(parser.prog, lambda: run_command(args)))
