@@ -1,29 +1,34 @@
 """A pytest plugin: the conformance catalog as pytest items, one per scenario and version plan.
 
-    pytest -p coordspec.conformance.suite.pytest_plugin --conform [--conform-target kafka --conform-bootstrap HOST:PORT]
+    pytest --conform [--conform-target kafka --conform-bootstrap HOST:PORT]
            [--conform-scenarios DIR ...] [--conform-tags GM-5* ...] [--conform-versions latest]
+
+Each item's node id is its scenario file and run, ``PATH.yaml::NAME[PLAN]`` (the path from
+pytest's rootdir, with ``..`` for the installed catalog). Pasted back after ``--conform`` it
+selects that run alone, as a test id does; ``-k`` selects by name, rule or API version.
 
 A run that passes is a passed item, a failure fails its item with the step, the request,
 the response and what the reference allowed, and a run the target cannot make (no fault
 hooks, other broker settings) is skipped with the reason: reported as not run, never as
-passed. Items run one after another, so timing scenarios add up here; ``coordspec
-conform`` runs them concurrently.
+passed. The selected runs are made together, concurrently as ``coordspec conform`` makes them
+(``--conform-concurrency``), when the first item runs; each item then reports its own result.
+So ``-x`` stops the report at the first failure, but the runs after it were already made.
 """
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
+import os
 from pathlib import Path
 
 import pytest
 
+from coordspec.conformance.extras import missing_extra
 from coordspec.conformance.suite import loader, reports, targets, versions
 from coordspec.conformance.suite.results import RunResult, plan_label
-from coordspec.conformance.suite.runner import run_one
 from coordspec.conformance.suite.scenario import Scenario
-from coordspec.conformance.suite.suite import planned, select
+from coordspec.conformance.suite.suite import planned, run_jobs, select
 from coordspec.conformance.suite.target import Target
-from coordspec.conformance.trace.format import TraceWriter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,48 +67,114 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="all, latest, oldest or API=RANGE,...",
     )
     group.addoption("--conform-seed", type=int, default=0, help="seed for the reference target")
+    group.addoption(
+        "--conform-concurrency", type=int, default=64, help="runs at a time (default 64)"
+    )
 
 
+class Conformance:
+    """The session's target, version selection and catalog, and the results once made."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        option = config.getoption
+        self.mode, self.limits = versions.parse_selection(option("--conform-versions"))
+        self.catalog = select(
+            loader.load_all(option("--conform-scenarios")), option("--conform-tags")
+        )
+        self.target: Target = targets.make(
+            option("--conform-target"), option("--conform-bootstrap"), option("--conform-seed")
+        )
+        self.concurrency: int = option("--conform-concurrency")
+        # Real brokers keep groups from earlier sessions: each session's groups are its own.
+        self.token = hashlib.blake2b(os.urandom(8), digest_size=4).hexdigest()
+        self.results: dict[str, RunResult] | None = None
+
+    def run(self, items: list[pytest.Item]) -> dict[str, RunResult]:
+        if self.results is None:
+            chosen = [i for i in items if isinstance(i, ScenarioItem) and i.plan is not None]
+            jobs = [(i.scenario, i.plan, i.group_id) for i in chosen]
+            self.results = run_jobs(jobs, self.target, self.concurrency)
+        return self.results
+
+
+CONFORMANCE = pytest.StashKey[Conformance]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not session.config.getoption("--conform"):
+        return
+    try:
+        session.config.stash[CONFORMANCE] = Conformance(session.config)
+    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    except ModuleNotFoundError as exc:
+        if (line := missing_extra(exc)) is None:
+            raise
+        raise pytest.UsageError(line) from None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    conformance = session.config.stash.get(CONFORMANCE, None)
+    if conformance is not None:
+        getattr(conformance.target, "stop", lambda: None)()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+    """A scenario file named on the command line, as a pasted node id names it."""
+    if (
+        CONFORMANCE in parent.config.stash
+        and file_path.suffix == ".yaml"
+        and parent.session.isinitpath(file_path)
+    ):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k and --deselect, which then see these items too
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    if not config.getoption("--conform"):
-        return
-    try:
-        target = targets.make(
-            config.getoption("--conform-target"),
-            config.getoption("--conform-bootstrap"),
-            config.getoption("--conform-seed"),
+    conformance = config.stash.get(CONFORMANCE, None)
+    if conformance is None or any(isinstance(item, ScenarioItem) for item in items):
+        return  # no --conform, or scenario files named on the command line
+    for scenario in conformance.catalog:
+        items.extend(
+            ScenarioFile.from_parent(session, path=scenario.path, scenario=scenario).collect()
         )
-        catalog = select(
-            loader.load_all(config.getoption("--conform-scenarios")),
-            config.getoption("--conform-tags"),
-        )
-        mode, limits = versions.parse_selection(config.getoption("--conform-versions"))
-    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
-        raise pytest.UsageError(str(exc)) from None
-    catalog_node = Catalog.from_parent(session, name="conformance")
-    for scenario in catalog:
-        plans = planned(scenario, target, mode, limits)
-        for index, plan in enumerate(plans if not isinstance(plans, str) else [None]):
-            items.append(
-                ScenarioItem.from_parent(
-                    catalog_node,
-                    name=f"{scenario.name}[{plan_label(plan) if plan else 'no plan'}]",
-                    scenario=scenario,
-                    plan=plan,
-                    target=target,
-                    index=index,
-                    reason=plans if isinstance(plans, str) else "",
-                )
-            )
 
 
-class Catalog(pytest.Collector):
-    """The parent of the scenario items (they are made up front, from the options)."""
+class ScenarioFile(pytest.File):
+    """A scenario file: its runs, one item per version plan."""
+
+    def __init__(self, *, scenario: Scenario | None = None, **kwargs) -> None:
+        # The path from the rootdir, with .. outside it (the installed catalog), so that the
+        # printed node id pastes back from there.
+        path = kwargs["path"]
+        rootpath = (kwargs.get("parent") or kwargs["session"]).config.rootpath
+        super().__init__(nodeid=Path(os.path.relpath(path, rootpath)).as_posix(), **kwargs)
+        self.scenario = scenario
 
     def collect(self):
-        return []
+        conformance = self.config.stash[CONFORMANCE]
+        try:
+            scenario = self.scenario or loader.load(self.path)
+        except loader.ScenarioError as exc:
+            raise self.CollectError(str(exc)) from None
+        plans = planned(scenario, conformance.target, conformance.mode, conformance.limits)
+        if isinstance(plans, str):
+            yield ScenarioItem.from_parent(
+                self, name=f"{scenario.name}[no-plan]", scenario=scenario, plan=None, reason=plans
+            )
+            return
+        for index, plan in enumerate(plans):
+            yield ScenarioItem.from_parent(
+                self,
+                name=f"{scenario.name}[{plan_label(plan).replace(' ', '-')}]",
+                scenario=scenario,
+                plan=plan,
+                reason="",
+                group_id=f"coordspec-pytest-{conformance.token}-{scenario.name}-{index}",
+            )
 
 
 class ScenarioFailed(Exception):
@@ -116,31 +187,19 @@ class ScenarioItem(pytest.Item):
         *,
         scenario: Scenario,
         plan: dict[str, int] | None,
-        target: Target,
-        index: int,
         reason: str,
+        group_id: str = "",
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
-        self.scenario, self.plan, self.target, self.index, self.reason = (
-            scenario,
-            plan,
-            target,
-            index,
-            reason,
-        )
+        self.scenario, self.plan, self.reason, self.group_id = scenario, plan, reason, group_id
         for rule in scenario.rules:
             self.user_properties.append(("rule", rule))
 
     def runtest(self) -> None:
         if self.plan is None:
             pytest.skip(f"not run: {self.reason}")
-        group_id = f"coordspec-pytest-{self.scenario.name}-{self.index}"
-        result: RunResult = asyncio.run(
-            run_one(
-                self.scenario, self.plan, self.target, group_id, group_id, TraceWriter(None, "")
-            )
-        )
+        result = self.config.stash[CONFORMANCE].run(self.session.items)[self.group_id]
         if result.status == "not_run":
             pytest.skip(f"not run: {result.reason}")
         if result.status != "passed":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import io
 import os
 import sys
 import time
@@ -207,6 +208,26 @@ def run(
     for path in written:
         print(f"wrote {path}", file=out)
     return Outcome(chosen.name, results, wall, written, found)
+
+
+def run_jobs(
+    jobs: list[tuple[Scenario, dict[str, int], str]], target: Target, concurrency: int = 32
+) -> dict[str, RunResult]:
+    """Each (scenario, plan, group id) run once, concurrently as :func:`run` makes them, with
+    no trace and no report: the results by group id (the pytest plugin's way in)."""
+    results = asyncio.run(
+        _run_all(
+            jobs,
+            target,
+            TraceWriter(None, ""),
+            concurrency,
+            None,
+            _Progress(len(jobs), io.StringIO()),
+            TIMING_TOLERANCE_MS,
+            LISTEN_AFTER_FAILURE_MS,
+        )
+    )
+    return {result.group_id: result for result in results}
 
 
 async def _run_all(

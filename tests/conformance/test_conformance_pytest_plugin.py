@@ -3,8 +3,13 @@ and runs the target cannot make as skipped (not run)."""
 
 from __future__ import annotations
 
+import re
+import time
 from importlib.metadata import entry_points
 
+import pytest
+
+from coordspec.broker.testing import BrokerProcess
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 
 pytest_plugins = ["pytester"]
@@ -29,9 +34,16 @@ def test_the_catalog_runs_as_pytest_items(pytester):
     result = pytester.runpytest(
         *PLUGIN, "-v", "--conform", "--conform-tags", "member-id-required", "GM-62"
     )
-    result.stdout.fnmatch_lines(["*conformance::member-id-required?JoinGroupv9? PASSED*"])
     result.stdout.fnmatch_lines(
-        ["*conformance::delete-empty-group?DeleteGroupsv2 OffsetCommitv9 OffsetFetchv9? PASSED*"]
+        ["*/scenarios/member-id-required.yaml::member-id-required[[]JoinGroupv9[]] PASSED*"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            (
+                "*/delete-empty-group.yaml::"
+                "delete-empty-group[[]DeleteGroupsv2-OffsetCommitv9-OffsetFetchv9[]] PASSED*"
+            )
+        ]
     )
     assert result.parseoutcomes()["passed"] > 6
     assert set(result.parseoutcomes()) == {"passed"}
@@ -91,3 +103,50 @@ def test_a_bad_scenario_file_is_a_usage_error_in_one_line(pytester):
     result = pytester.runpytest(*PLUGIN, "--conform", "--conform-scenarios", "bad.yaml")
     assert result.ret == 4  # usage error
     result.stderr.fnmatch_lines(["*bad.yaml:5: c1: 'Nope' is not an API*"])
+
+
+def _printed_ids(result) -> list[str]:
+    return [m.group(1) for line in result.outlines if (m := re.match(r"^(\S+::\S+) PASSED", line))]
+
+
+@pytest.mark.parametrize("where", ["the bundled catalog", "a scenario file of the project"])
+def test_a_printed_node_id_pasted_back_runs_that_item_alone(pytester, where):
+    if where == "the bundled catalog":  # outside the rootdir: its id starts with ..
+        selection = ["--conform-tags", "member-id-required"]
+    else:
+        pytester.makefile(".yaml", mine=(SCENARIO_DIR / "member-id-required.yaml").read_text())
+        selection = ["--conform-scenarios", "mine.yaml"]
+    listed = pytester.runpytest_subprocess(*PLUGIN, "-v", "--conform", *selection)
+    ids = _printed_ids(listed)
+    assert len(ids) == 6, listed.outlines  # JoinGroup v4 to v9
+    chosen = ids[2]
+    again = pytester.runpytest_subprocess(*PLUGIN, "-v", "--conform", chosen)
+    again.assert_outcomes(passed=1)
+    assert _printed_ids(again) == [chosen]
+
+
+def test_k_selects_among_the_items_and_only_those_run(pytester):
+    result = pytester.runpytest(
+        *PLUGIN, "-v", "--conform", "--conform-tags", "member-id-required", "-k", "JoinGroupv9"
+    )
+    result.assert_outcomes(passed=1, deselected=5)
+
+
+def test_against_a_broker_the_items_run_concurrently(pytester, tmp_path):
+    # Each run waits out the broker's initial rebalance delay (3 s): one after another, the
+    # six would take 18 s.
+    with BrokerProcess(tmp_path / "data") as broker:
+        started = time.monotonic()
+        result = pytester.runpytest(
+            *PLUGIN,
+            "--conform",
+            "--conform-target",
+            "kafka",
+            "--conform-bootstrap",
+            broker.bootstrap,
+            "--conform-tags",
+            "member-id-required",
+        )
+        elapsed = time.monotonic() - started
+    result.assert_outcomes(passed=6)
+    assert elapsed < 12, elapsed
