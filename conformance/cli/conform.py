@@ -91,6 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_timing_tolerance(parser)
     parser.add_argument(
+        "--fail-on",
+        type=lambda text: [word.strip() for word in text.split(",") if word.strip()],
+        default=None,
+        metavar="SEVERITY,...",
+        help="exit 1 only for divergences of these severities (wire, safety, liveness, protocol, "
+        "timing, cosmetic; default all); harness errors always fail",
+    )
+    parser.add_argument(
         "--listen-after-failure-ms",
         type=int,
         default=None,  # the runner's LISTEN_AFTER_FAILURE_MS, not imported to keep the parser light
@@ -166,7 +174,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     given = {  # options left out take the suite's defaults
         name: getattr(args, name)
-        for name in ("timing_tolerance_ms", "listen_after_failure_ms")
+        for name in ("timing_tolerance_ms", "listen_after_failure_ms", "fail_on")
         if getattr(args, name) is not None
     }
     try:

@@ -31,6 +31,7 @@ from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
 from coordspec.conformance.suite.scenario import Scenario
+from coordspec.conformance.suite.severity import SEVERITIES
 from coordspec.conformance.suite.target import Target
 from coordspec.conformance.trace.format import TraceWriter
 
@@ -46,12 +47,18 @@ class Outcome:
     wall_s: float
     written: list[Path]
     divergences: list[divergences.Divergence]
+    # The severities that fail the run (--fail-on); harness errors always do.
+    fail_on: frozenset[str] = frozenset(SEVERITIES)
 
     @property
     def exit_code(self) -> int:
-        return (
-            1 if any(r.status in ("failed", "error") for r in self.results) else 0
-        )  # allowed runs do not fail
+        """1 if a run errored, or a divergence of a failing severity is not allowed."""
+        if any(r.status == "error" for r in self.results):
+            return 1
+        grouped = {id(r) for d in self.divergences for r in d.runs}
+        if any(r.status == "failed" and id(r) not in grouped for r in self.results):
+            return 1
+        return int(any(d.severity in self.fail_on and not d.allowed for d in self.divergences))
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
@@ -101,12 +108,14 @@ def run(
     timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
     rerun: str | None = None,
     listen_after_failure_ms: int = LISTEN_AFTER_FAILURE_MS,
+    fail_on: Iterable[str] = SEVERITIES,
 ) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file.
     ``timing_tolerance_ms``: GM-36's (see the oracle). ``rerun``: the command line that
     selects this target, which each divergence's rerun command narrows to one run.
     ``listen_after_failure_ms``: how long after sending a request the broker left
-    unanswered a failed run still waits for the answer (see the runner)."""
+    unanswered a failed run still waits for the answer (see the runner). ``fail_on``: the
+    severities (spec/divergences.md) whose divergences make the exit code 1."""
     out = out or sys.stdout
     try:
         chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
@@ -122,6 +131,11 @@ def run(
         raise SuiteError(str(exc)) from None
     if loop < 1:
         raise SuiteError(f"--loop must be at least 1, got {loop}")
+    failing = frozenset(fail_on)
+    if unknown := sorted(failing - set(SEVERITIES)):
+        raise SuiteError(
+            f"--fail-on {', '.join(unknown)}: not a severity (severities: {', '.join(SEVERITIES)})"
+        )
     if listen_after_failure_ms < 0:
         raise SuiteError(
             f"--listen-after-failure-ms must be at least 0, got {listen_after_failure_ms}"
@@ -207,7 +221,7 @@ def run(
         print(f"warning: allow entry matched nothing: {stale}", file=out)
     for path in written:
         print(f"wrote {path}", file=out)
-    return Outcome(chosen.name, results, wall, written, found)
+    return Outcome(chosen.name, results, wall, written, found, failing)
 
 
 def run_jobs(

@@ -13,6 +13,7 @@ from test_conformance_oracle import RewritingTarget
 
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.divergences import rerun_command
+from coordspec.conformance.suite.suite import SuiteError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import GroupConfig
 from coordspec.reference.group.responses import (
@@ -160,3 +161,17 @@ def test_a_timer_shorter_or_longer_than_kafkas_is_timing():
     (late,) = with_delay(5_000)  # the runner listens on after the failure: it answers at 5 s
     assert late.severity == "timing" and late.signature.kind == "answered late"
     assert all(r.failure.answered_after_ms >= 5_000 for r in late.runs)
+
+
+def test_fail_on_chosen_severities(planted):
+    outcome, _ = planted
+    assert outcome.exit_code == 1
+    cosmetic_only = dataclasses.replace(outcome, fail_on=frozenset({"cosmetic"}))
+    assert cosmetic_only.exit_code == 1
+    neither = dataclasses.replace(outcome, fail_on=frozenset({"wire", "liveness", "timing"}))
+    assert neither.exit_code == 0
+
+
+def test_fail_on_names_only_severities():
+    with pytest.raises(SuiteError, match="--fail-on fatal: not a severity"):
+        run("reference", tags=["member-id-required"], fail_on=["fatal"], out=io.StringIO())
