@@ -13,23 +13,20 @@ table, a key that kind of broker does not honour, or a value out of range is a
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from coordspec.broker.connections import Limits
-from coordspec.reference.group import GroupConfig
+from coordspec.reference import properties
+from coordspec.reference.group.config import KAFKA_SETTINGS, GroupConfig, KafkaSetting
+from coordspec.reference.properties import Given, SettingsError
 from coordspec.reference.replication.config import ReplicationConfig
 
 SINGLE, CLUSTER = "single", "cluster"
 KINDS = (SINGLE, CLUSTER)
 BROKER_NAMES = {SINGLE: "coordspec broker (one broker, one replica)", CLUSTER: "a cluster broker"}
 Value = int | bool
-
-
-class SettingsError(Exception):
-    """A setting the broker cannot take, in one line."""
 
 
 @dataclass(frozen=True)
@@ -39,22 +36,28 @@ class Setting:
     single: Value | None  # coordspec broker's default; None: not honoured there
     cluster: Value | None  # a cluster broker's default; None: not honoured there
     minimum: int = 1  # the smallest integer taken (booleans have none)
-    why: str = ""  # why a default is not Kafka's
+    why: str = ""  # why a default, or the name, is not Kafka's
 
     def default(self, kind: str) -> Value | None:
         return self.single if kind == SINGLE else self.cluster
 
     def parse(self, text: str) -> Value:
-        text = text.strip()  # as Kafka's ConfigDef
         if isinstance(self.kafka, bool):
+            text = text.strip()  # as Kafka's ConfigDef
             if text.lower() not in ("true", "false"):
                 raise ValueError(f"expected true or false, got {text!r}")
             return text.lower() == "true"
-        if not re.fullmatch(r"[+-]?\d+", text) or int(text) < self.minimum:
-            raise ValueError(f"expected an integer >= {self.minimum}, got {text!r}")
-        return int(text)
+        return properties.integer(text, self.minimum)
 
 
+def _group(kafka: KafkaSetting) -> Setting:
+    """A group coordinator setting: every broker honours it, with Kafka's default."""
+    default = getattr(GroupConfig(), kafka.field) // kafka.unit_ms
+    why = _OWN if kafka.name.startswith("coordspec.") else ""
+    return Setting(kafka.name, default, default, default, kafka.minimum, why)
+
+
+_OWN = "coordspec's name: in Kafka 4.0 a constant, CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS"
 _OFFSETS_WHY = "each is a log (a replica set on a cluster) made at start-up"
 SETTINGS = {
     s.name: s
@@ -64,9 +67,7 @@ SETTINGS = {
         Setting("default.replication.factor", 1, 1, 1),
         Setting("min.insync.replicas", 1, None, 1),
         Setting("offsets.topic.num.partitions", 50, 1, 3, why=_OFFSETS_WHY),
-        Setting("group.initial.rebalance.delay.ms", 3000, 3000, 3000, minimum=0),
-        Setting("group.min.session.timeout.ms", 6000, 6000, 6000, minimum=0),
-        Setting("group.max.session.timeout.ms", 1_800_000, 1_800_000, 1_800_000, minimum=0),
+        *(_group(s) for s in KAFKA_SETTINGS.values()),
         Setting("replica.lag.time.max.ms", 30_000, None, 30_000),
         Setting(
             "zookeeper.session.timeout.ms",
@@ -88,65 +89,18 @@ SETTINGS = {
 }
 
 
-@dataclass(frozen=True)
-class Given:
-    """One KEY=VALUE and where it came from (for the error line)."""
-
-    source: str
-    key: str
-    value: str
-
-
 def pairs(texts: Iterable[str]) -> list[Given]:
     """The settings of ``--broker-config KEY=VALUE`` flags."""
-    given = []
-    for text in texts:
-        key, equals, value = text.partition("=")
-        if not equals or not key.strip():
-            raise SettingsError(f"--broker-config {text!r}: expected KEY=VALUE")
-        given.append(Given("--broker-config", key.strip(), value))
-    return given
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    def one(match: re.Match) -> str:
-        escaped = match.group(1)
-        if escaped.startswith("u"):
-            return chr(int(escaped[1:], 16))
-        return _ESCAPES.get(escaped, escaped)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
+    return properties.pairs(texts, "--broker-config")
 
 
 def read_file(path: Path) -> list[Given]:
-    """The settings of a Java properties file: ``key=value``, ``key: value`` or ``key value``,
-    ``#`` and ``!`` comments, blank lines, a trailing backslash continuing a line."""
+    """The settings of a Java properties file (:func:`coordspec.reference.properties.parse`)."""
     try:
-        lines = path.read_text(encoding="latin-1").splitlines()
+        text = path.read_text(encoding="latin-1")
     except OSError as e:
         raise SettingsError(f"--broker-config-file {path}: {e.strerror or e}") from None
-    given = []
-    number = 0
-    while number < len(lines):
-        start, logical = number + 1, lines[number].lstrip()
-        number += 1
-        if not logical or logical[0] in "#!":  # a comment does not continue
-            continue
-        while _continues(logical):
-            logical = logical[:-1] + (lines[number].lstrip() if number < len(lines) else "")
-            number += 1
-        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)", logical, re.DOTALL)
-        assert match is not None  # the pattern matches any line
-        given.append(Given(f"--broker-config-file {path}:{start}", *map(_unescape, match.groups())))
-    return given
-
-
-def _continues(line: str) -> bool:
-    """An odd number of trailing backslashes: the line goes on."""
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+    return properties.parse(text, f"--broker-config-file {path}")
 
 
 def resolve(kind: str, given: Iterable[Given]) -> dict[str, Value]:
@@ -201,11 +155,14 @@ def help_table() -> str:
         "Kafka broker settings (--broker-config, --broker-config-file): the default of",
         "coordspec broker / of a cluster broker (-: not honoured there), and Kafka's if not so:",
     ]
+    width = max(map(len, SETTINGS)) + 2
     for s in SETTINGS.values():
         shown = " / ".join(text(d) if (d := s.default(k)) is not None else "-" for k in KINDS)
-        line = f"  {s.name:<34}{shown:<20}"
+        line = f"  {s.name:<{width}}{shown:<20}"
         if any(d is not None and d != s.kafka for d in (s.single, s.cluster)):
             line += f"Kafka: {text(s.kafka)} ({s.why})"
+        elif s.why:
+            line += f"({s.why})"
         lines.append(line.rstrip())
     return "\n".join(lines)
 
@@ -254,9 +211,7 @@ def topic_defaults_of(values: Mapping[str, Value]) -> TopicDefaults:
 
 def group_config_of(values: Mapping[str, Value]) -> GroupConfig:
     return GroupConfig(
-        initial_rebalance_delay_ms=int(values["group.initial.rebalance.delay.ms"]),
-        min_session_timeout_ms=int(values["group.min.session.timeout.ms"]),
-        max_session_timeout_ms=int(values["group.max.session.timeout.ms"]),
+        **{s.field: s.to_field(int(values[s.name])) for s in KAFKA_SETTINGS.values()}
     )
 
 
