@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from coordspec.conformance.cli.trace import add_timing_tolerance
+from coordspec.conformance.cli.trace import add_broker_settings, add_timing_tolerance
 from coordspec.conformance.suite.targets import TARGETS
 
 
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="kafka target: shell command that restarts the coordinator and returns once it is back",
     )
+    add_broker_settings(parser, "the broker under test")
     parser.add_argument(
         "--scenarios",
         nargs="+",
@@ -124,7 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--list",
         action="store_true",
-        help="list the selected scenarios and what the catalog does not cover; run nothing",
+        help="list the selected scenarios (their settings, tags, fault hooks) and what the "
+        "catalog does not cover; run nothing",
     )
 
 
@@ -150,9 +152,10 @@ def rerun_base(args: argparse.Namespace) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from coordspec.conformance.suite import loader, targets
+    from coordspec.conformance.suite import broker_settings, loader, targets
     from coordspec.conformance.suite.listing import listing
     from coordspec.conformance.suite.suite import SuiteError, run, select
+    from coordspec.reference.properties import SettingsError
 
     if args.list:
         try:
@@ -168,8 +171,9 @@ def run_command(args: argparse.Namespace) -> int:
         faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)
     try:
         # Made here rather than in run(), so that a target with a child process is stopped after the run.
-        target = targets.make(args.target, args.bootstrap, args.seed, faults)
-    except targets.UnknownTarget as exc:
+        config = broker_settings.config_of(args)
+        target = targets.make(args.target, args.bootstrap, args.seed, faults, config)
+    except (targets.UnknownTarget, SettingsError) as exc:
         print(f"coordspec conform: {exc}", file=sys.stderr)
         return 2
     given = {  # options left out take the suite's defaults

@@ -20,25 +20,8 @@ from coordspec.conformance.extras import load_kio_without_hypothesis, naming_ext
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
 
 
-def _setting(text: str) -> tuple[str, int]:
-    name, _, value = text.partition("=")
-    if not name or not value.lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=INT (a GroupConfig field, e.g. initial_rebalance_delay_ms=0), got {text!r}"
-        )
-    return name, int(value)
-
-
 def _add_check_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        type=_setting,
-        action="append",
-        default=[],
-        metavar="NAME=INT",
-        help="the broker's group setting where it differs from Kafka's default (repeatable), "
-        "e.g. initial_rebalance_delay_ms=0",
-    )
+    add_broker_settings(parser, "the traced broker")
     parser.add_argument(
         "--latency-ms",
         type=NON_NEGATIVE,
@@ -47,6 +30,26 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
         "reference target and of the broker, 50 otherwise)",
     )
     add_timing_tolerance(parser)
+
+
+def add_broker_settings(parser: argparse.ArgumentParser, whose: str) -> None:
+    """The broker's settings, the same options wherever the oracle models a broker
+    (conformance/suite/broker_settings.py reads them)."""
+    parser.add_argument(
+        "--broker-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"{whose}'s group setting by its Kafka name, where it is not Kafka's default "
+        "(repeatable, over --broker-settings-file), e.g. group.initial.rebalance.delay.ms=0",
+    )
+    parser.add_argument(
+        "--broker-settings-file",
+        type=Path,
+        metavar="FILE",
+        help=f"{whose}'s settings as a Java properties file (as Kafka's server.properties; "
+        "settings other than the group coordinator's are ignored)",
+    )
 
 
 def add_timing_tolerance(parser: argparse.ArgumentParser) -> None:
@@ -62,28 +65,19 @@ def add_timing_tolerance(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class BadSetting(ValueError):
-    """A --config name that is no broker setting."""
-
-
 def settings_from(args: argparse.Namespace):
-    import dataclasses
-
+    """Raises ``SettingsError`` with one line."""
+    from coordspec.conformance.suite.broker_settings import overrides
     from coordspec.conformance.tracecheck.replay import Settings
     from coordspec.conformance.tracecheck.scenarios import scenario_settings
-    from coordspec.reference.group import GroupConfig
 
-    known = [f.name for f in dataclasses.fields(GroupConfig)]
-    for name, _ in args.config:
-        if name not in known:
-            raise BadSetting(f"--config {name}: no such setting (settings: {', '.join(known)})")
     timing = (
         {}
         if args.timing_tolerance_ms is None
         else {"timing_tolerance_ms": args.timing_tolerance_ms}
     )
     return Settings(
-        config=dict(args.config),
+        config=overrides(args),
         scenarios=scenario_settings(),
         latency_ms=args.latency_ms,
         **timing,
@@ -110,10 +104,11 @@ def run_trace_check(args: argparse.Namespace) -> int:
     from coordspec.conformance.trace.format import TraceError
     from coordspec.conformance.tracecheck import summary
     from coordspec.conformance.tracecheck.check import check_files
+    from coordspec.reference.properties import SettingsError
 
     try:
         findings = check_files(args.files, settings_from(args))
-    except (TraceError, BadSetting) as exc:
+    except (TraceError, SettingsError) as exc:
         print(f"coordspec trace check: {exc}", file=sys.stderr)
         return 2
     print(summary.console(findings))
@@ -158,12 +153,13 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_pipeline(args: argparse.Namespace) -> int:
     from coordspec.conformance.tracecheck import pipeline, summary
+    from coordspec.reference.properties import SettingsError
 
     try:
         findings = pipeline.run_pipeline(
             args.input, args.output, args.master, settings_from(args), args.partitions
         )
-    except (pipeline.PipelineError, BadSetting) as exc:
+    except (pipeline.PipelineError, SettingsError) as exc:
         print(f"coordspec pipeline: {exc}", file=sys.stderr)
         return 2
     print(summary.console(findings))

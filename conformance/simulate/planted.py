@@ -68,8 +68,8 @@ class PlantedTarget(ReferenceTarget):
         self.name = f"planted-{bug}"
         self.rewrite = BUGS[bug][0]
 
-    async def open(self, group_id, config):
-        return _Rewriting(await super().open(group_id, config), self.rewrite)
+    async def open(self, group_id, config, **options):
+        return _Rewriting(await super().open(group_id, config, **options), self.rewrite)
 
 
 class _Rewriting:

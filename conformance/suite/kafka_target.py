@@ -87,9 +87,9 @@ class KafkaTarget:
     ) -> None:
         self.name = name
         self.host, self.port = parse_bootstrap(bootstrap)
-        self.config = (
-            config or GroupConfig()
-        )  # Kafka's defaults: a broker's own settings are not asked for
+        # Kafka's defaults unless the user declares the broker's (--broker-setting): a
+        # broker's own settings cannot be asked for.
+        self.config = config or GroupConfig()
         self.fault_commands = faults or FaultCommands()
         self.supports_faults = bool(
             self.fault_commands.kill_coordinator or self.fault_commands.restart
@@ -137,7 +137,9 @@ class KafkaTarget:
         finally:
             await connection.close()
 
-    async def open(self, group_id: str, config: GroupConfig) -> KafkaSession:
+    async def open(
+        self, group_id: str, config: GroupConfig, *, faults: bool = False
+    ) -> KafkaSession:
         # Sessions that open together would keep their timers in step (every initial
         # rebalance delay ending in the same instant): a burst that delays replies on both
         # sides. Spacing the openings spreads the bursts.

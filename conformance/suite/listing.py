@@ -1,12 +1,16 @@
-"""``--list``: the catalog at a glance, and what it does not cover yet (for scenario authors)."""
+"""``--list``: the catalog at a glance (each scenario's tags, the broker settings it needs by
+Kafka's names, the fault hooks it needs), and what it does not cover yet (for scenario authors)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
-from coordspec.conformance.suite.scenario import Scenario
+from coordspec.conformance.suite import broker_settings
+from coordspec.conformance.suite.scenario import Fault, Scenario
 from coordspec.conformance.suite.versions import label, plans
+from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import VERSIONS
 
 SPEC_PAGES = [
@@ -21,6 +25,12 @@ def listing(scenarios: list[Scenario]) -> str:
         ranges = ", ".join(label(api, r) for api, r in sorted(s.versions.items()))
         lines.append(f"{s.name}: {' '.join(s.rules)}; {len(plans(s.versions))} runs ({ranges})")
         lines.append(f"    {s.checks}")
+        needs = [
+            f"tags: {', '.join(s.tags) or '-'}",
+            f"broker settings: {', '.join(broker_settings.named(dataclasses.replace(GroupConfig(), **s.broker), s.broker)) or '-'}",
+            f"fault hooks: {', '.join(sorted({f.fault for f in s.steps if isinstance(f, Fault)})) or '-'}",
+        ]
+        lines.append(f"    {'; '.join(needs)}")
     runs = sum(len(plans(s.versions)) for s in scenarios)
     lines.append(f"{len(scenarios)} scenarios, {runs} runs")
     covered = {(api, v) for s in scenarios for api, r in s.versions.items() for v in r}

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from coordspec.conformance.suite.kafka_target import KafkaTarget
 from coordspec.conformance.suite.target import TargetError
+from coordspec.reference.group.config import GroupConfig
 
 BROKERS = 3  # more than one, so that FindCoordinator routing matters
 _START_TIMEOUT_S = 30.0
@@ -71,12 +72,13 @@ class MockCluster:
             process.wait()
 
 
-def start_mock(brokers: int = BROKERS) -> KafkaTarget:
+def start_mock(brokers: int = BROKERS, config: GroupConfig | None = None) -> KafkaTarget:
+    """``config``: the settings the user declares the mock has (--broker-setting)."""
     # Imported here as well as in the child, so that a missing extra is named (conformance/extras.py).
     import confluent_kafka  # noqa: F401
 
     cluster = MockCluster(brokers).start()
-    target = KafkaTarget(cluster.addresses[0], name="librdkafka-mock")
+    target = KafkaTarget(cluster.addresses[0], name="librdkafka-mock", config=config)
     target.on_stop(cluster.stop)
     try:
         return target.check()

@@ -43,7 +43,9 @@ class ReferenceTarget:
         self.config = config or GroupConfig()
         self.seed = seed
 
-    async def open(self, group_id: str, config: GroupConfig) -> ReferenceSession:
+    async def open(
+        self, group_id: str, config: GroupConfig, *, faults: bool = False
+    ) -> ReferenceSession:
         digest = hashlib.blake2b(f"{self.seed}/{group_id}".encode(), digest_size=8).digest()
         return ReferenceSession(
             config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True)

@@ -8,6 +8,7 @@ import dataclasses
 import time
 
 from coordspec.conformance.suite.allow import ScenarioTolerance
+from coordspec.conformance.suite.broker_settings import named
 from coordspec.conformance.suite.build import build, learn
 from coordspec.conformance.suite.expect import check
 from coordspec.conformance.suite.oracle import (
@@ -39,15 +40,16 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
     """The broker settings a run uses, or why the target cannot run the scenario."""
     if scenario.uses_faults and not target.supports_faults:
         return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
+    wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
-        return dataclasses.replace(target.config, **scenario.broker)
-    differ = [
-        f"{k}={v} (target: {getattr(target.config, k)})"
-        for k, v in scenario.broker.items()
-        if getattr(target.config, k) != v
-    ]
+        return wanted
+    differ = [f for f in scenario.broker if getattr(target.config, f) != getattr(wanted, f)]
     if differ:
-        return "needs broker settings " + ", ".join(differ)
+        needed = named(wanted, differ)
+        return (
+            f"needs broker settings {', '.join(needed)} (target: {', '.join(named(target.config, differ))}); "
+            f"if the broker has them, run with {' '.join(f'--broker-setting {n}' for n in needed)}"
+        )
     return target.config
 
 
@@ -81,7 +83,7 @@ async def run_one(
         return result
     started = time.perf_counter()
     try:
-        session = await target.open(group_id, config)
+        session = await target.open(group_id, config, faults=scenario.uses_faults)
     except TargetError as exc:
         result.status, result.reason = "error", str(exc)
         return result
@@ -305,12 +307,15 @@ class _Run:
         than Kafka's defaults, the scenario may simply assume the defaults: say so."""
         if self.target.configurable:
             return ""
-        differ = [
-            f"{f.name}={getattr(self.config, f.name)}"
-            for f in dataclasses.fields(GroupConfig)
-            if getattr(self.config, f.name) != getattr(GroupConfig(), f.name)
-            and f.name not in self.scenario.broker
-        ]
+        differ = named(
+            self.config,
+            (
+                f.name
+                for f in dataclasses.fields(GroupConfig)
+                if getattr(self.config, f.name) != getattr(GroupConfig(), f.name)
+                and f.name not in self.scenario.broker
+            ),
+        )
         if not differ:
             return ""
         return f" (the reference accepts the response with this broker's settings {', '.join(differ)}: the scenario may assume Kafka's defaults)"

@@ -6,8 +6,9 @@
 
 Every scenario runs once per version plan (see :mod:`versions`), ``loop`` times over, each
 run on a group id of its own, concurrently (``concurrency`` runs at a time), so the timing
-scenarios do not add up against a real broker. A fault on a real broker hits every group on
-it, so there the scenarios that inject one run alone, one at a time, after the others. ``allow`` names a file of tolerated
+scenarios do not add up against a real broker, the longest first. A fault on a real broker
+hits every group on it, so there (``faults_are_shared``) the scenarios that inject one run
+alone, one at a time, after the others. ``allow`` names a file of tolerated
 divergences (:mod:`allow`).
 """
 
@@ -279,10 +280,20 @@ async def _run_all(
     faulty = target.faults_are_shared and target.supports_faults
     alone = [job for job in jobs if faulty and job[0].uses_faults]
     together = [job for job in jobs if not (faulty and job[0].uses_faults)]
-    results = list(await asyncio.gather(*(shared(job) for job in together)))
+    # The longest runs start first, so that none starts late and holds the run up.
+    started = {
+        i: asyncio.ensure_future(shared(together[i]))
+        for i in sorted(range(len(together)), key=lambda i: -_waits_ms(together[i][0]))
+    }
+    results = [await started[i] for i in range(len(together))]
     for job in alone:
         results.append(await one(*job))
     return results
+
+
+def _waits_ms(scenario: Scenario) -> int:
+    """How long a run of ``scenario`` waits at least, on a real broker: its sleeps and awaits."""
+    return sum(getattr(step, "ms", 0) + getattr(step, "within_ms", 0) for step in scenario.steps)
 
 
 class _Progress:

@@ -56,9 +56,11 @@ class Session(Protocol):
 class Target(Protocol):
     name: str
     clock: Literal["virtual", "real"]
-    # The broker's group settings: the base the oracle uses. A configurable target (the
-    # reference) applies a scenario's ``broker:`` settings per session; on any other the
-    # scenario runs only when its settings equal these.
+    # The broker's group settings: the base the oracle uses (Kafka's defaults, or what the
+    # user declared with --broker-setting). A configurable target applies a scenario's
+    # ``broker:`` settings per session (the reference in-process, the embedded target on a
+    # cluster started with them); on any other the scenario runs only when its settings
+    # equal these.
     config: GroupConfig
     configurable: bool
     versions: dict[str, range]  # the API versions the target supports
@@ -70,10 +72,14 @@ class Target(Protocol):
     latency_ms: int
     supports_faults: bool  # whether sessions have fault hooks
     # A fault hits every session at once (one real broker or cluster holds every group): the
-    # suite runs the scenarios with faults alone, one at a time, after the others.
+    # suite runs the scenarios with faults alone, one at a time, after the others. A target
+    # that gives a session opened with ``faults`` brokers no other session uses meanwhile
+    # sets it False.
     faults_are_shared: bool
 
-    async def open(self, group_id: str, config: GroupConfig) -> Session: ...
+    async def open(self, group_id: str, config: GroupConfig, *, faults: bool = False) -> Session:
+        """A session on ``group_id`` whose broker has ``config``; ``faults``: it will inject
+        faults. It may wait for the target to have room (brokers to start or to free up)."""
 
 
 class TargetError(RuntimeError):

@@ -14,48 +14,51 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from coordspec.conformance.suite.target import Target
+    from coordspec.reference.group.config import GroupConfig
 
 
 class UnknownTarget(ValueError):
     """A target name the suite cannot run against, or a target that cannot be reached."""
 
 
-def _reference(bootstrap: str | None, seed: int, faults) -> Target:
+def _reference(bootstrap: str | None, seed: int, faults, config: GroupConfig | None) -> Target:
     from coordspec.conformance.suite.reference_target import ReferenceTarget
 
     if bootstrap:
         raise UnknownTarget(
             "--bootstrap is for a broker target; the reference target runs in-process"
         )
-    return ReferenceTarget(seed=seed)
+    return ReferenceTarget(config, seed=seed)
 
 
-def _kafka(bootstrap: str | None, seed: int, faults) -> Target:
+def _kafka(bootstrap: str | None, seed: int, faults, config: GroupConfig | None) -> Target:
     from coordspec.conformance.suite.kafka_target import KafkaTarget
 
     if not bootstrap:
         raise UnknownTarget("the kafka target needs --bootstrap HOST:PORT")
-    return KafkaTarget(bootstrap, faults=faults).check()
+    return KafkaTarget(bootstrap, faults=faults, config=config).check()
 
 
-def _embedded(bootstrap: str | None, seed: int, faults) -> Target:
+def _embedded(bootstrap: str | None, seed: int, faults, config: GroupConfig | None) -> Target:
     from coordspec.conformance.suite.embedded_target import start_embedded
 
     if bootstrap:
         raise UnknownTarget(
-            "--bootstrap is for the kafka target; the embedded target starts its own cluster"
+            "--bootstrap is for the kafka target; the embedded target starts its own clusters"
         )
-    return start_embedded(faults=True)
+    return start_embedded(config)
 
 
-def _librdkafka_mock(bootstrap: str | None, seed: int, faults) -> Target:
+def _librdkafka_mock(
+    bootstrap: str | None, seed: int, faults, config: GroupConfig | None
+) -> Target:
     from coordspec.conformance.suite.mock_target import start_mock
 
     if bootstrap:
         raise UnknownTarget(
             "--bootstrap is for the kafka target; librdkafka-mock starts its own cluster"
         )
-    return start_mock()
+    return start_mock(config=config)
 
 
 FACTORIES: dict[str, Callable[..., Target]] = {
@@ -67,8 +70,15 @@ FACTORIES: dict[str, Callable[..., Target]] = {
 TARGETS = tuple(FACTORIES)
 
 
-def make(name: str, bootstrap: str | None = None, seed: int = 0, faults=None) -> Target:
-    """The target ``name``; ``faults`` (a ``kafka_target.FaultCommands``) are the kafka target's hooks."""
+def make(
+    name: str,
+    bootstrap: str | None = None,
+    seed: int = 0,
+    faults=None,
+    config: GroupConfig | None = None,
+) -> Target:
+    """The target ``name``; ``faults`` (a ``kafka_target.FaultCommands``) are the kafka target's
+    hooks; ``config`` the broker's settings (--broker-setting), Kafka's defaults if None."""
     from coordspec.conformance.suite.target import TargetError
 
     if name not in FACTORIES:
@@ -76,6 +86,6 @@ def make(name: str, bootstrap: str | None = None, seed: int = 0, faults=None) ->
     if faults is not None and name != "kafka":
         raise UnknownTarget("--on-kill-coordinator and --on-restart are hooks for the kafka target")
     try:
-        return FACTORIES[name](bootstrap, seed, faults)
+        return FACTORIES[name](bootstrap, seed, faults, config)
     except TargetError as exc:
         raise UnknownTarget(str(exc)) from None

@@ -74,6 +74,21 @@ def test_list_shows_each_scenario_and_what_is_not_covered(capsys):
     assert run_command(parser.parse_args(["--list", "--tags", "member-id-required"])) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "member-id-required: GM-3 GM-10 GM-15; 6 runs (JoinGroup v4-9)"
-    assert out[2] == "1 scenarios, 6 runs"
-    assert out[3].startswith("API versions no scenario applies to: JoinGroup v0, JoinGroup v1")
-    assert out[4].startswith("spec rules no scenario names: GM-1, GM-2, GM-4")
+    assert out[2] == "    tags: -; broker settings: -; fault hooks: -"
+    assert out[3] == "1 scenarios, 6 runs"
+    assert out[4].startswith("API versions no scenario applies to: JoinGroup v0, JoinGroup v1")
+    assert out[5].startswith("spec rules no scenario names: GM-1, GM-2, GM-4")
+    assert (
+        run_command(
+            parser.parse_args(["--list", "--tags", "offsets-expire", "failover-before-first-sync"])
+        )
+        == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == (
+        "    tags: fault, failover; broker settings: -; fault hooks: kill_coordinator"
+    )
+    assert out[5] == (
+        "    tags: timing; broker settings: offsets.retention.minutes=1, "
+        "offsets.retention.check.interval.ms=10000; fault hooks: -"
+    )

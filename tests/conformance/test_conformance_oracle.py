@@ -36,8 +36,8 @@ class RewritingTarget(ReferenceTarget):
         self.rewrite = rewrite
         self.session_config = config
 
-    async def open(self, group_id, config):
-        session = await super().open(group_id, self.session_config or config)
+    async def open(self, group_id, config, **options):
+        session = await super().open(group_id, self.session_config or config, **options)
         return _RewritingSession(session, self.rewrite)
 
 
@@ -235,8 +235,8 @@ class LaggyTarget(ReferenceTarget):
         super().__init__(seed=seed)
         self.lag_ms, self.latency_ms, self.lagging = lag_ms, latency_ms, lagging
 
-    async def open(self, group_id, config):
-        session = await super().open(group_id, config)
+    async def open(self, group_id, config, **options):
+        session = await super().open(group_id, config, **options)
         lag, lagging = self.lag_ms, self.lagging
 
         async def late_send(client, request, send=session.send):
@@ -369,11 +369,12 @@ def test_an_expectation_that_assumes_kafkas_defaults_says_so_on_a_broker_configu
     assert failure.kind == "expectation" and failure.step == 2
     assert failure.message.endswith(
         "(the reference accepts the response with this broker's settings "
-        "initial_rebalance_delay_ms=0: the scenario may assume Kafka's defaults)"
+        "group.initial.rebalance.delay.ms=0: the scenario may assume Kafka's defaults)"
     )
     assert by_name["group-max-size"].status == "not_run"
-    assert (
-        by_name["group-max-size"].reason == "needs broker settings max_size=2 (target: 2147483647)"
+    assert by_name["group-max-size"].reason == (
+        "needs broker settings group.max.size=2 (target: group.max.size=2147483647); "
+        "if the broker has them, run with --broker-setting group.max.size=2"
     )
 
 

@@ -82,6 +82,74 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_single_broker_concurre
     ), not_run
 
 
+MAX_SIZE_ONE = ["max-size-refuses-new-member-in-stable-group", "max-size-static-members"]
+
+
+def test_declared_broker_settings_run_what_kafkas_defaults_cannot(tmp_path):
+    """``coordspec broker --broker-config group.max.size=1 ...``: without --broker-setting the
+    scenarios that need those settings are not run (the reason names the flag that would run
+    them); declared, the oracle models the broker with them and they pass."""
+    data = tmp_path / "data"
+    settings = ["group.max.size=1", "offset.metadata.max.bytes=8"]
+    flags = [arg for s in settings for arg in ("--broker-config", s)]
+    chosen = [*MAX_SIZE_ONE, "commit-metadata-too-large"]
+    with BrokerProcess(data, *flags) as broker:
+        before = run(
+            KafkaTarget(broker.bootstrap).check(),
+            tags=chosen,
+            version_selection="latest",
+            out=io.StringIO(),
+        )
+        declared = tmp_path / "server.properties"
+        declared.write_text("broker.id=0\noffset.metadata.max.bytes=8\n")  # broker.id: ignored
+        after = subprocess.run(
+            [
+                *COORDSPEC,
+                "conform",
+                "--target",
+                "kafka",
+                "--bootstrap",
+                broker.bootstrap,
+                "--versions",
+                "latest",
+                "--tags",
+                *chosen,
+                "--broker-setting",
+                settings[0],
+                "--broker-settings-file",
+                str(declared),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    reasons = {r.scenario: r.reason for r in before.results if r.status == "not_run"}
+    assert reasons.keys() == set(chosen)
+    assert reasons[MAX_SIZE_ONE[0]] == (
+        "needs broker settings group.max.size=1 (target: group.max.size=2147483647); "
+        "if the broker has them, run with --broker-setting group.max.size=1"
+    )
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "3 runs: 3 passed" in after.stdout
+
+
+def test_a_bad_broker_setting_is_one_line(tmp_path):
+    assert _conform_error("--broker-setting", "group.max.size=0") == (
+        2,
+        "coordspec conform: --broker-setting group.max.size: expected an integer >= 1, got '0'\n",
+    )
+    declared = tmp_path / "server.properties"
+    declared.write_text("# ours\noffsets.retention.minutes = soon\n")
+    assert _conform_error("--broker-settings-file", str(declared)) == (
+        2,
+        (
+            f"coordspec conform: --broker-settings-file {declared}:2 offsets.retention.minutes: "
+            "expected an integer >= 1, got 'soon'\n"
+        ),
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -162,7 +162,9 @@ def test_kafka_python_behind_the_proxy_against_the_project_broker_passes_the_tra
     assert {r["api"] for r in seen} >= GROUP_APIS
     findings = check_files([trace], Settings(config={"initial_rebalance_delay_ms": 0}))
     assert findings.violations == [] and findings.totals.keys >= 1
-    assert main(["check", str(trace), "--config", "initial_rebalance_delay_ms=0"]) == 0
+    assert (
+        main(["check", str(trace), "--broker-setting", "group.initial.rebalance.delay.ms=0"]) == 0
+    )
 
 
 def test_bad_addresses_are_one_line(capsys):

@@ -72,7 +72,13 @@ def broker_trace(tmp_path: Path, late_ms: int) -> Path:
 
 def trace_check(path: Path, capsys, *options: str) -> tuple[int, str]:
     code = main(
-        ["check", str(path), "--config", f"initial_rebalance_delay_ms={DELAY_MS}", *options]
+        [
+            "check",
+            str(path),
+            "--broker-setting",
+            f"group.initial.rebalance.delay.ms={DELAY_MS}",
+            *options,
+        ]
     )
     return code, capsys.readouterr().out
 
@@ -151,8 +157,8 @@ class LateTimersTarget(ReferenceTarget):
         super().__init__()
         self.late_ms = late_ms
 
-    async def open(self, group_id, config):
-        session = await super().open(group_id, config)
+    async def open(self, group_id, config, **options):
+        session = await super().open(group_id, config, **options)
         due, late_ms = session.coordinator.next_deadline_ms, self.late_ms
         session.coordinator.next_deadline_ms = lambda: None if (d := due()) is None else d + late_ms
         return session

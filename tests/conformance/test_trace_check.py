@@ -199,10 +199,20 @@ def test_a_progress_bar_on_a_terminal_only(catalog_trace):
     assert "[##############################] 4/4 x" in terminal.getvalue()
 
 
-def test_an_unknown_setting_is_one_line(catalog_trace, capsys):
-    assert main(["check", str(catalog_trace), "--config", "initial_delay=0"]) == 2
+def test_an_unknown_setting_is_one_line(catalog_trace, capsys, tmp_path):
+    assert main(["check", str(catalog_trace), "--broker-setting", "initial_delay=0"]) == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith("coordspec trace check: --config initial_delay: no such setting (settings: ")
+        err.startswith(
+            "coordspec trace check: --broker-setting initial_delay: not a group coordinator "
+            "setting (settings: group.min.session.timeout.ms, "
+        )
         and err.count("\n") == 1
+    )
+    properties = tmp_path / "server.properties"
+    properties.write_text("broker.id=1\ngroup.max.size=0\n")  # broker.id: not the oracle's
+    assert main(["check", str(catalog_trace), "--broker-settings-file", str(properties)]) == 2
+    assert capsys.readouterr().err == (
+        f"coordspec trace check: --broker-settings-file {properties}:2 group.max.size: "
+        "expected an integer >= 1, got '0'\n"
     )
