@@ -3,20 +3,24 @@ over it, Kafka's defaults, and one line for every setting a broker cannot take."
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from coordspec.broker.settings import (
     CLUSTER,
+    KINDS,
     SETTINGS,
     SINGLE,
     SettingsError,
     differences,
+    group_config_of,
     pairs,
     read_file,
     resolve,
 )
+from coordspec.reference.group.config import KAFKA_SETTINGS, GroupConfig
 
 PROPERTIES = """\
 # server.properties, as Kafka writes it
@@ -134,4 +138,38 @@ def test_a_bad_line_of_the_file_is_named_by_its_number(tmp_path: Path) -> None:
     assert (
         str(raised.value)
         == f"--broker-config-file {tmp_path / 'missing.properties'}: No such file or directory"
+    )
+
+
+def test_every_group_setting_reaches_the_coordinator_in_its_unit() -> None:
+    """Each GroupConfig field has a Kafka name both kinds of broker honour; minutes become ms."""
+    given = pairs(
+        [
+            "group.max.size=1",
+            "offset.metadata.max.bytes=8",
+            "offsets.retention.minutes=2",
+            "offsets.retention.check.interval.ms=1000",
+            "coordspec.group.new.member.join.timeout.ms=5000",
+            "group.initial.rebalance.delay.ms=0",
+            "group.min.session.timeout.ms=10",
+            "group.max.session.timeout.ms=20",
+        ]
+    )
+    for kind in KINDS:
+        assert group_config_of(resolve(kind, given)) == GroupConfig(
+            max_size=1,
+            offset_metadata_max_bytes=8,
+            offsets_retention_ms=120_000,
+            offsets_retention_check_interval_ms=1000,
+            new_member_join_timeout_ms=5000,
+            initial_rebalance_delay_ms=0,
+            min_session_timeout_ms=10,
+            max_session_timeout_ms=20,
+        )
+    assert {f.name for f in fields(GroupConfig)} == {s.field for s in KAFKA_SETTINGS.values()}
+    assert group_config_of(resolve(SINGLE, [])) == GroupConfig()  # Kafka's defaults
+    with pytest.raises(SettingsError) as raised:
+        resolve(CLUSTER, pairs(["offsets.retention.minutes=0"]))
+    assert str(raised.value) == (
+        "--broker-config offsets.retention.minutes: expected an integer >= 1, got '0'"
     )
