@@ -37,8 +37,8 @@ _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
 def _unescape(text: str) -> str:
-    def one(match: re.Match) -> str:
-        escaped = match.group(1)
+    def one(match: re.Match[str]) -> str:
+        escaped: str = match.group(1)
         if escaped.startswith("u"):
             return chr(int(escaped[1:], 16))
         return _ESCAPES.get(escaped, escaped)
