@@ -30,10 +30,10 @@ class Broken(RewritingTarget):
     name = "broken"
     supports_faults = False
 
-    async def open(self, group_id, config):
+    async def open(self, group_id, config, **options):
         if "-session-expiry-" in group_id:
             raise TargetError("cannot reach the coordinator of this group")
-        return await super().open(group_id, config)
+        return await super().open(group_id, config, **options)
 
 
 @pytest.fixture(scope="module")
