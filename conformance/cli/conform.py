@@ -139,6 +139,7 @@ def rerun_base(args: argparse.Namespace) -> str:
         "--on-kill-coordinator": args.on_kill_coordinator,
         "--on-restart": args.on_restart,
         "--allow": args.allow,
+        "--broker-settings-file": args.broker_settings_file,
         "--timing-tolerance-ms": args.timing_tolerance_ms,
         "--listen-after-failure-ms": args.listen_after_failure_ms,
         "--seed": args.seed or None,
@@ -146,6 +147,8 @@ def rerun_base(args: argparse.Namespace) -> str:
     for flag, value in options.items():
         if value is not None:
             words += [flag, str(value)]
+    for setting in args.broker_setting:
+        words += ["--broker-setting", setting]
     if args.scenarios:
         words += ["--scenarios", *map(str, args.scenarios)]
     return shlex.join(words)

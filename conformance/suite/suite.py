@@ -15,19 +15,21 @@ divergences (:mod:`allow`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 import hashlib
 import io
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from coordspec.conformance.suite import allow as allow_file
 from coordspec.conformance.suite import divergences, loader, reports, targets, versions
+from coordspec.conformance.suite.broker_settings import resolve as resolve_settings
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
@@ -35,6 +37,8 @@ from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.severity import SEVERITIES
 from coordspec.conformance.suite.target import Target
 from coordspec.conformance.trace.format import TraceWriter
+from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.properties import Given, SettingsError
 
 
 class SuiteError(ValueError):
@@ -110,16 +114,29 @@ def run(
     rerun: str | None = None,
     listen_after_failure_ms: int = LISTEN_AFTER_FAILURE_MS,
     fail_on: Iterable[str] = SEVERITIES,
+    broker_settings: Mapping[str, object] | None = None,
 ) -> Outcome:
     """Run the selected scenarios; raises SuiteError for a bad option or scenario file.
     ``timing_tolerance_ms``: GM-36's (see the oracle). ``rerun``: the command line that
     selects this target, which each divergence's rerun command narrows to one run.
     ``listen_after_failure_ms``: how long after sending a request the broker left
     unanswered a failed run still waits for the answer (see the runner). ``fail_on``: the
-    severities (spec/divergences.md) whose divergences make the exit code 1."""
+    severities (spec/divergences.md) whose divergences make the exit code 1.
+    ``broker_settings``: the broker's settings by Kafka's names (as ``--broker-setting``),
+    over the target's; the oracle models the broker with them."""
     out = out or sys.stdout
     try:
-        chosen = target if not isinstance(target, str) else targets.make(target, bootstrap, seed)
+        declared = resolve_settings(
+            Given("broker_settings", name, str(value))
+            for name, value in (broker_settings or {}).items()
+        )
+        config = dataclasses.replace(GroupConfig(), **declared) if declared else None
+        if isinstance(target, str):
+            chosen = targets.make(target, bootstrap, seed, config=config)
+        else:
+            chosen = target
+            if declared:
+                chosen.config = dataclasses.replace(chosen.config, **declared)
         catalog = select(loader.load_all(scenarios), tags)
         mode, limits = versions.parse_selection(version_selection)
         allowances = allow_file.load(allow) if allow else None
@@ -128,6 +145,7 @@ def run(
         versions.VersionError,
         targets.UnknownTarget,
         allow_file.AllowError,
+        SettingsError,
     ) as exc:
         raise SuiteError(str(exc)) from None
     if loop < 1:
