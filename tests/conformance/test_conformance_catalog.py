@@ -92,3 +92,24 @@ def test_list_shows_each_scenario_and_what_is_not_covered(capsys):
         "    tags: timing; broker settings: offsets.retention.minutes=1, "
         "offsets.retention.check.interval.ms=10000; fault hooks: -"
     )
+
+
+def test_a_rerun_keeps_the_declared_broker_settings():
+    """Without them, the rerun's oracle would model another broker."""
+    import argparse
+    import shlex
+
+    from coordspec.conformance.cli.conform import add_arguments, rerun_base
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    declared = [
+        "--broker-setting",
+        "group.max.size=1",
+        "--broker-settings-file",
+        "server.properties",
+    ]
+    args = parser.parse_args(["--target", "kafka", "--bootstrap", "h:9092", *declared])
+    words = shlex.split(rerun_base(args))
+    assert words[words.index("--broker-setting") + 1] == "group.max.size=1"
+    assert words[words.index("--broker-settings-file") + 1] == "server.properties"
