@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -82,9 +82,12 @@ def settings_of(config: GroupConfig) -> dict[str, int]:
 class EmbeddedCluster:
     def __init__(self, root: Path, zookeeper_connect: str, config: GroupConfig) -> None:
         self.root, self.config = root, config
-        self.cluster = Cluster(
-            root, 3, zookeeper_connect=zookeeper_connect, settings=settings_of(config)
-        )
+        try:
+            self.cluster = Cluster(
+                root, 3, zookeeper_connect=zookeeper_connect, settings=settings_of(config)
+            )
+        except ClusterError as exc:  # a setting a broker does not take
+            raise TargetError(f"embedded cluster: {exc}") from None
         self.kafka: KafkaTarget | None = None  # once started
         self.started: asyncio.Future | None = None
         self.users = 0
@@ -307,7 +310,7 @@ class EmbeddedTarget:
 class _LeasedSession:
     """A cluster's session that gives the cluster back when it closes."""
 
-    def __init__(self, inner: KafkaSession, release: Callable) -> None:
+    def __init__(self, inner: KafkaSession, release: Callable[[], Awaitable[None]]) -> None:
         self.inner, self.release = inner, release
         self.faults = inner.faults
 
