@@ -150,7 +150,33 @@ def rerun_base(args: argparse.Namespace) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from coordspec.conformance.suite import loader, targets
+    _import_kio_without_hypothesis()
+    return _conform(args)
+
+
+def _import_kio_without_hypothesis() -> None:
+    """kio, which the wire targets use, registers strategies with hypothesis when it can import
+    it, and hypothesis then caches a Unicode table in ./.hypothesis/, in the user's working
+    directory. conform generates nothing: kio is imported with hypothesis out of its sight."""
+    if "hypothesis" in sys.modules or "kio.static._phantom" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # makes its import fail, which kio expects
+    try:
+        import kio.static.primitive  # noqa: F401
+    except ImportError:
+        pass  # installed without the wire extra: the reference target needs no kio
+    finally:
+        del sys.modules["hypothesis"]
+
+
+def _error(message: str) -> int:
+    for line in message.splitlines():
+        print(f"coordspec conform: {line}", file=sys.stderr)
+    return 2
+
+
+def _conform(args: argparse.Namespace) -> int:
+    from coordspec.conformance.suite import loader, outputs, targets
     from coordspec.conformance.suite.listing import listing
     from coordspec.conformance.suite.suite import SuiteError, run, select
 
@@ -158,9 +184,11 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             print(listing(select(loader.load_all(args.scenarios), args.tags)))
         except loader.ScenarioError as exc:
-            print(f"coordspec conform: {exc}", file=sys.stderr)
-            return 2
+            return _error(str(exc))
         return 0
+    unwritable = outputs.problems(args.junit, args.report, args.trace)
+    if unwritable:  # before a target starts, and long before a run would end
+        return _error("\n".join(unwritable))
     faults = None
     if args.on_kill_coordinator or args.on_restart:
         from coordspec.conformance.suite.kafka_target import FaultCommands
@@ -170,8 +198,7 @@ def run_command(args: argparse.Namespace) -> int:
         # Made here rather than in run(), so that a target with a child process is stopped after the run.
         target = targets.make(args.target, args.bootstrap, args.seed, faults)
     except targets.UnknownTarget as exc:
-        print(f"coordspec conform: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     given = {  # options left out take the suite's defaults
         name: getattr(args, name)
         for name in ("timing_tolerance_ms", "listen_after_failure_ms", "fail_on")
@@ -194,8 +221,7 @@ def run_command(args: argparse.Namespace) -> int:
             **given,
         )
     except SuiteError as exc:
-        print(f"coordspec conform: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     finally:
         getattr(target, "stop", lambda: None)()
     return outcome.exit_code
