@@ -5,6 +5,7 @@ in the distinct-divergence list."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import TextIO
 
@@ -17,7 +18,8 @@ class Progress:
         self.total, self.out, self.interval_s = total, out, interval_s
         self.bar = out.isatty()
         self.counts = {"passed": 0, "failed": 0, "allowed": 0, "error": 0, "not_run": 0}
-        self.started = self._last_line = self._drawn = time.monotonic()
+        self.started = self._last_line = time.monotonic()
+        self._drawn = 0.0
         self.seen: set[divergences.Signature] = set()
 
     @property
@@ -72,9 +74,11 @@ class Progress:
 
     def _draw(self) -> None:
         self._drawn = time.monotonic()
-        filled = 30 * self.count // max(1, self.total)
+        filled = 20 * self.count // max(1, self.total)
+        line = f"[{'#' * filled}{'.' * (20 - filled)}] {self.status()}"
+        width = shutil.get_terminal_size().columns - 1  # a wrapped line would not redraw
         print(
-            f"\r\033[K[{'#' * filled}{'.' * (30 - filled)}] {self.status()}",
+            f"\r\033[K{line[:width]}",
             end="",
             file=self.out,
             flush=True,

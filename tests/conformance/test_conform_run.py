@@ -59,15 +59,20 @@ def test_progress_on_a_log_is_a_line_at_intervals_with_counts_and_time_left():
     assert quiet.getvalue() == ""
 
 
-def test_progress_on_a_terminal_is_one_bar_redrawn_in_place():
+def test_progress_on_a_terminal_is_one_bar_redrawn_in_place(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
     out = _Terminal()
     progress = Progress(2, out)
     progress.done(_result("passed"))
     progress.done(_result("failed"))
     progress.finish()
     text = out.getvalue()
-    assert "\r\x1b[K[##############################] 2/2 runs: 1 passed, 1 failed" in text
+    assert "\r\x1b[K[####################] 2/2 runs: 1 passed, 1 failed" in text
     assert "\n" not in text and text.endswith("\r\x1b[K")
+    monkeypatch.setenv("COLUMNS", "40")  # a line that wrapped would not be redrawn in place
+    narrow = _Terminal()
+    Progress(2, narrow).done(_result("passed"))
+    assert max(len(part) for part in narrow.getvalue().split("\r\x1b[K")) == 39
 
 
 def test_each_divergence_is_announced_once_as_it_appears_and_failures_are_not_printed():
