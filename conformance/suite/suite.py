@@ -374,6 +374,11 @@ class _Runs:
         return time.perf_counter() - self.started
 
     def done(self, result: RunResult) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # The run is stopping (Ctrl-C, the broker gone) and this one went on past the
+            # cancel (asyncio.wait_for can swallow it): it was cut short, not run to its end.
+            return
         self.ended[result.group_id] = result
         self.progress.done(result)
         self.tick()
