@@ -149,33 +149,13 @@ def rerun_base(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    _import_kio_without_hypothesis()
-    return _conform(args)
-
-
-def _import_kio_without_hypothesis() -> None:
-    """kio, which the wire targets use, registers strategies with hypothesis when it can import
-    it, and hypothesis then caches a Unicode table in ./.hypothesis/, in the user's working
-    directory. conform generates nothing: kio is imported with hypothesis out of its sight."""
-    if "hypothesis" in sys.modules or "kio.static._phantom" in sys.modules:
-        return
-    sys.modules["hypothesis"] = None  # makes its import fail, which kio expects
-    try:
-        import kio.static.primitive  # noqa: F401
-    except ImportError:
-        pass  # installed without the wire extra: the reference target needs no kio
-    finally:
-        del sys.modules["hypothesis"]
-
-
 def _error(message: str) -> int:
     for line in message.splitlines():
         print(f"coordspec conform: {line}", file=sys.stderr)
     return 2
 
 
-def _conform(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
     from coordspec.conformance.suite import loader, outputs, targets
     from coordspec.conformance.suite.listing import listing
     from coordspec.conformance.suite.suite import SuiteError, run, select

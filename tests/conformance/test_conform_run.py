@@ -109,16 +109,6 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path):
     assert done.stdout == ""
 
 
-def test_conform_leaves_no_hypothesis_directory_behind(tmp_path):
-    """kio would make hypothesis write its cache into the working directory."""
-    done = _conform(
-        "--scenarios", str(ROOT / "conformance/scenarios"), "--tags", "member-id-required",
-        "--target", "kafka", "--bootstrap", "127.0.0.1:1", cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 2 and "cannot reach 127.0.0.1:1" in done.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_loop_names_the_runs_that_passed_in_some_loops_only():
     """A bug in the second loop only makes its runs flaky; one in every loop does not."""
 
@@ -235,7 +225,7 @@ def test_a_broker_that_dies_stops_the_run_with_one_line_and_partial_reports(tmp_
     last = stdout.splitlines()[-1]
     assert re.match(
         r"stopped after \d+ of \d+ runs: the broker is unreachable \(8 runs could not "
-        r"connect: cannot reach 127\.0\.0\.1:\d+: .*\); partial reports written: ",
+        r"connect: (\w+ v\d+: )?cannot reach 127\.0\.0\.1:\d+: .*\); partial reports written: ",
         last,
     ), last
     _, _, cases = _partial_reports(tmp_path, last)
