@@ -154,8 +154,14 @@ def rerun_base(args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
+def _error(message: str) -> int:
+    for line in message.splitlines():
+        print(f"coordspec conform: {line}", file=sys.stderr)
+    return 2
+
+
 def run_command(args: argparse.Namespace) -> int:
-    from coordspec.conformance.suite import broker_settings, loader, targets
+    from coordspec.conformance.suite import broker_settings, loader, outputs, targets
     from coordspec.conformance.suite.listing import listing
     from coordspec.conformance.suite.suite import SuiteError, run, select
     from coordspec.reference.properties import SettingsError
@@ -164,9 +170,11 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             print(listing(select(loader.load_all(args.scenarios), args.tags)))
         except loader.ScenarioError as exc:
-            print(f"coordspec conform: {exc}", file=sys.stderr)
-            return 2
+            return _error(str(exc))
         return 0
+    unwritable = outputs.problems(args.junit, args.report, args.trace)
+    if unwritable:  # before a target starts, and long before a run would end
+        return _error("\n".join(unwritable))
     faults = None
     if args.on_kill_coordinator or args.on_restart:
         from coordspec.conformance.suite.kafka_target import FaultCommands
@@ -177,8 +185,7 @@ def run_command(args: argparse.Namespace) -> int:
         config = broker_settings.config_of(args)
         target = targets.make(args.target, args.bootstrap, args.seed, faults, config)
     except (targets.UnknownTarget, SettingsError) as exc:
-        print(f"coordspec conform: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     given = {  # options left out take the suite's defaults
         name: getattr(args, name)
         for name in ("timing_tolerance_ms", "listen_after_failure_ms", "fail_on")
@@ -201,8 +208,7 @@ def run_command(args: argparse.Namespace) -> int:
             **given,
         )
     except SuiteError as exc:
-        print(f"coordspec conform: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     finally:
         getattr(target, "stop", lambda: None)()
     return outcome.exit_code

@@ -23,15 +23,16 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from coordspec.conformance.suite import allow as allow_file
-from coordspec.conformance.suite import divergences, loader, reports, targets, versions
+from coordspec.conformance.suite import divergences, loader, outputs, reports, targets, versions
 from coordspec.conformance.suite.broker_settings import resolve as resolve_settings
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
-from coordspec.conformance.suite.results import RunResult
+from coordspec.conformance.suite.progress import Progress
+from coordspec.conformance.suite.results import RunResult, plan_label
 from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.severity import SEVERITIES
@@ -42,7 +43,18 @@ from coordspec.reference.properties import Given, SettingsError
 
 
 class SuiteError(ValueError):
-    """Something on the command line or in a scenario file is wrong; one line for the user."""
+    """Something on the command line or in a scenario file is wrong; one line for the user
+    (a line each for output paths)."""
+
+
+class BrokerLost(Exception):
+    """Runs in a row could not reach the broker: the run stops; the message says why."""
+
+
+INTERRUPTED = "interrupted"
+# Runs in a row that could not open a connection before the run stops: a broker restarted
+# by a fault hook is back before the hook returns, so this many means it is gone.
+LOST_AFTER = 8
 
 
 @dataclass
@@ -54,16 +66,49 @@ class Outcome:
     divergences: list[divergences.Divergence]
     # The severities that fail the run (--fail-on); harness errors always do.
     fail_on: frozenset[str] = frozenset(SEVERITIES)
+    stopped: str = ""  # why the run stopped before its end: INTERRUPTED, or the broker is gone
+    flaky: list[Flaky] = field(default_factory=list)  # --loop: passed in some loops only
 
     @property
     def exit_code(self) -> int:
-        """1 if a run errored, or a divergence of a failing severity is not allowed."""
+        """130 after a Ctrl-C; 1 if a run errored, or a divergence of a failing severity is
+        not allowed."""
+        if self.stopped == INTERRUPTED:
+            return 130  # as a shell reports a command ended by SIGINT
         if any(r.status == "error" for r in self.results):
             return 1
         grouped = {id(r) for d in self.divergences for r in d.runs}
         if any(r.status == "failed" and id(r) not in grouped for r in self.results):
             return 1
         return int(any(d.severity in self.fail_on and not d.allowed for d in self.divergences))
+
+
+@dataclass(frozen=True)
+class Flaky:
+    scenario: str
+    plan: dict[str, int]
+    passed: int  # loops it passed (or only tolerated divergences)
+    failed: int  # loops it failed or ended in an error
+
+    def __str__(self) -> str:
+        return (
+            f"{self.scenario} [{plan_label(self.plan)}]: passed {self.passed}, failed {self.failed}"
+        )
+
+
+def flaky(results: list[RunResult]) -> list[Flaky]:
+    """The (scenario, plan)s that passed in some loops and failed in others; one that fails in
+    every loop is a divergence, not flaky."""
+    tally: dict[tuple, list[int]] = {}
+    for r in results:
+        if r.status != "not_run":
+            count = tally.setdefault((r.scenario, tuple(sorted(r.plan.items()))), [0, 0])
+            count[r.status in ("failed", "error")] += 1
+    return [
+        Flaky(scenario, dict(plan), passed, failed)
+        for (scenario, plan), (passed, failed) in tally.items()
+        if passed and failed
+    ]
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:
@@ -125,6 +170,9 @@ def run(
     ``broker_settings``: the broker's settings by Kafka's names (as ``--broker-setting``),
     over the target's; the oracle models the broker with them."""
     out = out or sys.stdout
+    unwritable = outputs.problems(junit, report, trace)
+    if unwritable:
+        raise SuiteError("\n".join(unwritable))
     try:
         declared = resolve_settings(
             Given("broker_settings", name, str(value))
@@ -201,46 +249,61 @@ def run(
         raise SuiteError(
             f"--trace {trace}: cannot write there ({exc.strerror}: {exc.filename})"
         ) from None
-    started = time.perf_counter()
+    rerun = rerun or f"coordspec conform --target {chosen.name}"
+    writer = outputs.ReportWriter(chosen.name, junit, report, rerun)
+    runs = _Runs(results, jobs, Progress(len(jobs), out), writer, trace_stream)
+    stopped = ""
     try:
-        writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
-        results.extend(
-            asyncio.run(
+        trace_writer = TraceWriter(trace_stream, f"conformance:{chosen.name}")
+        asyncio.run(
+            runs.ticking(
                 _run_all(
                     jobs,
                     chosen,
-                    writer,
+                    trace_writer,
                     concurrency,
                     allowances,
-                    _Progress(len(jobs), out),
+                    runs,
                     timing_tolerance_ms,
                     listen_after_failure_ms,
                 )
             )
         )
+    except KeyboardInterrupt:
+        stopped = INTERRUPTED
+    except BrokerLost as exc:
+        stopped = str(exc)
     finally:
         if trace_stream:
             trace_stream.close()
-    wall = time.perf_counter() - started
+    wall = runs.elapsed()
+    results = runs.results(INTERRUPTED if stopped == INTERRUPTED else f"the run stopped: {stopped}")
+    writer.wait()
     written = [trace] if trace else []
     found = divergences.group(results)
-    rerun = rerun or f"coordspec conform --target {chosen.name}"
     try:
-        if junit:
-            reports.write_junit(results, chosen.name, wall, junit, found)
-            written.append(junit)
-        if report:
-            written.extend(reports.write_report(results, chosen.name, wall, report, found, rerun))
+        written += writer.write(results, wall, found)
     except OSError as exc:
         raise SuiteError(
             f"cannot write the report there ({exc.strerror}: {exc.filename})"
         ) from None
+    unstable = flaky(results) if loop > 1 else []
+    runs.progress.finish()
+    if stopped:  # one line: the reports have the details
+        head = f"after {runs.progress.count} of {len(jobs)} runs"
+        head = f"interrupted {head}" if stopped == INTERRUPTED else f"stopped {head}: {stopped}"
+        where = f"; partial reports written: {', '.join(map(str, written))}" if written else ""
+        print(head + where, file=out)
+        return Outcome(chosen.name, results, wall, written, found, failing, stopped, unstable)
     print(reports.console_summary(results, wall, found, rerun), file=out)
+    if unstable:
+        print(f"{len(unstable)} flaky (passed in some loops, failed in others):", file=out)
+        print("\n".join(f"  {f}" for f in unstable), file=out)
     for stale in allowances.unused() if allowances else ():
         print(f"warning: allow entry matched nothing: {stale}", file=out)
     for path in written:
         print(f"wrote {path}", file=out)
-    return Outcome(chosen.name, results, wall, written, found, failing)
+    return Outcome(chosen.name, results, wall, written, found, failing, stopped, unstable)
 
 
 def run_jobs(
@@ -255,7 +318,7 @@ def run_jobs(
             TraceWriter(None, ""),
             concurrency,
             None,
-            _Progress(len(jobs), io.StringIO()),
+            Progress(len(jobs), io.StringIO()),
             TIMING_TOLERANCE_MS,
             LISTEN_AFTER_FAILURE_MS,
         )
@@ -269,7 +332,7 @@ async def _run_all(
     writer: TraceWriter,
     concurrency: int,
     allowances: allow_file.AllowFile | None,
-    progress: _Progress,
+    progress: Progress | _Runs,  # told of each run as it ends
     timing_tolerance_ms: int,
     listen_after_failure_ms: int,
 ) -> list[RunResult]:
@@ -314,29 +377,100 @@ def _waits_ms(scenario: Scenario) -> int:
     return sum(getattr(step, "ms", 0) + getattr(step, "within_ms", 0) for step in scenario.steps)
 
 
-class _Progress:
-    """A progress bar on a terminal; on anything else, one line per failing run."""
+class _Runs:
+    """The runs as they end: progress, the reports written as the run goes, and the check
+    that the broker is still there. ``results`` puts them in the order of ``jobs``."""
 
-    def __init__(self, total: int, out: TextIO) -> None:
-        self.total, self.out, self.count = total, out, 0
-        self.bar = out.isatty()
+    def __init__(
+        self,
+        not_planned: list[RunResult],
+        jobs: list,
+        progress: Progress,
+        writer: outputs.ReportWriter,
+        trace: TextIO | None,
+    ) -> None:
+        self.not_planned, self.jobs, self.progress = not_planned, jobs, progress
+        self.writer, self.trace = writer, trace
+        self.ended: dict[str, RunResult] = {}  # by group id, one per job
+        self.started = self.ticked = time.perf_counter()
+        # Since the last run that passed: runs that could not connect, and runs the
+        # connection cut short (those become errors if the broker turns out to be gone).
+        self.unreachable = 0
+        self.streak: list[RunResult] = []
+        self.lost = False
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
 
     def done(self, result: RunResult) -> None:
-        self.count += 1
-        if result.status in ("failed", "error"):
-            self.clear()
-            print(f"{result.status.upper()} {result.label}: {result.reason}", file=self.out)
-        if self.bar:
-            filled = 30 * self.count // max(1, self.total)
-            print(
-                f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.count}/{self.total}",
-                end="",
-                file=self.out,
-                flush=True,
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # The run is stopping (Ctrl-C, the broker gone) and this one went on past the
+            # cancel (asyncio.wait_for can swallow it): it was cut short, not run to its end.
+            return
+        self.ended[result.group_id] = result
+        self.progress.done(result)
+        self.tick()
+        if result.status == "not_run" or self.lost:
+            return  # it never reached the broker; or the run is stopping
+        cut = result.status == "error" or (
+            result.failure is not None and result.failure.kind in ("target", "connection")
+        )
+        if result.status in ("passed", "allowed"):  # the broker is there
+            self.unreachable, self.streak = 0, []
+        elif cut:
+            self.unreachable += "cannot reach" in result.reason
+            self.streak.append(result)
+        if self.unreachable >= LOST_AFTER:
+            self.lost = True
+            for short in self.streak:  # cut short by the harness, not a conformance failure
+                short.status = "error"
+            raise BrokerLost(
+                f"the broker is unreachable ({self.unreachable} runs could not connect: "
+                f"{result.reason})"
             )
-            if self.count == self.total:
-                self.clear()
 
-    def clear(self) -> None:
-        if self.bar:
-            print("\r" + " " * 50 + "\r", end="", file=self.out)
+    def results(self, reason: str) -> list[RunResult]:
+        """Every run, those that have not ended as not run, with ``reason``."""
+        return self.not_planned + [
+            self.ended.get(group_id)
+            or RunResult(
+                scenario.name,
+                str(scenario.path),
+                scenario.checks,
+                scenario.rules,
+                plan,
+                group_id,
+                status="not_run",
+                reason=reason,
+            )
+            for scenario, plan, group_id in self.jobs
+        ]
+
+    def tick(self) -> None:
+        """At most once a second: the progress line, the trace flushed, the reports."""
+        now = time.perf_counter()
+        if now - self.ticked < 1:
+            return
+        self.ticked = now
+        self.progress.tick()
+        if self.trace:
+            self.trace.flush()
+        self.writer.tick(
+            lambda: self.results("not run yet: the run was still going"), self.elapsed()
+        )
+
+    async def ticking(self, work):
+        """``work``, ticking while no run ends (runs that never wait, as the reference's,
+        tick as they end: the loop would not wake a timer between them)."""
+
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(1)
+                self.tick()
+
+        ticking = asyncio.create_task(ticker())
+        try:
+            return await work
+        finally:
+            ticking.cancel()
