@@ -366,7 +366,8 @@ async def _run_all(
         i: asyncio.ensure_future(shared(together[i]))
         for i in sorted(range(len(together)), key=lambda i: -_waits_ms(together[i][0]))
     }
-    results = [await started[i] for i in range(len(together))]
+    # gather: a run that stops them all (the broker lost) does so at once, not in its turn.
+    results = list(await asyncio.gather(*(started[i] for i in range(len(together)))))
     for job in alone:
         results.append(await one(*job))
     return results

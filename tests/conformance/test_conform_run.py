@@ -113,8 +113,8 @@ def test_loop_names_the_runs_that_passed_in_some_loops_only():
     """A bug in the second loop only makes its runs flaky; one in every loop does not."""
 
     class SecondLoopWorse(RewritingTarget):
-        async def open(self, group_id, config):
-            session = await super().open(group_id, config)
+        async def open(self, group_id, config, **options):
+            session = await super().open(group_id, config, **options)
             if group_id.endswith("-1"):
                 session.rewrite = lambda q, r: leaves_unknown_members(q, deletes_live_groups(q, r))
             return session

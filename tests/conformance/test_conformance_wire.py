@@ -196,7 +196,7 @@ def test_the_readme_command_checks_a_broker_at_host_port_and_runs_shell_fault_ho
         f"sh {start}\n"
         # A hook returns once the broker is back (the README says so): here, once it listens.
         f"{sys.executable} -c 'import socket, time\n"
-        f"while socket.socket().connect_ex((\"127.0.0.1\", {port})): time.sleep(0.05)'\n"
+        f'while socket.socket().connect_ex(("127.0.0.1", {port})): time.sleep(0.05)\'\n'
         f'test -n "$COORDSPEC_GROUP_ID" && test "$COORDSPEC_COORDINATOR" = 127.0.0.1:{port}\n'
     )
     subprocess.run(["sh", str(start)], check=True)
