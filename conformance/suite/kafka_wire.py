@@ -127,7 +127,14 @@ class Connection:
         connection = cls(address, reader, writer)
         connection.security = security
         try:
-            await connection._negotiate(timeout_s)
+            try:
+                await connection._negotiate(timeout_s)
+            except WireError:
+                if not security.tls and await _speaks_tls(host, port):
+                    raise WireError(
+                        f"the broker at {address} speaks TLS: set security.protocol=SSL or SASL_SSL"
+                    ) from None
+                raise
             if security.sasl:
                 await connection._authenticate(timeout_s)
         except BaseException:
@@ -180,12 +187,8 @@ class Connection:
         except WireError as exc:
             if "speaks TLS" in exc.args[0]:
                 raise
-            hint = ""
-            if exc.kind == "connection" and not self.security.tls:
-                hint = " (if it is a TLS listener, set security.protocol=SSL or SASL_SSL)"
             raise WireError(
-                f"{self.address} does not speak Kafka: "
-                f"{exc.args[0].removeprefix(self.address + ': ')}{hint}"
+                f"{self.address} does not speak Kafka: {exc.args[0].removeprefix(self.address + ': ')}"
             ) from None
         if int(response.error_code) != 0:
             raise WireError(
@@ -333,6 +336,23 @@ class Connection:
             await self._task
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+async def _speaks_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether a TLS handshake with ``host:port`` completes (its certificate unchecked): a
+    plaintext client's connection closed at once is then a TLS listener's doing."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=context), timeout_s
+        )
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+    return True
 
 
 def _decode(response_cls: type, correlation: int, payload: bytes) -> Any:
