@@ -187,8 +187,13 @@ class Connection:
         except WireError as exc:
             if "speaks TLS" in exc.args[0]:
                 raise
+            hint = ""
+            if exc.kind == "connection" and self.security.tls and not self.security.certificate:
+                # asyncio does not tell the TLS alert of a broker that wants one
+                hint = " (if it asks for a client certificate, set ssl.certificate.location)"
             raise WireError(
-                f"{self.address} does not speak Kafka: {exc.args[0].removeprefix(self.address + ': ')}"
+                f"{self.address} does not speak Kafka: "
+                f"{exc.args[0].removeprefix(self.address + ': ')}{hint}"
             ) from None
         if int(response.error_code) != 0:
             raise WireError(

@@ -123,6 +123,21 @@ def secured_fixture(tmp_path_factory: pytest.TempPathFactory, tls: tls_files.Tls
         yield started
 
 
+@pytest.fixture(scope="module", name="mutual")
+def mutual_fixture(tmp_path_factory: pytest.TempPathFactory, tls: tls_files.TlsFiles):
+    """TLS with client certificates signed by the test CA required, no SASL."""
+    directory = tmp_path_factory.mktemp("mutual")
+    config = directory / "security.properties"
+    config.write_text(
+        "security.protocol=SSL\n"
+        f"ssl.keystore.location={tls.server}\n"
+        f"ssl.truststore.location={tls.ca}\n"
+        "ssl.client.auth=required\n"
+    )
+    with BrokerProcess(directory / "data", "--security-config", str(config)) as started:
+        yield started
+
+
 @pytest.fixture(scope="module", name="plaintext")
 def plaintext_fixture(tmp_path_factory: pytest.TempPathFactory):
     with BrokerProcess(tmp_path_factory.mktemp("plaintext") / "data") as started:
@@ -174,6 +189,11 @@ MISCONFIGURATIONS = {
         {"security.protocol": "SASL_PLAINTEXT"},
         "takes no SASL (ILLEGAL_SASL_STATE): set security.protocol=SSL or PLAINTEXT",
     ),
+    "no client certificate": (
+        "mutual",
+        {"security.protocol": "SSL"},
+        "(if it asks for a client certificate, set ssl.certificate.location)",
+    ),
     "a JKS truststore": (
         "secured",
         {"ssl.ca.location": None, "ssl.truststore.location": "JKS"},
@@ -207,6 +227,28 @@ def test_each_misconfiguration_gives_one_line(case, request, tmp_path, tls):
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert expected.format(port=broker.port) in lines[0], lines[0]
+
+
+def test_a_client_certificate_opens_a_listener_that_requires_one(mutual, tls):
+    properties = _client(
+        tls,
+        **{
+            "security.protocol": "SSL",
+            "ssl.certificate.location": str(tls.client_certificate),
+            "ssl.key.location": str(tls.client_key),
+        },
+    )
+    command = [*COORDSPEC, "conform", "--target", "kafka", "--bootstrap", mutual.bootstrap]
+    for given in properties:
+        command += ["--command-property", given]
+    done = subprocess.run(
+        [*command, "--tags", "describe-unknown-group-is-dead"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_command_config_file_takes_kafkas_java_names(secured, tmp_path, tls):
