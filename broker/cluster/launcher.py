@@ -301,8 +301,11 @@ class Cluster:
                 continue
             led = [p for p in range(self.offsets_partitions) if self.coordinator_of(p) == broker_id]
             role = "controller, " if self.controller() == broker_id else ""
+            clients = ""
+            if broker_id in self.client_listeners:
+                clients = "clients {}:{}  ".format(*self.client_listeners[broker_id])
             lines.append(
-                f"  broker {broker_id}  {host}:{port}  pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
+                f"  broker {broker_id}  {host}:{port}  {clients}pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
             )
         return lines
 
