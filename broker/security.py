@@ -150,6 +150,8 @@ def load(
     """The listener's security from ``--security-config`` ``path`` (None: plaintext).
     SCRAM credentials come from ``scram``, else are made from ``users``' passwords."""
     if path is None:
+        if users:
+            raise BrokerError("--users needs --security-config with a SASL security.protocol")
         return PLAINTEXT
     try:
         given = parse(path.read_text(encoding="latin-1"), f"--security-config {path}")
@@ -208,13 +210,19 @@ def _ssl_context(values: Mapping[str, str]) -> ssl.SSLContext:
     if not keystore:
         raise BrokerError("a TLS listener needs ssl.keystore.location (PEM: certificate and key)")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    key, where = "ssl.keystore.location", keystore
     try:
         context.load_cert_chain(keystore, keystore, values.get("ssl.key.password") or None)
         if truststore := values.get("ssl.truststore.location"):
+            key, where = "ssl.truststore.location", truststore
             context.load_verify_locations(truststore)
     except (OSError, ssl.SSLError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise BrokerError(f"TLS settings: {reason}") from None
+        if isinstance(e, ssl.SSLError):
+            wanted = "certificates" if key == "ssl.truststore.location" else "certificate and key"
+            reason = f"not a usable PEM {wanted} ({e.reason or e})"
+        else:
+            reason = e.strerror or str(e)
+        raise BrokerError(f"{key} {where}: {reason}") from None
     auth = values.get("ssl.client.auth", "none").lower()
     modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
     if auth not in modes:

@@ -22,7 +22,6 @@ from coordspec.broker.cluster.scram_users import user_path
 from coordspec.broker.testing import BrokerProcess
 from coordspec.conformance.security import load
 from coordspec.conformance.suite import run
-from coordspec.conformance.suite.embedded_target import SETTINGS
 from coordspec.conformance.suite.kafka_target import KafkaTarget
 
 pytestmark = pytest.mark.wire
@@ -30,6 +29,9 @@ pytestmark = pytest.mark.wire
 ROOT = Path(__file__).resolve().parents[2]
 COORDSPEC = [sys.executable, "-m", "coordspec.conformance.cli"]
 USER, PASSWORD = "alice", "alice-secret"
+# As the embedded target: one offsets partition, so every group has the same coordinator,
+# as the scenarios assume.
+SETTINGS = {"offsets.topic.num.partitions": 1, "zookeeper.session.timeout.ms": 4000}
 # Together these run every group API (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 # OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups) in a few seconds; the
 # whole catalog at the newest versions takes about a minute and runs on the embedded cluster.
