@@ -11,6 +11,9 @@ are closed when idle (the controller's connection to a broker can be quiet for l
 reconnecting would delay its next request). Connections that have not sent a whole request
 yet are a pool of their own, also bounded, so clients at their limit do not keep a peer from
 connecting. Without ``is_peer`` every connection stays in that first pool.
+
+A listener with SASL puts a :class:`coordspec.broker.security.Session` in front of each
+connection's requests (:mod:`coordspec.broker.security`); TLS is the server's, in ``create_server``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from coordspec.broker.security import PLAINTEXT, ListenerSecurity, Refused
 from coordspec.broker.wire.connection import FrameConnection, serve_frames
 
 
@@ -42,8 +46,10 @@ class Connections:
         limits: Limits,
         log: logging.Logger,
         is_peer: Callable[[bytes], bool] | None = None,
+        security: ListenerSecurity = PLAINTEXT,
     ) -> None:
         self._respond = respond  # (peer address, request frame) -> response frame or None
+        self.security = security
         self.limits = limits
         self._log = log
         self._is_peer = is_peer
@@ -74,10 +80,23 @@ class Connections:
         def idle_s() -> float | None:
             return None if kind is self.peers else self.limits.idle_s
 
+        def plain(frame: bytes) -> Awaitable[bytes | None]:
+            return self._respond(connection.peer, frame)
+
+        respond = plain
+        if (session := self.security.session()) is not None:
+
+            async def respond(frame: bytes) -> bytes | None:
+                try:
+                    return await session.respond(frame, plain)
+                except Refused as refused:  # answered, then the connection closes
+                    connection.write(refused.frame)
+                    raise
+
         try:
             await serve_frames(
                 connection,
-                lambda frame: self._respond(connection.peer, frame),
+                respond,
                 idle_s,
                 self._log,
                 admit,

@@ -10,6 +10,11 @@ connection, and a connection's responses ready in one loop turn go out in one wr
 closed at once) and the idle time without a byte received (coordspec.broker.connections).
 Errors a user can hit (port in use, unusable data directory, a setting it cannot take) are
 one line on stderr and exit status 1; Ctrl-C and SIGTERM stop the broker cleanly.
+
+``--security-config`` and ``--users`` secure the listener with TLS and SASL
+(coordspec.broker.security). The start-up line names the address the broker binds (and the
+one it advertises when they differ); listening beyond loopback without authentication gets
+a warning on stderr.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import ipaddress
 import logging
 import os
 import signal
@@ -34,6 +40,8 @@ from coordspec.broker.group_service import GroupService
 from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.producers import ProducerIds
 from coordspec.broker.log.topics import DataDirError, TopicStore
+from coordspec.broker.security import PLAINTEXT, ListenerSecurity, read_users
+from coordspec.broker.security import load as load_security
 from coordspec.broker.settings import (
     SINGLE,
     SettingsError,
@@ -53,25 +61,37 @@ log = logging.getLogger("broker")
 
 
 class Broker:
-    def __init__(self, ctx: BrokerContext, limits: Limits, trace: Trace, lock: IO) -> None:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        limits: Limits,
+        trace: Trace,
+        lock: IO,
+        security: ListenerSecurity = PLAINTEXT,
+    ) -> None:
         self.ctx = ctx
         self._trace = trace
         self._lock = lock
         self._server: asyncio.Server | None = None
+        self.security = security
         self._connections = Connections(
-            lambda peer, frame: respond(APIS, ctx, peer, frame), limits, log
+            lambda peer, frame: respond(APIS, ctx, peer, frame), limits, log, security=security
         )
+        self.bound: list[tuple[str, int]] = []  # the addresses it listens on
 
     async def start(self, host: str) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(self._connections.protocol, host, self.ctx.port)
+            self._server = await loop.create_server(
+                self._connections.protocol, host, self.ctx.port, ssl=self.security.ssl_context
+            )
         except OSError as e:
             reason = (
                 os.strerror(e.errno) if e.errno else str(e)
             )  # asyncio's own message repeats the address
             raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {reason}") from None
-        self.ctx.port = self._server.sockets[0].getsockname()[1]
+        self.bound = [socket.getsockname()[:2] for socket in self._server.sockets]
+        self.ctx.port = self.bound[0][1]
         self.ctx.groups.start()
 
     async def stop(self) -> None:
@@ -96,6 +116,7 @@ def open_broker(
     trace_path: Path | None = None,
     advertised_host: str | None = None,
     trace: bool = True,
+    security: ListenerSecurity = PLAINTEXT,
 ) -> Broker:
     """A broker over ``data_dir`` (created if missing), not yet listening, with ``settings``
     (:func:`coordspec.broker.settings.resolve`).
@@ -148,7 +169,7 @@ def open_broker(
         producer_ids=ProducerIds(data_dir / "producer_ids.json"),
         topic_defaults=topic_defaults_of(settings),
     )
-    return Broker(ctx, limits_of(settings), trace_file, lock)
+    return Broker(ctx, limits_of(settings), trace_file, lock, security)
 
 
 async def serve(
@@ -169,10 +190,22 @@ async def serve(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+    bound_host, port = broker.bound[0]
+    advertised = "" if bound_host == broker.ctx.host else f", advertised as {broker.ctx.host}"
     print(
-        f"broker {broker.ctx.node_id} serving on {broker.ctx.host}:{broker.ctx.port}, data in {data_dir}",
+        f"broker {broker.ctx.node_id} serving on {_address(bound_host, port)}"
+        f" ({broker.security.protocol}{advertised}), data in {data_dir}",
         flush=True,
     )
+    exposed = [_address(*a) for a in broker.bound if not _loopback(a[0])]
+    if exposed and not broker.security.authenticates:
+        print(
+            f"warning: listening on {', '.join(exposed)}, beyond loopback, without "
+            "authentication: whoever reaches it can create topics, produce and read "
+            "(--security-config with security.protocol=SASL_SSL or SASL_PLAINTEXT asks for it)",
+            file=sys.stderr,
+            flush=True,
+        )
     if ready is not None:
         ready.set()
     try:
@@ -192,6 +225,17 @@ def port_number(text: str) -> int:
     return port
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.server") -> int:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -203,7 +247,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     parser.add_argument(
-        "--advertised-host", help="address clients are told to dial (default: --host)"
+        "--advertised-host",
+        help="address clients are told to dial (default: --host, or 127.0.0.1 when --host is "
+        "a wildcard such as 0.0.0.0)",
     )
     parser.add_argument(
         "--port", type=port_number, default=9092, help="port to listen on (default 9092)"
@@ -216,11 +262,24 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
         action="store_true",
         help="write no trace.jsonl (it costs about two fifths of a heartbeat's CPU)",
     )
+    parser.add_argument(
+        "--security-config",
+        type=Path,
+        metavar="FILE",
+        help="TLS and SASL of the listener, by Kafka's names (security.protocol, "
+        "ssl.keystore.location as PEM certificate and key, sasl.enabled.mechanisms, ...)",
+    )
+    parser.add_argument(
+        "--users", type=Path, metavar="FILE", help="SASL users: a properties file NAME=PASSWORD"
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
         settings = from_arguments(SINGLE, args)
+        security = load_security(
+            args.security_config, read_users(args.users) if args.users else None
+        )
         asyncio.run(
             serve(
                 args.host,
@@ -229,6 +288,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m coordspec.broker.
                 settings,
                 advertised_host=args.advertised_host,
                 trace=not args.no_trace,
+                security=security,
             )
         )
     except (BrokerError, SettingsError, UsageError) as e:

@@ -27,6 +27,7 @@ from kio.serial import entity_reader, entity_writer
 from coordspec.reference.wire.entities import build
 
 _SERVING = re.compile(r"serving on ([\d.]+):(\d+)")
+_ADVERTISED = re.compile(r"advertised as ([^),]+)")  # when it binds a wildcard address
 
 
 class BrokerProcess:
@@ -88,7 +89,9 @@ class BrokerProcess:
                 if selector.select(0.05):
                     seen += os.read(self.process.stdout.fileno(), 4096).decode()
         if (match := _SERVING.search(seen)) is not None:
-            self.host, self.port = match.group(1), int(match.group(2))
+            advertised = _ADVERTISED.search(seen)
+            self.host = advertised.group(1) if advertised else match.group(1)
+            self.port = int(match.group(2))
             return self
         if self.process.poll() is not None:
             raise RuntimeError(

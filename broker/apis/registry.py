@@ -34,6 +34,7 @@ from coordspec.broker.apis import (
     list_offsets,
     metadata,
     produce,
+    sasl,
 )
 from coordspec.broker.wire.protocol import API_VERSIONS_KEY
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
@@ -97,6 +98,8 @@ APIS: dict[int, Api] = _with_api_versions(
         20: Api("DeleteTopics", range(1, 7), delete_topics.handle),
         22: Api("InitProducerId", range(5), init_producer_id.handle),
         37: Api("CreatePartitions", range(4), create_partitions.handle),
+        17: Api("SaslHandshake", range(1, 2), sasl.handshake),
+        36: Api("SaslAuthenticate", range(3), sasl.authenticate),
         **GROUP_APIS,
     }
 )

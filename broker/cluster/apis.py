@@ -83,6 +83,9 @@ class ClusterContext:
     cluster_id: str = "coordspec"
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
     producers: LeaderProducers = field(default_factory=LeaderProducers)
+    # The brokers' addresses on the listener this context serves, when not --peers' (the
+    # secured client listener's: coordspec.broker.cluster.server).
+    addresses: dict[int, tuple[str, int]] | None = None
 
     @property
     def groups(self) -> ClusterNode:
@@ -101,7 +104,7 @@ def _not_led(ctx: ClusterContext, tp: TopicPartition) -> int:
 
 
 def _address(ctx: ClusterContext, broker_id: int) -> tuple[str, int]:
-    return ctx.node.config.peers[broker_id]
+    return (ctx.addresses or ctx.node.config.peers)[broker_id]
 
 
 def _live(ctx: ClusterContext) -> list[int]:

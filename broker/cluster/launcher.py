@@ -36,6 +36,10 @@ from kazoo.client import KazooClient
 from pydantic import ValidationError
 
 from coordspec.broker.cluster.published import PublishedView
+from coordspec.broker.cluster.scram_users import store
+from coordspec.broker.errors import BrokerError
+from coordspec.broker.security import SCRAM, read_users
+from coordspec.broker.security import load as load_security
 from coordspec.broker.settings import (
     CLUSTER,
     Given,
@@ -75,6 +79,8 @@ class Cluster:
         settings: Mapping[str, object] | None = None,
         broker_args: tuple[str, ...] = (),
         start_timeout_s: float = 30.0,
+        security_config: Path | None = None,
+        users: Mapping[str, str] | None = None,
     ) -> None:
         if brokers < 1:
             raise ClusterError(f"--brokers must be at least 1, got {brokers}")
@@ -90,6 +96,11 @@ class Cluster:
         self.broker_args = broker_args
         self.start_timeout_s = start_timeout_s
         self.peers: dict[int, tuple[str, int]] = {}
+        # With security_config, each broker's secured client listener, and the users whose
+        # SCRAM credentials go to ZooKeeper before the brokers start.
+        self.security_config = security_config.resolve() if security_config else None
+        self.users = dict(users or {})
+        self.client_listeners: dict[int, tuple[str, int]] = {}
         self.processes: dict[int, subprocess.Popen] = {}
         self.view: PublishedView | None = None
         self.trace_run, self.trace_epoch_ms = (
@@ -100,7 +111,9 @@ class Cluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{host}:{port}" for host, port in self.peers.values())
+        """The clients' listeners: the secured ones when there are."""
+        listeners = self.client_listeners or self.peers
+        return ",".join(f"{host}:{port}" for host, port in listeners.values())
 
     def __enter__(self) -> Self:
         try:
@@ -128,10 +141,11 @@ class Cluster:
             raise ClusterError(
                 f"cannot reach ZooKeeper at {self.zookeeper_connect}: {e or type(e).__name__}"
             ) from None
-        self.peers = {
-            b: (HOST, port)
-            for b, port in zip(self.broker_ids, free_ports(len(self.broker_ids)), strict=True)
-        }
+        ports = free_ports(2 * len(self.broker_ids))
+        self.peers = {b: (HOST, ports.pop()) for b in self.broker_ids}
+        if self.security_config is not None:
+            self.client_listeners = {b: (HOST, ports.pop()) for b in self.broker_ids}
+            store(self.view.client, self.users)
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
         self.wait(
@@ -185,6 +199,14 @@ class Cluster:
             str(self.trace_epoch_ms),
             *self.broker_args,
         ]
+        if self.security_config is not None:
+            listeners = ",".join(f"{b}={h}:{p}" for b, (h, p) in self.client_listeners.items())
+            command += [
+                "--security-config",
+                str(self.security_config),
+                "--client-listeners",
+                listeners,
+            ]
         with open(self.data_dir / f"broker-{broker_id}.stderr", "ab") as stderr:
             self.processes[broker_id] = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO, start_new_session=True
@@ -279,8 +301,11 @@ class Cluster:
                 continue
             led = [p for p in range(self.offsets_partitions) if self.coordinator_of(p) == broker_id]
             role = "controller, " if self.controller() == broker_id else ""
+            clients = ""
+            if broker_id in self.client_listeners:
+                clients = "clients {}:{}  ".format(*self.client_listeners[broker_id])
             lines.append(
-                f"  broker {broker_id}  {host}:{port}  pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
+                f"  broker {broker_id}  {host}:{port}  {clients}pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
             )
         return lines
 
@@ -309,17 +334,24 @@ def up(
     broker_config_file: Path | None = None,
     poll_s: float = 1.0,
     say=print,
+    security_config: Path | None = None,
+    users_file: Path | None = None,
 ) -> int:
     """``coordspec cluster up``: serve until Ctrl-C or SIGTERM, printing the bootstrap
     address, the settings that are not Kafka's defaults, and each broker's state (with its
     pid: ``kill -9`` one to see a failover), and the state again whenever it changes; a
     broker that exits is reported once and the rest keep serving. Every broker gets the
     settings of ``broker_config_file`` with each ``broker_config`` KEY=VALUE over them.
+    ``security_config`` secures the clients' listeners, ``users_file`` (NAME=PASSWORD lines)
+    names the users whose SCRAM credentials are stored in ZooKeeper.
     Exit status: 0 when stopped by the user, 2 when it did not start."""
     try:
         given = read_file(broker_config_file) if broker_config_file else []
         settings = resolve(CLUSTER, [*given, *pairs(broker_config)])
-    except SettingsError as e:
+        users = read_users(users_file) if users_file else None
+        # Checked here, to fail before anything starts.
+        security = load_security(security_config, users, offered=SCRAM)
+    except (SettingsError, BrokerError) as e:
         print(f"cluster up: {e}", file=sys.stderr)
         return 2
     chosen, data_dir = data_dir, data_dir or Path(f"coordspec-cluster-{os.getpid()}")
@@ -334,12 +366,19 @@ def up(
                 brokers,
                 zookeeper_connect=zookeeper_connect,
                 settings=settings,
+                security_config=security_config,
+                users=users,
             ) as cluster,
         ):
             say(
                 f"cluster: {brokers} broker{'s' if brokers > 1 else ''} on ZooKeeper {cluster.zookeeper_connect}, data in {cluster.data_dir}"
             )
             say(f"bootstrap: {cluster.bootstrap}")
+            if cluster.client_listeners:
+                say(
+                    f"clients' listeners: {security.protocol} with SCRAM users {', '.join(sorted(cluster.users)) or 'none'}; the brokers'"
+                    " own ports below stay plaintext, on loopback"
+                )
             changed = differences(cluster.settings)
             say(f"settings other than Kafka's defaults: {', '.join(changed) or 'none'}")
             traces = cluster.data_dir / "broker-*" / "trace.jsonl"

@@ -17,6 +17,13 @@ LeaderAndIsr). Connections that have not sent a whole request yet are a pool of 
 also bounded by ``max.connections``, so clients at their limit do not keep a peer from
 connecting (silent connections can fill that pool until the idle time closes them).
 
+``--security-config`` adds a client listener with TLS and SASL SCRAM at this broker's address
+in ``--client-listeners`` (coordspec.broker.security); its Metadata and FindCoordinator name
+the brokers' client listeners. The credentials are read from ZooKeeper, where Kafka keeps
+them (coordspec.broker.cluster.scram_users). The ``--peers`` port stays plaintext for the
+other brokers (and for clients that do not need the secured one): inter-broker traffic runs
+unencrypted and unauthenticated, on loopback where ``coordspec cluster up`` puts it.
+
 Ctrl-C and SIGTERM stop the broker cleanly (its ZooKeeper session is closed, so its
 ephemerals go at once); SIGKILL is a crash (the session expires).
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import logging
@@ -47,8 +55,11 @@ from coordspec.broker.cluster.peer_wire import (
     internal_response,
     split_internal,
 )
+from coordspec.broker.cluster.scram_users import lookup
 from coordspec.broker.connections import Connections, Limits
 from coordspec.broker.errors import BrokerError
+from coordspec.broker.security import PLAINTEXT, SCRAM
+from coordspec.broker.security import load as load_security
 from coordspec.broker.settings import (
     CLUSTER,
     SettingsError,
@@ -118,7 +129,15 @@ async def serve(
     limits: Limits,
     topic_defaults: TopicDefaults,
     stop: asyncio.Event | None = None,
+    security_config: Path | None = None,
+    client_listeners: dict[int, tuple[str, int]] | None = None,
 ) -> None:
+    security = PLAINTEXT
+    if client_listeners is not None:
+        # The node (below) is made before any client can authenticate.
+        security = load_security(
+            security_config, scram=lookup(lambda: node.zk.client), offered=SCRAM
+        )
     lock = _lock(config.data_dir)
     host, port = config.peers[config.broker_id]
     try:
@@ -155,29 +174,61 @@ async def serve(
         ) from None
     ctx.view = node.view
     ctx.serving.set()
+    secured = ""
+    servers = [server]
+    if client_listeners is not None:
+        client_host, client_port = client_listeners[config.broker_id]
+        client_ctx = dataclasses.replace(
+            ctx, host=client_host, port=client_port, addresses=client_listeners
+        )
+        clients = Connections(
+            lambda peer, frame: respond(APIS, client_ctx, peer, frame),
+            limits,
+            log,
+            security=security,
+        )
+        try:
+            servers.append(
+                await asyncio.get_running_loop().create_server(
+                    clients.protocol, client_host, client_port, ssl=security.ssl_context
+                )
+            )
+        except OSError as e:
+            server.close()
+            await node.stop()
+            lock.close()
+            raise ClusterBrokerError(
+                f"cannot listen on {client_host}:{client_port}: "
+                f"{os.strerror(e.errno) if e.errno else e}"
+            ) from None
+        secured = f", clients on {client_host}:{client_port} ({security.protocol})"
     if stop is None:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     print(
-        f"broker {config.broker_id} serving on {host}:{port}, data in {config.data_dir}", flush=True
+        f"broker {config.broker_id} serving on {host}:{port}{secured}, data in {config.data_dir}",
+        flush=True,
     )
     try:
         await stop.wait()
     finally:
-        server.close()
+        for listening in servers:
+            listening.close()
+        if client_listeners is not None:
+            await clients.close()
         await connections.close()
         await node.stop()
         lock.close()
 
 
-def parse_peers(text: str) -> dict[int, tuple[str, int]]:
+def parse_peers(text: str, flag: str = "--peers") -> dict[int, tuple[str, int]]:
     peers = {}
     for item in text.split(","):
         broker, _, address = item.partition("=")
         host, _, port = address.rpartition(":")
         if not (broker.isdigit() and host and port.isdigit()):
-            raise ClusterBrokerError(f"--peers: expected ID=HOST:PORT,..., got {item!r}")
+            raise ClusterBrokerError(f"{flag}: expected ID=HOST:PORT,..., got {item!r}")
         peers[int(broker)] = (host, int(port))
     return peers
 
@@ -221,6 +272,17 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="the trace's t_ms counts from this Unix time in ms, the same for every broker (default 0)",
     )
+    parser.add_argument(
+        "--security-config",
+        type=Path,
+        metavar="FILE",
+        help="TLS and SASL SCRAM of the client listener, by Kafka's names (coordspec broker --help)",
+    )
+    parser.add_argument(
+        "--client-listeners",
+        metavar="ID=HOST:PORT,...",
+        help="with --security-config: every broker's secured client listener",
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -228,6 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         peers = parse_peers(args.peers)
         if args.id not in peers:
             raise ClusterBrokerError(f"--peers does not name broker {args.id}")
+        client_listeners = None
+        if args.security_config:
+            if not args.client_listeners:
+                raise ClusterBrokerError("--security-config needs --client-listeners")
+            client_listeners = parse_peers(args.client_listeners, "--client-listeners")
+            if set(client_listeners) != set(peers):
+                raise ClusterBrokerError("--client-listeners must name the brokers of --peers")
+
         settings = from_arguments(CLUSTER, args)
         config = NodeConfig(
             args.id,
@@ -241,7 +311,15 @@ def main(argv: list[str] | None = None) -> int:
             trace_run=args.trace_run or f"cluster@{args.zookeeper}",
             trace_epoch_ms=args.trace_epoch_ms,
         )
-        asyncio.run(serve(config, limits_of(settings), topic_defaults_of(settings)))
+        asyncio.run(
+            serve(
+                config,
+                limits_of(settings),
+                topic_defaults_of(settings),
+                security_config=args.security_config,
+                client_listeners=client_listeners,
+            )
+        )
     except (ClusterBrokerError, BrokerError, SettingsError, UsageError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -98,7 +98,8 @@ class FrameConnection(asyncio.Protocol):
             )
         else:
             self._end(None)
-        return True  # a half-closed connection still gets the answers to what it sent
+        # A half-closed connection still gets the answers to what it sent (TLS cannot half-close).
+        return self.transport is None or self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True

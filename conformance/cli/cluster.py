@@ -58,6 +58,21 @@ def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
     cluster_up.add_argument(
         "--data", type=Path, help="data directory (default: ./coordspec-cluster-<pid>)"
     )
+    cluster_up.add_argument(
+        "--security-config",
+        type=Path,
+        metavar="FILE",
+        help="secure the clients' listeners (one more port per broker) with TLS and SASL SCRAM, "
+        "by Kafka's names: security.protocol, ssl.keystore.location (PEM certificate and key), "
+        "sasl.enabled.mechanisms; coordspec broker --help says more",
+    )
+    cluster_up.add_argument(
+        "--users",
+        type=Path,
+        metavar="FILE",
+        help="SASL users, NAME=PASSWORD lines: their SCRAM-SHA-256/512 credentials are stored "
+        "in ZooKeeper as Kafka stores them (/config/users/NAME)",
+    )
 
     zookeeper_parser = commands.add_parser(
         "zookeeper", help="real ZooKeeper (Debian's package) on 127.0.0.1"
@@ -94,6 +109,8 @@ def run_cluster_up(args: argparse.Namespace) -> int:
         args.broker_config,
         args.broker_config_file,
         say=_say,
+        security_config=args.security_config,
+        users_file=args.users,
     )
 
 

@@ -35,6 +35,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)"
     )
     parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="kafka target: TLS and SASL settings as a Java properties file, by the Kafka "
+        "clients' names (security.protocol, ssl.ca.location, sasl.mechanism, sasl.username, "
+        "sasl.password, ...), as Kafka's tools take --command-config",
+    )
+    parser.add_argument(
+        "--command-property",
+        "--command-config-property",
+        dest="command_property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="kafka target: one such setting (repeatable, over --command-config)",
+    )
+    parser.add_argument(
         "--on-kill-coordinator",
         metavar="CMD",
         help="kafka target: shell command that kills the group's coordinator "
@@ -149,6 +166,12 @@ def rerun_base(args: argparse.Namespace) -> str:
             words += [flag, str(value)]
     for setting in args.broker_setting:
         words += ["--broker-setting", setting]
+    if args.command_config:
+        words += ["--command-config", str(args.command_config)]
+    for given in args.command_property:
+        key = given.partition("=")[0].strip()
+        secret = key in ("sasl.password", "ssl.key.password", "sasl.jaas.config")
+        words += ["--command-property", f"{key}=***" if secret else given]
     if args.scenarios:
         words += ["--scenarios", *map(str, args.scenarios)]
     return shlex.join(words)
@@ -180,10 +203,19 @@ def run_command(args: argparse.Namespace) -> int:
         from coordspec.conformance.suite.kafka_target import FaultCommands
 
         faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)
+    security = None
+    if args.command_config or args.command_property:
+        from coordspec.conformance.security import SecurityError, load
+
+        try:
+            security = load(args.command_config, args.command_property)
+        except SecurityError as exc:
+            print(f"coordspec conform: {exc}", file=sys.stderr)
+            return 2
     try:
         # Made here rather than in run(), so that a target with a child process is stopped after the run.
         config = broker_settings.config_of(args)
-        target = targets.make(args.target, args.bootstrap, args.seed, faults, config)
+        target = targets.make(args.target, args.bootstrap, args.seed, faults, config, security)
     except (targets.UnknownTarget, SettingsError) as exc:
         return _error(str(exc))
     given = {  # options left out take the suite's defaults

@@ -277,23 +277,41 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, metavar="FILE", help="the trace to append to"
     )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="TLS and SASL settings for the upstream connections, as coordspec conform takes them",
+    )
+    parser.add_argument(
+        "--command-property",
+        "--command-config-property",
+        dest="command_property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one such setting (repeatable, over --command-config)",
+    )
 
 
 def run_record(args: argparse.Namespace) -> int:
     import asyncio
 
+    from coordspec.conformance.security import SecurityError, load
     from coordspec.conformance.trace import proxy
 
     try:
         proxy.address(args.listen), proxy.address(args.upstream)
+        security = load(args.command_config, args.command_property)
         print(
-            f"recording {args.listen} -> {args.upstream} into {args.out} (Ctrl-C stops)",
+            f"recording {args.listen} -> {args.upstream} ({security.protocol}) into {args.out} "
+            "(Ctrl-C stops)",
             file=sys.stderr,
         )
-        asyncio.run(proxy.serve(args.listen, args.upstream, args.out))
+        asyncio.run(proxy.serve(args.listen, args.upstream, args.out, security=security))
     except KeyboardInterrupt:
         return 0
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SecurityError) as exc:
         print(f"coordspec record: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -14,7 +14,9 @@ sides support are what scenarios run at), and the topics ``foo``, ``bar``, ``baz
 scenarios commit offsets to exist with 3 partitions (they are created if missing).
 
 Fault hooks are shell commands (``--on-kill-coordinator``, ``--on-restart``); they run
-with ``COORDSPEC_GROUP_ID`` and ``COORDSPEC_COORDINATOR`` (host:port) in the environment.
+with ``COORDSPEC_GROUP_ID`` and ``COORDSPEC_COORDINATOR`` (host:port) in the environment,
+and the security settings (``COORDSPEC_SECURITY_PROTOCOL`` …, coordspec.conformance.security).
+A secured broker's connections speak TLS and SASL as ``security`` says.
 A fault hits every group on the broker, so the suite runs the scenarios that inject one
 alone, after the others (``faults_are_shared``).
 """
@@ -30,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from coordspec.conformance.security import PLAINTEXT, ClientSecurity
 from coordspec.conformance.suite.kafka_wire import Connection, WireError, hex_dump
 from coordspec.conformance.suite.target import TargetError
 from coordspec.reference.errors import ErrorCode
@@ -84,8 +87,10 @@ class KafkaTarget:
         name: str = "kafka",
         faults: FaultCommands | None = None,
         config: GroupConfig | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.name = name
+        self.security = security
         self.host, self.port = parse_bootstrap(bootstrap)
         # Kafka's defaults unless the user declares the broker's (--broker-setting): a
         # broker's own settings cannot be asked for.
@@ -118,7 +123,7 @@ class KafkaTarget:
 
     async def _probe(self) -> None:
         try:
-            connection = await Connection.open(self.host, self.port, self.timeout_s)
+            connection = await Connection.open(self.host, self.port, self.timeout_s, self.security)
         except WireError as exc:
             raise TargetError(str(exc)) from None
         try:
@@ -326,7 +331,7 @@ class KafkaSession:
         deadline = time.monotonic() + self.target.timeout_s
         while True:
             try:
-                return await Connection.open(*address, self.target.timeout_s)
+                return await Connection.open(*address, self.target.timeout_s, self.target.security)
             except WireError:
                 if time.monotonic() >= deadline:
                     raise
@@ -415,6 +420,7 @@ class KafkaSession:
         )
         env = {
             **os.environ,
+            **self.target.security.environment(),
             "COORDSPEC_GROUP_ID": self.group_id,
             "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}",
         }

@@ -7,6 +7,11 @@ waiting. Every failure that is not a Kafka answer is a :class:`WireError` with o
 unreachable, closed, not speaking Kafka, timed out. Its ``kind`` says whose fault it is: an
 answer that does not decode (``undecodable``, with the frame and where decoding stopped), a
 connection the broker closed or reset (``connection``), anything else (``target``).
+
+With :class:`~coordspec.conformance.security.ClientSecurity` a connection speaks TLS and
+authenticates with SASL after ApiVersions; when the broker gives the session a lifetime
+(KIP-368) it re-authenticates at 85% of it, holding new requests back until the requests in
+flight are answered and SASL is done, as Kafka's clients do.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import dataclasses
 import io
 import os
+import ssl
 import struct
 import time
 from collections import deque
@@ -26,11 +32,20 @@ from kio._kio_native import get_field_reader  # what entity_reader reads each fi
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_compact_array_length, read_legacy_array_length
 
+from coordspec.conformance.security import (
+    PLAINTEXT,
+    SASL_HANDSHAKE,
+    ClientSecurity,
+    SecurityError,
+    authenticate,
+)
 from coordspec.reference.wire.entities import build, entity_of
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 _MAX_FRAME = 100 * 1024 * 1024
+_TLS_RECORDS = (0x15, 0x16)  # alert, handshake: a TLS server's first byte
+_REAUTHENTICATE_AT = 0.85  # of the session's lifetime
 DUMP_LIMIT = 4096  # bytes of a frame a hex dump shows
 
 
@@ -63,19 +78,46 @@ class Connection:
         self.last_sent = "no request"  # the last request written, for a broken connection's error
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         self.versions: dict[int, range] = {}  # api key -> the versions the broker supports
+        self.security = PLAINTEXT
+        self._held: list[tuple[tuple[int, type, asyncio.Future], bytes]] | None = None
+        self._drained: asyncio.Event | None = None  # set when nothing is in flight
+        self._reauthentication: asyncio.Task | None = None
+        self._detached = False
+        self.answered = 0  # responses read
 
     @property
     def closed(self) -> bool:
         return self._closed is not None
 
     @classmethod
-    async def open(cls, host: str, port: int, timeout_s: float) -> Connection:
+    async def open(
+        cls, host: str, port: int, timeout_s: float, security: ClientSecurity = PLAINTEXT
+    ) -> Connection:
         address = f"{host}:{port}"
+        context = security.ssl_context()
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    host, port, ssl=context, server_hostname=host if context else None
+                ),
+                timeout_s,
+            )
         except TimeoutError:
             raise WireError(
                 f"cannot reach {address}: no connection within {timeout_s:g} s"
+            ) from None
+        except ssl.SSLCertVerificationError as exc:
+            raise WireError(
+                f"TLS: certificate of {address} not trusted ({exc.verify_message})"
+            ) from None
+        except (ssl.SSLError, ConnectionResetError, ConnectionAbortedError) as exc:
+            if context is None:
+                raise WireError(f"cannot reach {address}: {exc}") from None
+            reason = getattr(exc, "reason", None)
+            how = f"answered {reason}" if reason else "closed the connection"
+            raise WireError(
+                f"the broker at {address} does not speak TLS (it {how} at the TLS handshake): "
+                "set security.protocol=PLAINTEXT or SASL_PLAINTEXT"
             ) from None
         except OSError as exc:
             reason = (
@@ -83,12 +125,54 @@ class Connection:
             )  # asyncio's own text repeats the address
             raise WireError(f"cannot reach {address}: {reason}") from None
         connection = cls(address, reader, writer)
+        connection.security = security
         try:
-            await connection._negotiate(timeout_s)
+            try:
+                await connection._negotiate(timeout_s)
+            except WireError:
+                if not security.tls and await _speaks_tls(host, port):
+                    raise WireError(
+                        f"the broker at {address} speaks TLS: set security.protocol=SSL or SASL_SSL"
+                    ) from None
+                raise
+            if security.sasl:
+                await connection._authenticate(timeout_s)
         except BaseException:
             await connection.close()
             raise
         return connection
+
+    async def _authenticate(self, timeout_s: float) -> None:
+        def call(api_key: int, version: int, values: dict) -> Any:
+            return self.call(api_key, version, values, timeout_s, held=False)
+
+        try:
+            lifetime_ms = await authenticate(call, self.versions, self.security, self.address)
+        except SecurityError as exc:
+            raise WireError(str(exc)) from None
+        if lifetime_ms > 0:
+            self._reauthentication = asyncio.get_running_loop().create_task(
+                self._reauthenticate(lifetime_ms * _REAUTHENTICATE_AT / 1000, timeout_s)
+            )
+
+    async def _reauthenticate(self, after_s: float, timeout_s: float) -> None:
+        await asyncio.sleep(after_s)
+        self._held = []
+        if self._pending:
+            self._drained = asyncio.Event()
+            await self._drained.wait()
+        try:
+            await self._authenticate(timeout_s)
+        except WireError as exc:
+            self._closed = exc  # the broker closes the connection at the session's end
+            self._writer.close()
+        held, self._held = self._held, None
+        for waiting, frame in held:
+            if self._closed is None:
+                self._pending.append(waiting)
+                self._writer.write(frame)
+            elif not waiting[2].done():
+                waiting[2].set_exception(self._closed)
 
     async def _negotiate(self, timeout_s: float) -> None:
         try:
@@ -101,8 +185,15 @@ class Connection:
             if int(response.error_code) == UNSUPPORTED_VERSION:
                 response = await self.call(API_VERSIONS, 0, {}, timeout_s)
         except WireError as exc:
+            if "speaks TLS" in exc.args[0]:
+                raise
+            hint = ""
+            if exc.kind == "connection" and self.security.tls and not self.security.certificate:
+                # asyncio does not tell the TLS alert of a broker that wants one
+                hint = " (if it asks for a client certificate, set ssl.certificate.location)"
             raise WireError(
-                f"{self.address} does not speak Kafka: {exc.args[0].removeprefix(self.address + ': ')}"
+                f"{self.address} does not speak Kafka: "
+                f"{exc.args[0].removeprefix(self.address + ': ')}{hint}"
             ) from None
         if int(response.error_code) != 0:
             raise WireError(
@@ -114,9 +205,15 @@ class Connection:
         }
 
     def send(
-        self, api_key: int, version: int, entity: Any, client_id: str | None = "coordspec"
+        self,
+        api_key: int,
+        version: int,
+        entity: Any,
+        client_id: str | None = "coordspec",
+        held: bool = True,
     ) -> asyncio.Future:
-        """Write one request; the future gets ``(response entity, arrival time.monotonic())``."""
+        """Write one request; the future gets ``(response entity, arrival time.monotonic())``.
+        While the connection re-authenticates the request waits, unless ``held`` is false."""
         if self._closed:
             raise self._closed
         request_cls = kio.index.load_request_schema(api_key, version)
@@ -135,22 +232,27 @@ class Connection:
         entity_writer(request_cls)(buffer, entity)
         payload = buffer.getvalue()
         future = asyncio.get_running_loop().create_future()
-        self._pending.append(
-            (self._correlation, kio.index.load_response_schema(api_key, version), future)
-        )
-        self._writer.write(struct.pack(">i", len(payload)) + payload)
+        waiting = (self._correlation, kio.index.load_response_schema(api_key, version), future)
+        frame = struct.pack(">i", len(payload)) + payload
+        if held and self._held is not None:
+            self._held.append((waiting, frame))
+        else:
+            self._pending.append(waiting)
+            self._writer.write(frame)
         name = f"{request_cls.__name__.removesuffix('Request')} v{version}"
         self.last_sent = f"{name} (correlation id {self._correlation})"
         return future
 
-    async def call(self, api_key: int, version: int, values: dict | Any, timeout_s: float) -> Any:
+    async def call(
+        self, api_key: int, version: int, values: dict | Any, timeout_s: float, held: bool = True
+    ) -> Any:
         """A request from plain values (or an entity) and its decoded response, within ``timeout_s``."""
         entity = (
             build(kio.index.load_request_schema(api_key, version), values)
             if isinstance(values, dict)
             else values
         )
-        future = self.send(api_key, version, entity)
+        future = self.send(api_key, version, entity, held=held)
         try:
             response, _ = await asyncio.wait_for(future, timeout_s)
         except TimeoutError:
@@ -166,6 +268,12 @@ class Connection:
             while True:
                 header = await self._reader.readexactly(4)
                 size = struct.unpack(">i", header)[0]
+                if header[0] in _TLS_RECORDS and header[1] == 3 and not self.security.tls:
+                    error = WireError(
+                        f"the broker at {self.address} speaks TLS: set security.protocol=SSL "
+                        "or SASL_SSL"
+                    )
+                    break
                 if not 4 <= size <= _MAX_FRAME:  # a correlation id at least
                     error = WireError(
                         f"{self.address}: a frame of {size} bytes is no Kafka response",
@@ -180,6 +288,9 @@ class Connection:
                     error = WireError(f"{self.address}: an answer nobody asked for")
                     break
                 correlation, response_cls, future = self._pending.popleft()
+                self.answered += 1
+                if not self._pending and self._drained is not None:
+                    self._drained.set()
                 if future.done():  # its caller stopped waiting
                     continue
                 try:
@@ -189,25 +300,64 @@ class Connection:
         except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
             how = "reset" if isinstance(exc, ConnectionResetError) else "closed"
             waiting = " before answering it" if self._pending else ""
+            hint = ""
+            if self.answered == 1 and not self.security.sasl and SASL_HANDSHAKE in self.versions:
+                hint = " (if it asks for SASL, set security.protocol=SASL_SSL or SASL_PLAINTEXT)"
             error = WireError(
-                f"the broker {how} the connection to {self.address} after {self.last_sent}{waiting}",
+                f"the broker {how} the connection to {self.address} after "
+                f"{self.last_sent}{waiting}{hint}",
                 "connection",
             )
         except asyncio.CancelledError:
             pass
         self._closed = error
+        waiting = [entry for entry, _ in self._held or ()]
         while self._pending:
-            future = self._pending.popleft()[2]
+            waiting.insert(0, self._pending.pop())
+        for _, _, future in waiting:
             if not future.done():
                 future.set_exception(error)
-        self._writer.close()
+        if self._drained is not None:
+            self._drained.set()
+        if not self._detached:
+            self._writer.close()
+
+    async def detach(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The opened (and authenticated) stream, for a caller that frames requests itself
+        (the recording proxy); this connection stops reading it and never re-authenticates."""
+        self._detached = True
+        if self._reauthentication is not None:
+            self._reauthentication.cancel()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        return self._reader, self._writer
 
     async def close(self) -> None:
+        if self._reauthentication is not None:
+            self._reauthentication.cancel()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+async def _speaks_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
+    """Whether a TLS handshake with ``host:port`` completes (its certificate unchecked): a
+    plaintext client's connection closed at once is then a TLS listener's doing."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=context), timeout_s
+        )
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+    return True
 
 
 def _decode(response_cls: type, correlation: int, payload: bytes) -> Any:

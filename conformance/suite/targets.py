@@ -31,12 +31,17 @@ def _reference(bootstrap: str | None, seed: int, faults, config: GroupConfig | N
     return ReferenceTarget(config, seed=seed)
 
 
-def _kafka(bootstrap: str | None, seed: int, faults, config: GroupConfig | None) -> Target:
+def _kafka(
+    bootstrap: str | None, seed: int, faults, config: GroupConfig | None, security=None
+) -> Target:
+    from coordspec.conformance.security import PLAINTEXT
     from coordspec.conformance.suite.kafka_target import KafkaTarget
 
     if not bootstrap:
         raise UnknownTarget("the kafka target needs --bootstrap HOST:PORT")
-    return KafkaTarget(bootstrap, faults=faults, config=config).check()
+    return KafkaTarget(
+        bootstrap, faults=faults, config=config, security=security or PLAINTEXT
+    ).check()
 
 
 def _embedded(bootstrap: str | None, seed: int, faults, config: GroupConfig | None) -> Target:
@@ -76,16 +81,21 @@ def make(
     seed: int = 0,
     faults=None,
     config: GroupConfig | None = None,
+    security=None,
 ) -> Target:
     """The target ``name``; ``faults`` (a ``kafka_target.FaultCommands``) are the kafka target's
-    hooks; ``config`` the broker's settings (--broker-setting), Kafka's defaults if None."""
+    hooks; ``config`` the broker's settings (--broker-setting), Kafka's defaults if None;
+    ``security`` (a ``conformance.security.ClientSecurity``) the kafka target's TLS and SASL."""
     from coordspec.conformance.suite.target import TargetError
 
     if name not in FACTORIES:
         raise UnknownTarget(f"unknown target {name!r} (targets: {', '.join(TARGETS)})")
     if faults is not None and name != "kafka":
         raise UnknownTarget("--on-kill-coordinator and --on-restart are hooks for the kafka target")
+    if security is not None and name != "kafka":
+        raise UnknownTarget("--command-config is for the kafka target")
+    extra = {} if security is None else {"security": security}
     try:
-        return FACTORIES[name](bootstrap, seed, faults, config)
+        return FACTORIES[name](bootstrap, seed, faults, config, **extra)
     except TargetError as exc:
         raise UnknownTarget(str(exc)) from None

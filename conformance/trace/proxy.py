@@ -7,6 +7,12 @@ requests the reference models (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, Offs
 OffsetFetch, DescribeGroups, ListGroups, DeleteGroups at the versions it answers) and their
 responses are decoded (kio) and written in the trace format, ``source: "proxy"``: one run
 for the proxy's life, ``client`` the connection, ``t_ms`` since the proxy started.
+
+Clients reach the proxy in plaintext; its connections upstream speak TLS and SASL as
+``security`` says (coordspec.conformance.security), authenticated before the client's first
+request is forwarded. The proxy does not re-authenticate: a broker that gives sessions a
+lifetime closes an upstream connection at its end, and the proxy then closes the client's,
+which reconnects.
 """
 
 from __future__ import annotations
@@ -25,12 +31,15 @@ from pathlib import Path
 import kio.index
 from kio.serial import entity_reader, entity_writer
 
+from coordspec.conformance.security import PLAINTEXT, ClientSecurity
+from coordspec.conformance.suite.kafka_wire import Connection, WireError
 from coordspec.reference.group import json_values
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 from coordspec.reference.wire.group_apis import Envelope, request_from_kio, response_from_kio
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
+UPSTREAM_TIMEOUT_S = 10.0
 _GROUP_APIS = {key: api for api, key in API_KEYS.items()}
 
 
@@ -85,9 +94,14 @@ class Recorder:
 
 class Proxy:
     def __init__(
-        self, listen: tuple[str, int], upstream: tuple[str, int], recorder: Recorder
+        self,
+        listen: tuple[str, int],
+        upstream: tuple[str, int],
+        recorder: Recorder,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.host = listen[0]
+        self.security = security
         self.recorder = recorder
         self.first = (listen, upstream)
         self.listeners: dict[tuple[str, int], int] = {}  # upstream address -> local port
@@ -140,7 +154,15 @@ class Proxy:
         self.connections += 1
         peer = "{}:{}".format(*client_w.get_extra_info("peername")[:2])
         try:
-            up_r, up_w = await asyncio.open_connection(*upstream)
+            if self.security.protocol == "PLAINTEXT":
+                up_r, up_w = await asyncio.open_connection(*upstream)
+            else:
+                connection = await Connection.open(*upstream, UPSTREAM_TIMEOUT_S, self.security)
+                up_r, up_w = await connection.detach()
+        except WireError as exc:
+            print(f"coordspec record: upstream: {exc}", file=sys.stderr, flush=True)
+            client_w.close()
+            return
         except OSError:
             client_w.close()
             return
@@ -285,8 +307,14 @@ def address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-async def serve(listen: str, upstream: str, out: Path, ready: asyncio.Event | None = None) -> None:
-    proxy = Proxy(address(listen), address(upstream), Recorder(out))
+async def serve(
+    listen: str,
+    upstream: str,
+    out: Path,
+    ready: asyncio.Event | None = None,
+    security: ClientSecurity = PLAINTEXT,
+) -> None:
+    proxy = Proxy(address(listen), address(upstream), Recorder(out), security)
     await proxy.start()
     if ready is not None:
         ready.set()
