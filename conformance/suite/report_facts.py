@@ -17,6 +17,7 @@ from coordspec.conformance.suite.divergences import (
     rerun_command,
     tolerated,
 )
+from coordspec.conformance.suite.flaky import Flaky, flaky
 from coordspec.conformance.suite.results import Failure, RunResult
 from coordspec.conformance.suite.verdicts import RuleVerdict, api_verdicts, counts, rule_verdicts
 from coordspec.conformance.tracecheck.rules import titles
@@ -128,6 +129,11 @@ class Facts:
             f"wall {wall:.2f} s, scenario time {busy:.2f} s, "
             f"concurrency ratio {busy / wall if wall else 0:.1f}"
         )
+
+    @cached_property
+    def flaky(self) -> list[Flaky]:
+        """Empty unless ``--loop`` ran a (scenario, plan) more than once."""
+        return flaky(self.results)
 
     @cached_property
     def rules(self) -> list[RuleVerdict]:

@@ -22,6 +22,7 @@ Its shape (``format`` is ``coordspec-conformance/1``; a key is only ever added):
      "allowed": [{"title", "api", "versions", "field", "expected", "got", "reason",
                   "times", "runs"}],                      # what --allow accepted as runs went on
      "not_run": [{"reason", "runs", "scenarios": [str]}],
+     "flaky": [{"scenario", "plan", "passed", "failed"}],  # --loop
      "errors": [{"scenario", "plan", "reason", "text"}]}
 
 Verdicts are ``passed``, ``failed``, ``allowed``, ``error`` and ``not_run``; a plan is
@@ -49,6 +50,10 @@ def document(facts: Facts) -> dict:
         "counts": {"runs": len(facts.results), **tally, "divergences": len(facts.found)},
         "severities": SEVERITIES,
         "divergences": [_divergence(facts, n, d) for n, d in enumerate(facts.found, start=1)],
+        "flaky": [
+            {"scenario": f.scenario, "plan": f.plan, "passed": f.passed, "failed": f.failed}
+            for f in facts.flaky
+        ],
         "rules": [
             {
                 "rule": v.rule,

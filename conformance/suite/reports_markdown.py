@@ -59,13 +59,17 @@ def summary(facts: Facts, limit: int = LIMIT) -> str:
         ),
         ("## Errors", [(_group_line(g), _error(facts, g)) for g in facts.errors]),
         ("## Not run", [(_group_line(g), _not_run(g)) for g in facts.not_run]),
+        (
+            "## Flaky runs (--loop: passed in some loops, failed in others)",
+            [(f"- {f}", f"- {f}") for f in facts.flaky],
+        ),
     ]
     whole = [[full for _, full in items] for _, items in sections]
     text = _assemble(head, [], fixed, sections, whole, found)
     if _size(text) <= limit:
         return text
     headings = sum(_size(heading) + 4 for heading, _ in sections)
-    room = limit - _size(_assemble(head, [], fixed, sections, [[]] * 4, found))
+    room = limit - _size(_assemble(head, [], fixed, sections, [[]] * len(sections), found))
     room -= headings + _size("\n".join(_note(limit, 10**9, 10**9)))
     chosen, shortened, left_out = _fit([items for _, items in sections], room)
     return _assemble(head, _note(limit, shortened, left_out), fixed, sections, chosen, found)

@@ -30,9 +30,10 @@ from typing import TextIO
 from coordspec.conformance.suite import allow as allow_file
 from coordspec.conformance.suite import divergences, loader, outputs, reports, targets, versions
 from coordspec.conformance.suite.broker_settings import resolve as resolve_settings
+from coordspec.conformance.suite.flaky import Flaky, flaky
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.progress import Progress
-from coordspec.conformance.suite.results import RunResult, plan_label
+from coordspec.conformance.suite.results import RunResult
 from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.severity import SEVERITIES
@@ -81,34 +82,6 @@ class Outcome:
         if any(r.status == "failed" and id(r) not in grouped for r in self.results):
             return 1
         return int(any(d.severity in self.fail_on and not d.allowed for d in self.divergences))
-
-
-@dataclass(frozen=True)
-class Flaky:
-    scenario: str
-    plan: dict[str, int]
-    passed: int  # loops it passed (or only tolerated divergences)
-    failed: int  # loops it failed or ended in an error
-
-    def __str__(self) -> str:
-        return (
-            f"{self.scenario} [{plan_label(self.plan)}]: passed {self.passed}, failed {self.failed}"
-        )
-
-
-def flaky(results: list[RunResult]) -> list[Flaky]:
-    """The (scenario, plan)s that passed in some loops and failed in others; one that fails in
-    every loop is a divergence, not flaky."""
-    tally: dict[tuple, list[int]] = {}
-    for r in results:
-        if r.status != "not_run":
-            count = tally.setdefault((r.scenario, tuple(sorted(r.plan.items()))), [0, 0])
-            count[r.status in ("failed", "error")] += 1
-    return [
-        Flaky(scenario, dict(plan), passed, failed)
-        for (scenario, plan), (passed, failed) in tally.items()
-        if passed and failed
-    ]
 
 
 def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]:

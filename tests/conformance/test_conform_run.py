@@ -6,6 +6,7 @@ broker, sent SIGINT, or its broker killed."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import signal
 import subprocess
@@ -109,7 +110,7 @@ def test_output_paths_are_checked_before_anything_runs(tmp_path):
     assert done.stdout == ""
 
 
-def test_loop_names_the_runs_that_passed_in_some_loops_only():
+def test_loop_names_the_runs_that_passed_in_some_loops_only(tmp_path):
     """A bug in the second loop only makes its runs flaky; one in every loop does not."""
 
     class SecondLoopWorse(RewritingTarget):
@@ -120,9 +121,19 @@ def test_loop_names_the_runs_that_passed_in_some_loops_only():
             return session
 
     out = io.StringIO()
-    outcome = run(SecondLoopWorse(deletes_live_groups), loop=3, version_selection="latest", out=out)
+    outcome = run(
+        SecondLoopWorse(deletes_live_groups),
+        loop=3,
+        version_selection="latest",
+        out=out,
+        report=tmp_path,
+    )
     assert outcome.flaky
     assert {(f.passed, f.failed) for f in outcome.flaky} == {(2, 1)}
+    # The reports name them too: the summary for people, the JSON for bots.
+    assert f"- {outcome.flaky[0]}" in (tmp_path / "conformance.md").read_text()
+    listed = json.loads((tmp_path / "conformance.json").read_text())["flaky"]
+    assert len(listed) == len(outcome.flaky) and listed[0]["passed"] == 2
     always = {d.example.scenario for d in outcome.divergences if d.signature.api == "DeleteGroups"}
     assert always and not always & {f.scenario for f in outcome.flaky}
     lines = out.getvalue().splitlines()
