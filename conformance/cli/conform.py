@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordspec.conformance.cli.numbers import POSITIVE
 from coordspec.conformance.cli.trace import add_broker_settings, add_timing_tolerance
 from coordspec.conformance.suite.targets import TARGETS
 
@@ -29,10 +30,14 @@ def register(commands) -> dict[str, Callable[[argparse.Namespace], int]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--target", choices=TARGETS, default="reference", help="what to check (default: reference)"
+        "--target",
+        choices=TARGETS,
+        help="what to check (default: kafka with --bootstrap, else reference)",
     )
     parser.add_argument(
-        "--bootstrap", metavar="HOST:PORT", help="the broker to check (kafka target)"
+        "--bootstrap",
+        metavar="HOST:PORT[,...]",
+        help="the broker to check (kafka target): Kafka's bootstrap list, tried in order",
     )
     parser.add_argument(
         "--command-config",
@@ -64,6 +69,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_broker_settings(parser, "the broker under test")
     parser.add_argument(
+        "--hook-timeout",
+        type=POSITIVE,
+        default=60,
+        metavar="SECONDS",
+        help="a fault hook that runs longer is killed with its process group, and its run is "
+        "an error (default 60)",
+    )
+    parser.add_argument(
+        "--topics",
+        type=_three_names,
+        metavar="FOO,BAR,BAZ",
+        help="kafka target: the names of the three topics the scenarios commit offsets to "
+        "(default foo,bar,baz); created with 3 partitions if missing",
+    )
+    parser.add_argument(
+        "--delete-topics",
+        action="store_true",
+        help="kafka target: delete the topics the run created when it ends (the run's groups "
+        "are always deleted)",
+    )
+    parser.add_argument(
         "--scenarios",
         nargs="+",
         type=Path,
@@ -93,10 +119,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="seed for the reference target's open choices (default 0)",
     )
-    parser.add_argument("--concurrency", type=int, default=64, help="runs at a time (default 64)")
+    parser.add_argument(
+        "--concurrency", type=POSITIVE, default=64, help="runs at a time (default 64)"
+    )
     parser.add_argument(
         "--loop",
-        type=int,
+        type=POSITIVE,
         default=1,
         metavar="N",
         help="run everything N times, to catch flaky behaviour",
@@ -147,6 +175,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _three_names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(","))
+    if len(names) != 3 or len(set(names)) != 3 or not all(names):
+        raise argparse.ArgumentTypeError(f"three distinct topic names, as foo,bar,baz: {text!r}")
+    return names
+
+
 def rerun_base(args: argparse.Namespace) -> str:
     """The command line that selects this run's target, scenarios and tolerances: a
     divergence's rerun command adds the one scenario and version plan to it."""
@@ -155,6 +190,8 @@ def rerun_base(args: argparse.Namespace) -> str:
         "--bootstrap": args.bootstrap,
         "--on-kill-coordinator": args.on_kill_coordinator,
         "--on-restart": args.on_restart,
+        "--hook-timeout": args.hook_timeout if args.hook_timeout != 60 else None,
+        "--topics": ",".join(args.topics) if args.topics else None,
         "--allow": args.allow,
         "--broker-settings-file": args.broker_settings_file,
         "--timing-tolerance-ms": args.timing_tolerance_ms,
@@ -189,6 +226,7 @@ def run_command(args: argparse.Namespace) -> int:
     from coordspec.conformance.suite.suite import SuiteError, run, select
     from coordspec.reference.properties import SettingsError
 
+    args.target = args.target or ("kafka" if args.bootstrap else "reference")
     if args.list:
         try:
             print(listing(select(loader.load_all(args.scenarios), args.tags)))
@@ -202,7 +240,11 @@ def run_command(args: argparse.Namespace) -> int:
     if args.on_kill_coordinator or args.on_restart:
         from coordspec.conformance.suite.kafka_target import FaultCommands
 
-        faults = FaultCommands(kill_coordinator=args.on_kill_coordinator, restart=args.on_restart)
+        faults = FaultCommands(
+            kill_coordinator=args.on_kill_coordinator,
+            restart=args.on_restart,
+            timeout_s=args.hook_timeout,
+        )
     security = None
     if args.command_config or args.command_property:
         from coordspec.conformance.security import SecurityError, load
@@ -215,7 +257,9 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         # Made here rather than in run(), so that a target with a child process is stopped after the run.
         config = broker_settings.config_of(args)
-        target = targets.make(args.target, args.bootstrap, args.seed, faults, config, security)
+        target = targets.make(
+            args.target, args.bootstrap, args.seed, faults, config, security, topics=args.topics
+        )
     except (targets.UnknownTarget, SettingsError) as exc:
         return _error(str(exc))
     given = {  # options left out take the suite's defaults
@@ -242,5 +286,8 @@ def run_command(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         return _error(str(exc))
     finally:
+        # A shared broker keeps nothing of the run's but the topics (--delete-topics)
+        for line in getattr(target, "clean_up", lambda _: [])(args.delete_topics):
+            print(line)
         getattr(target, "stop", lambda: None)()
     return outcome.exit_code

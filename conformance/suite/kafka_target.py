@@ -1,4 +1,5 @@
-"""The ``kafka`` target: any broker that speaks Kafka's protocol, at ``--bootstrap host:port``.
+"""The ``kafka`` target: any broker that speaks Kafka's protocol, at ``--bootstrap host:port``
+(or Kafka's list ``h1:p1,h2:p2``, tried in order until one answers).
 
 Real time, real sockets. Each simulated client has its own connections, as a consumer
 has: one per broker it talks to, the bootstrap broker for FindCoordinator and the
@@ -9,13 +10,24 @@ NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE is handed to the runner as it is (t
 judges it) and makes the client find the coordinator again before its next request, as a
 client would.
 
-Opening the target checks the broker once: it answers ApiVersions (the versions both
-sides support are what scenarios run at), and the topics ``foo``, ``bar``, ``baz`` that
-scenarios commit offsets to exist with 3 partitions (they are created if missing).
+Opening the target checks the broker once (a preflight, before any scenario): it answers
+ApiVersions (the versions both sides support are what scenarios run at), Metadata and
+FindCoordinator; every address it advertises (Metadata's brokers, the coordinator
+FindCoordinator names) answers too, so that a wrong ``advertised.listeners`` is one line,
+not an error per run; and the topics ``foo``, ``bar``, ``baz`` that scenarios commit
+offsets to exist with 3 partitions (they are created if missing). ``topics`` renames them
+(``--topics``): the sessions rename them in OffsetCommit and OffsetFetch and back in the
+answers, so scenarios, the oracle and the trace keep the catalog's names (subscriptions
+and assignments are bytes the coordinator does not read, and keep them too).
+
+On a broker it does not own, the target removes the run's groups afterwards
+(:meth:`KafkaTarget.clean_up`, :mod:`cleanup`).
 
 Fault hooks are shell commands (``--on-kill-coordinator``, ``--on-restart``); they run
 with ``COORDSPEC_GROUP_ID`` and ``COORDSPEC_COORDINATOR`` (host:port) in the environment,
 and the security settings (``COORDSPEC_SECURITY_PROTOCOL`` …, coordspec.conformance.security).
+each in a process group of its own. A hook that fails or outlasts its timeout is an error
+of the harness, not a conformance failure; on a timeout its whole process group is killed.
 A secured broker's connections speak TLS and SASL as ``security`` says.
 A fault hits every group on the broker, so the suite runs the scenarios that inject one
 alone, after the others (``faults_are_shared``).
@@ -25,7 +37,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import signal
+import socket
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -33,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from coordspec.conformance.security import PLAINTEXT, ClientSecurity
+from coordspec.conformance.suite import cleanup
 from coordspec.conformance.suite.kafka_wire import Connection, WireError, hex_dump
 from coordspec.conformance.suite.target import TargetError
 from coordspec.reference.errors import ErrorCode
@@ -58,13 +74,21 @@ Hook = (
 class FaultCommands:
     kill_coordinator: Hook | None = None
     restart: Hook | None = None
+    timeout_s: float = 60.0  # a shell hook's bound (--hook-timeout): a JVM restart is slow
 
 
-def parse_bootstrap(bootstrap: str | None) -> tuple[str, int]:
-    host, sep, port = (bootstrap or "").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise TargetError(f"--bootstrap must be HOST:PORT, got {bootstrap!r}")
-    return host.strip("[]"), int(port)
+PREFLIGHT_GROUP = "coordspec-preflight"  # FindCoordinator's key; no group is created
+
+
+def parse_bootstrap(bootstrap: str | None) -> list[tuple[str, int]]:
+    """Kafka's ``bootstrap.servers``: ``HOST:PORT`` or a comma-separated list of them."""
+    addresses = []
+    for item in (bootstrap or "").split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or int(port) > 65535:
+            raise TargetError(f"--bootstrap must be HOST:PORT[,HOST:PORT...], got {bootstrap!r}")
+        addresses.append((host.strip("[]"), int(port)))
+    return addresses
 
 
 class KafkaTarget:
@@ -88,10 +112,23 @@ class KafkaTarget:
         faults: FaultCommands | None = None,
         config: GroupConfig | None = None,
         security: ClientSecurity = PLAINTEXT,
+        topics: tuple[str, ...] = TOPICS,
     ) -> None:
         self.name = name
         self.security = security
-        self.host, self.port = parse_bootstrap(bootstrap)
+        self.addresses = parse_bootstrap(bootstrap)
+        self.host, self.port = self.addresses[0]  # the first that answers, once checked
+        if len(set(topics)) != len(TOPICS) or not all(topics):
+            raise TargetError(
+                f"--topics must name {len(TOPICS)} distinct topics (for {', '.join(TOPICS)}), "
+                f"got {','.join(topics)!r}"
+            )
+        self.topics = dict(zip(TOPICS, topics, strict=True))  # the catalog's name -> the broker's
+        self.back = {theirs: ours for ours, theirs in self.topics.items()}
+        self.created: list[str] = []  # topics the check created
+        self.brokers: list[tuple[str, int]] = []  # advertised, from Metadata
+        self.controller: tuple[str, int] | None = None
+        self.group_ids: set[str] = set()  # the runs' groups (their $group2 ... extend them)
         # Kafka's defaults unless the user declares the broker's (--broker-setting): a
         # broker's own settings cannot be asked for.
         self.config = config or GroupConfig()
@@ -122,10 +159,7 @@ class KafkaTarget:
         return self
 
     async def _probe(self) -> None:
-        try:
-            connection = await Connection.open(self.host, self.port, self.timeout_s, self.security)
-        except WireError as exc:
-            raise TargetError(str(exc)) from None
+        connection = await self._bootstrap()
         try:
             for api in VERSIONS:
                 theirs = connection.versions.get(API_KEYS[api], range(0))
@@ -136,15 +170,95 @@ class KafkaTarget:
                 raise TargetError(
                     f"{self.bootstrap} does not serve FindCoordinator: it cannot route group requests"
                 )
-            await _ensure_topics(connection, self.timeout_s)
+            metadata, self.created = await _ensure_topics(
+                connection, list(self.topics.values()), self.timeout_s
+            )
+            self.brokers = [(b.host, int(b.port)) for b in metadata.brokers]
+            self.controller = next(
+                (
+                    (b.host, int(b.port))
+                    for b in metadata.brokers
+                    if b.node_id == metadata.controller_id
+                ),
+                (self.host, self.port),
+            )
+            await self._check_listeners(connection, metadata.brokers)
         except WireError as exc:
             raise TargetError(str(exc)) from None
         finally:
             await connection.close()
 
+    async def _bootstrap(self) -> Connection:
+        """A connection to the first bootstrap address that answers, as Kafka's clients try them."""
+        errors = []
+        for host, port in self.addresses:
+            try:
+                connection = await Connection.open(host, port, self.timeout_s, self.security)
+            except WireError as exc:
+                errors.append(str(exc))
+                continue
+            self.host, self.port = host, port
+            return connection
+        raise TargetError("; ".join(errors))
+
+    async def _check_listeners(self, connection: Connection, brokers) -> None:
+        """Every address the broker tells clients to dial answers: Metadata's brokers and
+        the coordinator FindCoordinator names."""
+        session = KafkaSession(self, PREFLIGHT_GROUP)
+        try:
+            coordinator = await session._find_coordinator(_Client(), PREFLIGHT_GROUP)
+        finally:
+            await session.close()
+        advertised = {(b.host, int(b.port)): f"broker {b.node_id}" for b in brokers}
+        advertised.setdefault(coordinator, f"the coordinator of group {PREFLIGHT_GROUP}")
+        others = [a for a in advertised if f"{a[0]}:{a[1]}" != connection.address]
+        opened = await asyncio.gather(
+            *(Connection.open(*a, self.timeout_s, self.security) for a in others),
+            return_exceptions=True,
+        )
+        for outcome in opened:
+            if isinstance(outcome, Connection):
+                await outcome.close()
+        for (host, port), outcome in zip(others, opened, strict=True):
+            if isinstance(outcome, WireError):
+                raise TargetError(
+                    f"the broker advertises {host}:{port} ({advertised[host, port]}), "
+                    f"{_unreachable(outcome, self.timeout_s)}: check advertised.listeners"
+                )
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    def clean_up(self, delete_topics: bool = False) -> list[str]:
+        """On a broker this target does not own (one it did not start), delete the runs'
+        groups, and with ``delete_topics`` the topics the check created: a line for each."""
+        if self._stoppers or not (self.group_ids or (delete_topics and self.created)):
+            return []
+
+        def ours(group: str) -> bool:
+            return any(group[:n] in self.group_ids for n in range(len(group), 0, -1))
+
+        async def both() -> list[str]:
+            lines = []
+            if self.group_ids:
+                brokers = self.brokers or [(self.host, self.port)]
+                lines.append(
+                    await cleanup.delete_groups(brokers, ours, self.timeout_s, self.security)
+                )
+            if delete_topics and self.created:
+                controller = self.controller or (self.host, self.port)
+                lines.append(
+                    await cleanup.delete_topics(
+                        controller, self.created, self.timeout_s, self.security
+                    )
+                )
+            return lines
+
+        return asyncio.run(both())
+
     async def open(
         self, group_id: str, config: GroupConfig, *, faults: bool = False
     ) -> KafkaSession:
+        self.group_ids.add(group_id)
         # Sessions that open together would keep their timers in step (every initial
         # rebalance delay ending in the same instant): a burst that delays replies on both
         # sides. Spacing the openings spreads the bursts.
@@ -157,11 +271,28 @@ class KafkaTarget:
             raise TargetError(str(exc)) from None
 
 
-async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
+def _unreachable(error: WireError, timeout_s: float) -> str:
+    """Why an advertised address fails, from the OS error behind ``error`` (its context)."""
+    cause = error.__context__
+    if isinstance(cause, ConnectionRefusedError):
+        return "which refuses connections"
+    if isinstance(cause, socket.gaierror):
+        return "whose host does not resolve"
+    if isinstance(cause, TimeoutError):
+        return f"which accepts no connection within {timeout_s:g} s"
+    return f"which fails ({error})"
+
+
+async def _ensure_topics(
+    connection: Connection, names: list[str], timeout_s: float
+) -> tuple[Any, list[str]]:
+    """The topics scenarios use, created if missing: the last Metadata answer, and the
+    topics created."""
     version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
-    request = {"topics": [{"name": t} for t in TOPICS], "allow_auto_topic_creation": False}
+    request = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": False}
     metadata = await connection.call(METADATA, version, request, timeout_s)
     missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
+    created = list(missing)
     if missing and CREATE_TOPICS in connection.versions:
         create_version = min(connection.versions[CREATE_TOPICS].stop - 1, 7)
         topics = [
@@ -197,6 +328,7 @@ async def _ensure_topics(connection: Connection, timeout_s: float) -> None:
                 f"{connection.address}: topic {topic.name} has {len(topic.partitions)} partitions; "
                 f"the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}"
             )
+    return metadata, created
 
 
 class _Client:
@@ -260,7 +392,7 @@ class KafkaSession:
         state = self.clients.setdefault(client, _Client())
         try:
             connection = await self._route(state, request)
-            entity = request_to_kio(request)
+            entity = request_to_kio(_renamed(request, self.target.topics))
             client_id = request.client_id if request.api == "JoinGroup" else client
             future = connection.send(
                 API_KEYS[request.api], request.api_version, entity, client_id=client_id
@@ -278,6 +410,7 @@ class KafkaSession:
         try:
             entity, arrived = await future
             response = response_from_kio(request.api, request.api_version, entity)
+            response = _renamed(response, self.target.back)
         except WireError as exc:
             state.inbox.put_nowait(_target_error(client, request, exc))
             return
@@ -424,25 +557,43 @@ class KafkaSession:
             "COORDSPEC_GROUP_ID": self.group_id,
             "COORDSPEC_COORDINATOR": f"{coordinator[0]}:{coordinator[1]}",
         }
-        limit = self.target.timeout_s * 6
+        limit = self.target.fault_commands.timeout_s
         # stderr to a file, not a pipe: a hook that starts a broker in the background would
-        # hold a pipe open, and the hook would never seem to finish.
+        # hold a pipe open, and the hook would never seem to finish. A session of its own,
+        # so that a hook that hangs goes with everything it started, not just its shell;
+        # a hook that returns keeps what it started (the broker it restarted).
         with tempfile.TemporaryFile() as stderr:
             process = await asyncio.create_subprocess_shell(
-                command, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=stderr
+                command,
+                env=env,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
             )
             try:
                 await asyncio.wait_for(process.wait(), limit)
             except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
+                _kill_group(process.pid)
+                await process.wait()
                 raise TargetError(
-                    f"{option} {command!r} did not finish within {limit:g} s"
+                    f"{option} {command!r} did not finish within {limit:g} s (--hook-timeout)",
+                    kind="hook",
                 ) from None
+            except asyncio.CancelledError:
+                _kill_group(process.pid)
+                raise
             if process.returncode != 0:
                 stderr.seek(0)
-                last = (stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
-                raise TargetError(f"{option} {command!r} exited with {process.returncode}: {last}")
+                lines = stderr.read().decode(errors="replace").strip().splitlines()
+                said = f": {lines[-1]}" if lines else ", no output"
+                raise TargetError(
+                    f"{option} {command!r} exited with {process.returncode}{said}", kind="hook"
+                )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _target_error(client: str, request: Request, exc: WireError) -> TargetError:
@@ -457,6 +608,17 @@ def _target_error(client: str, request: Request, exc: WireError) -> TargetError:
     if exc.kind == "connection":
         return TargetError(f"client {client}: {exc}", kind="connection", request=request)
     return TargetError(f"{request.api} v{request.api_version}: {exc}", request=request)
+
+
+def _renamed(message: Any, names: dict[str, str]) -> Any:
+    """``message`` with its topics renamed (OffsetCommit, OffsetFetch and their answers)."""
+    topics = getattr(message, "topics", None)
+    if not topics or all(a == b for a, b in names.items()):
+        return message
+    return dataclasses.replace(
+        message,
+        topics=tuple(dataclasses.replace(t, name=names.get(t.name, t.name)) for t in topics),
+    )
 
 
 def _error_codes(response: Any) -> set[int]:

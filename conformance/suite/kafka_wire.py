@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import io
 import os
+import socket
 import ssl
 import struct
 import time
@@ -106,6 +107,8 @@ class Connection:
             raise WireError(
                 f"cannot reach {address}: no connection within {timeout_s:g} s"
             ) from None
+        except socket.gaierror:
+            raise WireError(f"cannot resolve host {host}") from None
         except ssl.SSLCertVerificationError as exc:
             raise WireError(
                 f"TLS: certificate of {address} not trusted ({exc.verify_message})"

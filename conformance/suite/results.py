@@ -13,9 +13,10 @@ Status = Literal[
 @dataclass(frozen=True)
 class Failure:
     # timing: the oracle allows the answer, but it came later than the reference's deadline
-    # undecodable: an answer that does not decode; connection: the broker closed or reset one
+    # undecodable: an answer that does not decode; connection: the broker closed or reset one;
+    # hook: a fault hook failed (the run's status is then error, the harness's)
     kind: Literal[
-        "oracle", "timing", "expectation", "scenario", "target", "undecodable", "connection"
+        "oracle", "timing", "expectation", "scenario", "target", "undecodable", "connection", "hook"
     ]
     step: int  # 1-based
     line: int

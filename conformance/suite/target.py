@@ -88,14 +88,15 @@ class TargetError(RuntimeError):
 
     ``kind``: ``undecodable`` (an answer that does not decode: ``raw_response`` is its hex
     dump, ``decode_offset`` where decoding stopped), ``connection`` (the broker closed or
-    reset a connection), ``target`` (anything else). ``request``: the one it concerns.
+    reset a connection), ``hook`` (a fault hook failed: an error of the harness, not of the
+    target), ``target`` (anything else). ``request``: the one it concerns.
     """
 
     def __init__(
         self,
         message: str,
         *,
-        kind: Literal["undecodable", "connection", "target"] = "target",
+        kind: Literal["undecodable", "connection", "hook", "target"] = "target",
         request: Request | None = None,
         raw_response: str | None = None,
         decode_offset: int | None = None,

@@ -32,15 +32,24 @@ def _reference(bootstrap: str | None, seed: int, faults, config: GroupConfig | N
 
 
 def _kafka(
-    bootstrap: str | None, seed: int, faults, config: GroupConfig | None, security=None
+    bootstrap: str | None,
+    seed: int,
+    faults,
+    config: GroupConfig | None,
+    security=None,
+    topics=None,
 ) -> Target:
     from coordspec.conformance.security import PLAINTEXT
-    from coordspec.conformance.suite.kafka_target import KafkaTarget
+    from coordspec.conformance.suite.kafka_target import TOPICS, KafkaTarget
 
     if not bootstrap:
         raise UnknownTarget("the kafka target needs --bootstrap HOST:PORT")
     return KafkaTarget(
-        bootstrap, faults=faults, config=config, security=security or PLAINTEXT
+        bootstrap,
+        faults=faults,
+        config=config,
+        security=security or PLAINTEXT,
+        topics=topics or TOPICS,
     ).check()
 
 
@@ -82,10 +91,13 @@ def make(
     faults=None,
     config: GroupConfig | None = None,
     security=None,
+    *,
+    topics=None,
 ) -> Target:
     """The target ``name``; ``faults`` (a ``kafka_target.FaultCommands``) are the kafka target's
     hooks; ``config`` the broker's settings (--broker-setting), Kafka's defaults if None;
-    ``security`` (a ``conformance.security.ClientSecurity``) the kafka target's TLS and SASL."""
+    ``security`` (a ``conformance.security.ClientSecurity``) the kafka target's TLS and SASL;
+    ``topics`` the names the kafka target gives the catalog's foo, bar, baz (--topics)."""
     from coordspec.conformance.suite.target import TargetError
 
     if name not in FACTORIES:
@@ -94,7 +106,11 @@ def make(
         raise UnknownTarget("--on-kill-coordinator and --on-restart are hooks for the kafka target")
     if security is not None and name != "kafka":
         raise UnknownTarget("--command-config is for the kafka target")
+    if topics is not None and name != "kafka":
+        raise UnknownTarget("--topics is for the kafka target; the others start their own brokers")
     extra = {} if security is None else {"security": security}
+    if topics is not None:
+        extra["topics"] = topics
     try:
         return FACTORIES[name](bootstrap, seed, faults, config, **extra)
     except TargetError as exc:
