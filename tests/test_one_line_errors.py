@@ -60,6 +60,19 @@ def here(tmp_path: Path) -> Path:
         (("conform", "--allow", "binary.yaml"), "binary.yaml: not UTF-8 text (byte 0)"),
         (("conform", "--scenarios", "emptydir"), "emptydir: no scenario files (*.yaml) in this"),
         (("conform", "--versions", "JoinGroup=4-2"), "range 4-2 runs backwards (write 2-4)"),
+        (
+            ("conform", "--bootstrap", "nosuchhost.invalid:9092"),
+            "coordspec conform: cannot resolve host nosuchhost.invalid",
+        ),
+        (  # Kafka's list, tried in order; --bootstrap alone means the kafka target
+            ("conform", "--bootstrap", "127.0.0.1:1,127.0.0.1:2"),
+            "cannot reach 127.0.0.1:1: Connection refused; cannot reach 127.0.0.1:2: Connection",
+        ),
+        (("conform", "--concurrency", "0"), "argument --concurrency: must be at least 1, got 0"),
+        (("conform", "--concurrency", "-5"), "argument --concurrency: must be at least 1, got -5"),
+        (("conform", "--loop", "0"), "argument --loop: must be at least 1, got 0"),
+        (("conform", "--hook-timeout", "0"), "argument --hook-timeout: must be at least 1, got 0"),
+        (("conform", "--topics", "a,b"), "argument --topics: three distinct topic names"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
 )

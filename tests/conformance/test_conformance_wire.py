@@ -256,7 +256,7 @@ def test_a_missing_or_malformed_bootstrap_is_one_line():
     )
     assert _conform_error("--target", "kafka", "--bootstrap", "nohost") == (
         2,
-        "coordspec conform: --bootstrap must be HOST:PORT, got 'nohost'\n",
+        "coordspec conform: --bootstrap must be HOST:PORT[,HOST:PORT...], got 'nohost'\n",
     )
 
 
