@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
 import struct
 import sys
 import time
@@ -108,6 +109,7 @@ class Proxy:
         self.servers: list[asyncio.base_events.Server] = []
         self.connections = 0
         self.tasks: set[asyncio.Task] = set()  # the connections being served
+        self.unreachable: set[tuple[str, int]] = set()  # upstreams said to be down, once each
 
     async def start(self) -> None:
         await self._listen(self.first[1], self.first[0][1])
@@ -122,7 +124,14 @@ class Proxy:
 
     async def local_port(self, host: str, port: int) -> int:
         if (host, port) not in self.listeners:
-            await self._listen((host, port))
+            local = await self._listen((host, port))
+            # A listener of its own for each further broker: said, as a firewall or a
+            # container's published ports must let clients reach it too.
+            print(
+                f"coordspec record: also listening on {self.host}:{local} for broker {host}:{port}",
+                file=sys.stderr,
+                flush=True,
+            )
         return self.listeners[(host, port)]
 
     async def close(self) -> None:
@@ -163,9 +172,19 @@ class Proxy:
             print(f"coordspec record: upstream: {exc}", file=sys.stderr, flush=True)
             client_w.close()
             return
-        except OSError:
+        except OSError as exc:
+            if upstream not in self.unreachable:
+                self.unreachable.add(upstream)
+                reason = os.strerror(exc.errno) if exc.errno else str(exc)
+                print(
+                    f"coordspec record: cannot reach upstream {upstream[0]}:{upstream[1]}: "
+                    f"{reason} (clients connecting meanwhile are closed)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             client_w.close()
             return
+        self.unreachable.discard(upstream)
         pending: deque = deque()
         name = f"conn{self.connections}@{peer}"
         tasks = [

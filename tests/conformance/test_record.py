@@ -72,7 +72,7 @@ def wait_for(condition, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_confluent_kafka_behind_the_proxy_against_librdkafkas_mock_cluster(tmp_path):
+def test_confluent_kafka_behind_the_proxy_against_librdkafkas_mock_cluster(tmp_path, capsys):
     cluster = MockCluster(3).start()
     trace = tmp_path / "mock.jsonl"
     behind = ProxyThread(cluster.addresses[0], trace)
@@ -107,6 +107,12 @@ def test_confluent_kafka_behind_the_proxy_against_librdkafkas_mock_cluster(tmp_p
         behind.stop()
         cluster.stop()
     assert len(behind.proxy.listeners) == 3  # one listener per mock broker, all named by the proxy
+    announced = capsys.readouterr().err  # the two listeners opened for further brokers, each said
+    for upstream, port in list(behind.proxy.listeners.items())[1:]:
+        assert (
+            f"also listening on 127.0.0.1:{port} for broker {upstream[0]}:{upstream[1]}"
+            in announced
+        )
     seen = records(trace)
     assert {r["api"] for r in seen} >= GROUP_APIS and {r["source"] for r in seen} == {"proxy"}
     commit = next(r for r in seen if r["api"] == "OffsetCommit" and r["kind"] == "request")
@@ -173,6 +179,24 @@ def test_bad_addresses_are_one_line(capsys):
         == 2
     )
     assert capsys.readouterr().err.strip().endswith("expected HOST:PORT, got 'nowhere'")
+
+
+def test_an_unreachable_upstream_is_said_on_the_console(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed again: nothing listens there
+    behind = ProxyThread(f"127.0.0.1:{dead}", tmp_path / "none.jsonl")
+    try:
+        for _ in range(2):  # said once, not once per client that tries
+            with socket.create_connection(("127.0.0.1", behind.port), timeout=5) as client:
+                client.settimeout(5)
+                assert client.recv(1) == b""  # the proxy closes the client's connection
+    finally:
+        behind.stop()
+    assert capsys.readouterr().err == (
+        f"coordspec record: cannot reach upstream 127.0.0.1:{dead}: Connection refused "
+        "(clients connecting meanwhile are closed)\n"
+    )
 
 
 @pytest.fixture(autouse=True)
