@@ -90,6 +90,16 @@ def test_cluster_up_with_a_file_for_data_is_one_line(here):
     assert one_line(result) == f"coordspec cluster: {here / 'afile'}: is a file, not a directory"
 
 
+@pytest.mark.zookeeper
+def test_cluster_up_on_a_port_that_is_not_zookeeper_is_one_line(here):
+    from coordspec.broker.testing import BrokerProcess
+
+    with BrokerProcess(here / "kafka") as kafka:
+        result = coordspec("cluster", "up", "--zookeeper", kafka.bootstrap, cwd=here)
+    assert result.returncode != 0
+    assert one_line(result).endswith(f"{kafka.bootstrap} does not answer as ZooKeeper")
+
+
 def test_a_trace_cut_short_is_checked_without_its_last_line(here):
     assert coordspec("simulate", "--runs", "2", "--out", "traces", cwd=here).returncode == 0
     trace = next((here / "traces").glob("*.jsonl"))

@@ -24,6 +24,8 @@ import logging
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -134,6 +136,8 @@ class Cluster:
                 self.zookeeper_connect = self._stack.enter_context(zookeeper(1)).connect_string
             except ZooKeeperUnavailable as e:
                 raise ClusterError(str(e)) from None
+        else:
+            _check_zookeeper(self.zookeeper_connect)
         _ensure_chroot(self.zookeeper_connect)
         try:
             self.view = PublishedView.open(self.zookeeper_connect, timeout_s=5.0)
@@ -308,6 +312,41 @@ class Cluster:
                 f"  broker {broker_id}  {host}:{port}  {clients}pid {self.processes[broker_id].pid}  {role}leads {OFFSETS_TOPIC} partitions {led}"
             )
         return lines
+
+
+def _check_zookeeper(connect: str, timeout_s: float = 2.0) -> None:
+    """A given ZooKeeper answers a ZooKeeper handshake (a session it closes at once), so that
+    a wrong port is one line at once rather than kazoo's time-out after seconds."""
+    hosts = connect.partition("/")[0]
+    why = []
+    for host, _, port in (h.strip().rpartition(":") for h in hosts.split(",")):
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+                sock.settimeout(timeout_s)
+                # ConnectRequest: protocol version, last zxid, timeout ms, session id, password
+                body = struct.pack(">iqiqi16s?", 0, 0, 4000, 0, 16, bytes(16), False)
+                sock.sendall(struct.pack(">i", len(body)) + body)
+                answer = _read(sock, 4 + 36)  # length, version, timeout, session, password
+                if struct.unpack_from(">i", answer, 20)[0] == 16:  # a 16-byte password
+                    sock.sendall(struct.pack(">iii", 8, 1, -11))  # closeSession
+                    return
+                why.append(f"{host}:{port} does not answer as ZooKeeper")
+        except (OSError, ValueError) as e:
+            if isinstance(e, ConnectionRefusedError | socket.gaierror):
+                why.append(f"cannot reach ZooKeeper at {host}:{port}: {e.strerror}")
+            else:
+                why.append(f"{host}:{port} does not answer as ZooKeeper")
+    raise ClusterError("; ".join(why))
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ValueError("closed")
+        data += chunk
+    return data
 
 
 def _ensure_chroot(connect: str) -> None:
