@@ -202,7 +202,8 @@ def test_ctrl_c_stops_the_run_with_one_line_and_partial_reports(tmp_path):
             conform.kill()
     assert conform.returncode == 130, stdout + stderr
     assert stderr == ""
-    last = stdout.splitlines()[-1]
+    *_, last, cleaned = stdout.splitlines()  # then the run's groups are deleted from the broker
+    assert re.fullmatch(r"deleted \d+ groups?(; left .*)?", cleaned), cleaned
     assert last.startswith("interrupted after ") and "; partial reports written: " in last
     ran, total, cases = _partial_reports(tmp_path, last)
     cut = [
@@ -233,7 +234,8 @@ def test_a_broker_that_dies_stops_the_run_with_one_line_and_partial_reports(tmp_
         finally:
             conform.kill()
     assert conform.returncode == 1, stdout + stderr
-    last = stdout.splitlines()[-1]
+    *_, last, cleaned = stdout.splitlines()
+    assert cleaned.startswith("the run's groups are left on the broker: cannot reach"), cleaned
     assert re.match(
         r"stopped after \d+ of \d+ runs: the broker is unreachable \(8 runs could not "
         r"connect: (\w+ v\d+: )?cannot reach 127\.0\.0\.1:\d+: .*\); partial reports written: ",
