@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordspec.conformance.cli import security_options
 from coordspec.conformance.cli.numbers import POSITIVE
 from coordspec.conformance.cli.trace import add_broker_settings, add_timing_tolerance
 from coordspec.conformance.suite.targets import TARGETS
@@ -39,23 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[,...]",
         help="the broker to check (kafka target): Kafka's bootstrap list, tried in order",
     )
-    parser.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help="kafka target: TLS and SASL settings as a Java properties file, by the Kafka "
-        "clients' names (security.protocol, ssl.ca.location, sasl.mechanism, sasl.username, "
-        "sasl.password, ...), as Kafka's tools take --command-config",
-    )
-    parser.add_argument(
-        "--command-property",
-        "--command-config-property",
-        dest="command_property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="kafka target: one such setting (repeatable, over --command-config)",
-    )
+    security_options.add_arguments(parser, "kafka target")
     parser.add_argument(
         "--on-kill-coordinator",
         metavar="CMD",

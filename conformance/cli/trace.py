@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordspec.conformance.cli import security_options
 from coordspec.conformance.cli.numbers import NON_NEGATIVE, POSITIVE
 from coordspec.conformance.extras import load_kio_without_hypothesis, naming_extras
 from coordspec.conformance.simulate.names import BUG_NAMES, CLUSTER_BUG_NAMES, FAULTS
@@ -277,21 +278,7 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, required=True, metavar="FILE", help="the trace to append to"
     )
-    parser.add_argument(
-        "--command-config",
-        type=Path,
-        metavar="FILE",
-        help="TLS and SASL settings for the upstream connections, as coordspec conform takes them",
-    )
-    parser.add_argument(
-        "--command-property",
-        "--command-config-property",
-        dest="command_property",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one such setting (repeatable, over --command-config)",
-    )
+    security_options.add_arguments(parser, "the upstream connections")
 
 
 def run_record(args: argparse.Namespace) -> int:
