@@ -26,6 +26,7 @@ import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Mapping
@@ -85,12 +86,14 @@ class Broker:
             self._server = await loop.create_server(
                 self._connections.protocol, host, self.ctx.port, ssl=self.security.ssl_context
             )
+        except socket.gaierror:  # its strerror is getaddrinfo's code: "Unknown error -2"
+            raise BrokerError(f"cannot listen on {host}: the host does not resolve") from None
         except OSError as e:
             reason = (
                 os.strerror(e.errno) if e.errno else str(e)
             )  # asyncio's own message repeats the address
             raise BrokerError(f"cannot listen on {host}:{self.ctx.port}: {reason}") from None
-        self.bound = [socket.getsockname()[:2] for socket in self._server.sockets]
+        self.bound = [s.getsockname()[:2] for s in self._server.sockets]
         self.ctx.port = self.bound[0][1]
         self.ctx.groups.start()
 

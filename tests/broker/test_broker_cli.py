@@ -63,6 +63,14 @@ def test_an_unreadable_topic_list_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+def test_a_host_that_does_not_resolve_is_one_line(tmp_path: Path) -> None:
+    result = run_server("--host", "nosuch.invalid", "--port", "0", "--data", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{PROG}: cannot listen on nosuch.invalid: the host does not resolve"
+    ]
+
+
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
