@@ -17,6 +17,7 @@ So ``-x`` stops the report at the first failure, but the runs after it were alre
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 from pathlib import Path
@@ -24,11 +25,12 @@ from pathlib import Path
 import pytest
 
 from coordspec.conformance.extras import missing_extra
-from coordspec.conformance.suite import loader, reports, targets, versions
+from coordspec.conformance.suite import broker_settings, loader, reports, targets, versions
 from coordspec.conformance.suite.results import RunResult, plan_label
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.suite import planned, run_jobs, select
 from coordspec.conformance.suite.target import Target
+from coordspec.reference.properties import SettingsError
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +70,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--conform-seed", type=int, default=0, help="seed for the reference target")
     group.addoption(
+        "--conform-broker-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the broker's group setting by Kafka's name, as conform's --broker-setting",
+    )
+    group.addoption(
+        "--conform-broker-settings-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the broker's settings as a properties file, as conform's --broker-settings-file",
+    )
+    group.addoption(
+        "--conform-command-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="TLS and SASL settings, as conform's --command-config",
+    )
+    group.addoption(
+        "--conform-command-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one TLS or SASL setting, as conform's --command-property",
+    )
+    group.addoption(
         "--conform-concurrency", type=int, default=64, help="runs at a time (default 64)"
     )
 
@@ -81,8 +111,27 @@ class Conformance:
         self.catalog = select(
             loader.load_all(option("--conform-scenarios")), option("--conform-tags")
         )
+        declared = argparse.Namespace(
+            broker_setting=option("--conform-broker-setting"),
+            broker_settings_file=option("--conform-broker-settings-file"),
+        )
+        config, security = broker_settings.config_of(declared), None
+        if option("--conform-command-config") or option("--conform-command-property"):
+            # Imported here: it loads kio, which must not come before Hypothesis's plugin.
+            from coordspec.conformance.security import SecurityError, load
+
+            try:
+                security = load(
+                    option("--conform-command-config"), option("--conform-command-property")
+                )
+            except SecurityError as exc:
+                raise pytest.UsageError(str(exc)) from None
         self.target: Target = targets.make(
-            option("--conform-target"), option("--conform-bootstrap"), option("--conform-seed")
+            option("--conform-target"),
+            option("--conform-bootstrap"),
+            option("--conform-seed"),
+            config=config,
+            security=security,
         )
         self.concurrency: int = option("--conform-concurrency")
         # Real brokers keep groups from earlier sessions: each session's groups are its own.
@@ -105,7 +154,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     try:
         session.config.stash[CONFORMANCE] = Conformance(session.config)
-    except (loader.ScenarioError, versions.VersionError, targets.UnknownTarget) as exc:
+    except (
+        loader.ScenarioError,
+        versions.VersionError,
+        targets.UnknownTarget,
+        SettingsError,
+    ) as exc:
         raise pytest.UsageError(str(exc)) from None
     except ModuleNotFoundError as exc:
         if (line := missing_extra(exc)) is None:
@@ -116,6 +170,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     conformance = session.config.stash.get(CONFORMANCE, None)
     if conformance is not None:
+        # On a broker the session does not own, its groups go, as after conform.
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in getattr(conformance.target, "clean_up", lambda _: [])(False):
+            if reporter is not None:
+                reporter.write_line(f"coordspec conformance: {line}")
         getattr(conformance.target, "stop", lambda: None)()
 
 

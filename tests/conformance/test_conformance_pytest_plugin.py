@@ -150,3 +150,22 @@ def test_against_a_broker_the_items_run_concurrently(pytester, tmp_path):
         elapsed = time.monotonic() - started
     result.assert_outcomes(passed=6)
     assert elapsed < 12, elapsed
+    # The session's groups are gone from the broker, as after conform.
+    result.stdout.fnmatch_lines(["*coordspec conformance: deleted 6 groups*"])
+
+
+def test_the_broker_settings_and_a_bad_one_as_conform_takes_them(pytester):
+    """A declared setting reaches the oracle (a scenario needing it runs); a bad one is a
+    usage error in one line."""
+    result = pytester.runpytest(
+        *PLUGIN,
+        "--conform",
+        "--conform-tags",
+        "group-max-size",
+        "--conform-versions",
+        "latest",
+        "--conform-broker-setting",
+        "group.max.size=nonsense",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--broker-setting group.max.size: *"])
