@@ -213,7 +213,16 @@ class Cluster:
             ]
         with open(self.data_dir / f"broker-{broker_id}.stderr", "ab") as stderr:
             self.processes[broker_id] = subprocess.Popen(
-                command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=_REPO, start_new_session=True
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                cwd=_REPO,
+                start_new_session=True,
+                # kio loads Hypothesis where it is installed, whose tables would land in cwd.
+                env={
+                    **os.environ,
+                    "HYPOTHESIS_STORAGE_DIRECTORY": str(self.data_dir / ".hypothesis"),
+                },
             )
 
     def trace_files(self) -> list[Path]:

@@ -204,10 +204,11 @@ class KafkaTarget:
     async def _check_listeners(self, connection: Connection, brokers) -> None:
         """Every address the broker tells clients to dial answers: Metadata's brokers and
         the coordinator FindCoordinator names."""
-        session = KafkaSession(self, PREFLIGHT_GROUP)
+        session, client = KafkaSession(self, PREFLIGHT_GROUP), _Client()
         try:
-            coordinator = await session._find_coordinator(_Client(), PREFLIGHT_GROUP)
-        finally:
+            coordinator = await session._find_coordinator(client, PREFLIGHT_GROUP)
+        finally:  # the client is no session's: its connection is closed here
+            await session._drop(client)
             await session.close()
         advertised = {(b.host, int(b.port)): f"broker {b.node_id}" for b in brokers}
         advertised.setdefault(coordinator, f"the coordinator of group {PREFLIGHT_GROUP}")

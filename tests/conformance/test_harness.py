@@ -4,6 +4,7 @@ a shared broker left without the run's groups (and topics, when asked)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from coordspec.broker.testing import BrokerProcess, Connection
-from coordspec.conformance.suite import run
+from coordspec.conformance.suite import run, targets
 from coordspec.conformance.suite.kafka_target import FaultCommands, KafkaTarget
 
 pytestmark = pytest.mark.wire
@@ -122,3 +123,23 @@ def test_a_hook_that_fails_or_hangs_is_an_error_of_the_harness(tmp_path, hook, r
         while not _dead_or_zombie(int(pidfile.read_text())) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _dead_or_zombie(int(pidfile.read_text()))
+
+
+@pytest.mark.zookeeper
+def test_no_connection_is_left_behind_to_warn_at_collection(caplog):
+    """A connection dropped unclosed (the preflight's FindCoordinator client was) shows, once
+    collected, as asyncio's "Task was destroyed but it is pending!" in the user's output: on
+    the embedded target, once per cluster the pool starts."""
+    target = targets.make("embedded")
+    try:
+        outcome = run(
+            target,
+            tags=["member-id-required", "failover-stable-group-survives"],
+            version_selection="latest",
+            out=io.StringIO(),
+        )
+    finally:
+        target.stop()
+    gc.collect()
+    assert [r.status for r in outcome.results] == ["passed", "passed"]
+    assert "Task was destroyed" not in caplog.text
