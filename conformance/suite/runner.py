@@ -53,6 +53,20 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
     return target.config
 
 
+def result_of(scenario: Scenario, plan: dict[str, int], group_id: str, **outcome) -> RunResult:
+    """A run's result, before it ends (``outcome``: a status and reason it already has)."""
+    return RunResult(
+        scenario.name,
+        str(scenario.path),
+        scenario.checks,
+        scenario.rules,
+        plan,
+        group_id,
+        steps_total=len(scenario.steps),
+        **outcome,
+    )
+
+
 async def run_one(
     scenario: Scenario,
     plan: dict[str, int],
@@ -68,15 +82,7 @@ async def run_one(
     entries the oracle accepts as the run goes. ``listen_after_failure_ms``: when a run
     fails because the broker did not answer a request, how long after sending it the runner
     still waits for the answer, to report whether and when it came."""
-    result = RunResult(
-        scenario.name,
-        str(scenario.path),
-        scenario.checks,
-        scenario.rules,
-        plan,
-        group_id,
-        steps_total=len(scenario.steps),
-    )
+    result = result_of(scenario, plan, group_id)
     config = config_for(scenario, target)
     if isinstance(config, str):
         result.status, result.reason = "not_run", config

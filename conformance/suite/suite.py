@@ -34,7 +34,7 @@ from coordspec.conformance.suite.flaky import Flaky, flaky
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.progress import Progress
 from coordspec.conformance.suite.results import RunResult
-from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, run_one
+from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, result_of, run_one
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.severity import SEVERITIES
 from coordspec.conformance.suite.target import Target
@@ -192,18 +192,7 @@ def run(
     for scenario in catalog:
         plans = planned(scenario, chosen, mode, limits)
         if isinstance(plans, str):
-            results.append(
-                RunResult(
-                    scenario.name,
-                    str(scenario.path),
-                    scenario.checks,
-                    scenario.rules,
-                    {},
-                    "",
-                    status="not_run",
-                    reason=plans,
-                )
-            )
+            results.append(result_of(scenario, {}, "", status="not_run", reason=plans))
             continue
         jobs.extend(
             (
@@ -408,16 +397,7 @@ class _Runs:
         """Every run, those that have not ended as not run, with ``reason``."""
         return self.not_planned + [
             self.ended.get(group_id)
-            or RunResult(
-                scenario.name,
-                str(scenario.path),
-                scenario.checks,
-                scenario.rules,
-                plan,
-                group_id,
-                status="not_run",
-                reason=reason,
-            )
+            or result_of(scenario, plan, group_id, status="not_run", reason=reason)
             for scenario, plan, group_id in self.jobs
         ]
 
