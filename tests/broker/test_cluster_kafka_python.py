@@ -10,6 +10,7 @@ thread-safe; the test hands them to the member's thread). Every wait is bounded.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from cluster_fixtures import (  # noqa: F401 - the two fixtures are used by name
 )
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import RebalanceInProgressError
 from test_broker_kafka_python import Member  # the same consumer thread as on the single broker
 from test_cluster_failover import assert_traces_replay
 
@@ -66,7 +68,28 @@ def consume_a_round(cluster: Cluster, members: list[Member], first: int) -> None
     assert sorted(v for m in members for v in m.received) == sorted(batch)
     for member in members:
         assert {partition_of(v, PARTITIONS) for v in member.received} == member.assigned
-        member.call(lambda c: c.commit())  # raises unless every partition's commit is acknowledged
+        commit(member)
+
+
+def commit(member: Member) -> None:
+    """Commit the member's positions; raises unless every partition's commit is acknowledged.
+
+    A member may rejoin at any time (kafka-python does when, say, its metadata of the topic
+    changes; once in CI, under full load, one did mid-round): then, as a client should,
+    commit again once the group is stable (the member's thread keeps polling). The member must
+    own the same partitions afterwards (the range assignor gives the same members the same
+    ones), so its positions, what it consumed, are the same commit.
+    """
+    owned = set(member.assigned)
+    deadline = time.monotonic() + 40
+    while True:
+        try:
+            member.call(lambda c: c.commit())
+            break
+        except RebalanceInProgressError:
+            assert time.monotonic() < deadline, "the group still rebalancing after 40 s"
+            time.sleep(0.2)
+    assert member.assigned == owned, "a rebalance in the round moved the member's partitions"
 
 
 def committed_by_admin(admin: KafkaAdminClient) -> dict[int, int]:
