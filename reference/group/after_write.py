@@ -107,6 +107,9 @@ class Deletion:
     results: dict[str | None, ErrorCode]
     waiting: set[str]
 
+    def copy(self) -> Deletion:
+        return Deletion(self.request, dict(self.results), set(self.waiting))
+
 
 def same_group(groups: Mapping[str, Group], group_id: str, incarnation: int) -> Group | None:
     """The group a write was for, unless it was deleted or replaced since."""

@@ -129,6 +129,24 @@ class GroupCoordinator:
             lifecycle.RETENTION_TIMER, now_ms + self.config.offsets_retention_check_interval_ms
         )
 
+    def copy(self, choices: Choices, observer: Observer | None) -> GroupCoordinator:
+        """An independent copy of this coordinator's state, between steps, that asks
+        ``choices`` and tells ``observer`` (the caller's copies of its own). What is immutable
+        (the config, records, requests) is shared. Cheaper than ``copy.deepcopy``, which the
+        oracle's hypotheses paid at every step."""
+        other = object.__new__(GroupCoordinator)
+        other.__dict__.update(self.__dict__)
+        other.choices, other.observer = choices, observer
+        other.groups = {k: g.copy() for k, g in self.groups.items()}
+        other.timers = self.timers.copy()
+        other.deletions = {k: d.copy() for k, d in self.deletions.items()}
+        other._pending_appends = dict(self._pending_appends)
+        other._unwritten = list(self._unwritten)
+        other._effects = list(self._effects)
+        other._open_requests = set(self._open_requests)
+        other.touched_groups = set(self.touched_groups)
+        return other
+
     # -- driving -------------------------------------------------------------------
 
     def handle(self, event: Event) -> list[Effect]:

@@ -8,6 +8,7 @@ where Kafka iterates a hash map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from coordspec.reference.choices import Choices
 from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
@@ -18,6 +19,18 @@ from coordspec.reference.group.responses import JoinGroupMember
 from coordspec.reference.group.transitions import EMPTY, GroupState, is_allowed
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+_T = TypeVar("_T")
+
+
+def _copy_slots(obj: _T) -> _T:
+    """A shallow copy of a slotted dataclass instance, without calling its __init__."""
+    cls = type(obj)
+    other = cls.__new__(cls)
+    for name in cls.__slots__:  # type: ignore[attr-defined]
+        setattr(other, name, getattr(obj, name))
+    return other
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +55,10 @@ class Member:
     awaiting_join: Parked | None = None
     awaiting_sync: Parked | None = None
     is_new: bool = False
+
+    def copy(self) -> Member:
+        """Every field is immutable: a shallow copy is independent."""
+        return _copy_slots(self)
 
     @property
     def is_static(self) -> bool:
@@ -108,6 +125,20 @@ class Group:
     # Which of the groups this coordinator created or loaded: a group deleted (or reverted)
     # and created again under the same id is another incarnation.
     incarnation: int = 0
+
+    def copy(self) -> Group:
+        """An independent copy: its containers copied, the values in them shared where they
+        are immutable (offsets, protocols), its members copied."""
+        other = _copy_slots(self)
+        other.members = {k: m.copy() for k, m in self.members.items()}
+        other.static_members = dict(self.static_members)
+        other.pending_members = dict(self.pending_members)
+        other.pending_sync = dict(self.pending_sync)
+        other.subscribed_topics = (
+            None if self.subscribed_topics is None else set(self.subscribed_topics)
+        )
+        other.offsets = dict(self.offsets)
+        return other
 
     # -- state -----------------------------------------------------------------
 

@@ -19,6 +19,11 @@ class Timers:
         self._live: dict[TimerKey, tuple[int, int]] = {}
         self._seq = 0
 
+    def copy(self) -> Timers:
+        other = Timers()
+        other._heap, other._live, other._seq = list(self._heap), dict(self._live), self._seq
+        return other
+
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self._seq += 1
         self._live[key] = (deadline_ms, self._seq)

@@ -1,13 +1,18 @@
-"""A coordinator is data: a deep copy taken while writes are in flight lives on by itself.
+"""A coordinator is data: a copy taken while writes are in flight lives on by itself, made
+by ``copy.deepcopy`` or by its own :meth:`GroupCoordinator.copy`.
 
-The oracle branches by deep-copying coordinators (conformance/suite/oracle.py); what a
-copy does to its pending writes must not reach the original, nor the other way round.
+The oracle branches by copying coordinators (conformance/suite/oracle.py); what a copy
+does to its pending writes must not reach the original, nor the other way round.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
+import pytest
+
+from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import (
     AppendCompleted,
@@ -47,20 +52,30 @@ def complete_all(c: GroupCoordinator, error: ErrorCode, now_ms: int) -> list[Eff
     return effects
 
 
-def test_a_failed_write_on_the_copy_leaves_the_original_its_group():
+def own_copy(c: GroupCoordinator) -> GroupCoordinator:
+    observer = Monitor() if c.observer is not None else None  # a Monitor that starts afresh
+    return c.copy(SeededChoices(), observer)
+
+
+COPIES = pytest.mark.parametrize("twin_of", [copy.deepcopy, own_copy], ids=["deepcopy", "copy"])
+
+
+@COPIES
+def test_a_failed_write_on_the_copy_leaves_the_original_its_group(twin_of: Callable):
     c = GroupCoordinator(complete_appends=False)
     join(c, 1)
-    twin = copy.deepcopy(c)
+    twin = twin_of(c)
     twin.handle(AppendCompleted(twin.pending_appends()[0], 1, ErrorCode.NOT_LEADER_OR_FOLLOWER))
     assert list(twin.groups) == []
     assert list(c.groups) == ["g"]
     assert c.pending_appends() == [1]
 
 
-def test_a_successful_write_on_the_copy_is_not_written_for_the_original():
+@COPIES
+def test_a_successful_write_on_the_copy_is_not_written_for_the_original(twin_of: Callable):
     c = GroupCoordinator(complete_appends=False)
     join(c, 1)
-    twin = copy.deepcopy(c)
+    twin = twin_of(c)
     twin.handle(AppendCompleted(twin.pending_appends()[0], 1, ErrorCode.NONE))
     assert twin.groups["g"].in_log and twin.pending_appends() == []
     assert not c.groups["g"].in_log and c.pending_appends() == [1]
@@ -98,10 +113,11 @@ def coordinator_with_every_kind_of_write_in_flight() -> GroupCoordinator:
     return c
 
 
-def test_every_pending_write_of_a_copy_evolves_independently():
+@COPIES
+def test_every_pending_write_of_a_copy_evolves_independently(twin_of: Callable):
     original = coordinator_with_every_kind_of_write_in_flight()
-    expected = copy.deepcopy(original)
-    twin = copy.deepcopy(original)
+    expected = twin_of(original)
+    twin = twin_of(original)
     twin_effects = complete_all(twin, ErrorCode.NOT_LEADER_OR_FOLLOWER, 3_001)
     effects = complete_all(original, ErrorCode.NONE, 3_001)
     assert effects == complete_all(expected, ErrorCode.NONE, 3_001)
@@ -110,3 +126,37 @@ def test_every_pending_write_of_a_copy_evolves_independently():
     assert "simple" not in original.groups
     assert str(twin.groups["g"].state) == "PreparingRebalance"
     assert "simple" not in twin.groups  # the failed commit reverted the group it created
+
+
+def mutable_parts(value: object, where: str, found: dict[str, object]) -> dict[str, object]:
+    """Every dict, list and set reachable from ``value`` through containers and the
+    reference's own objects, by where it is."""
+    if isinstance(value, (dict, list, set)):
+        found[where] = value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            mutable_parts(item, f"{where}[{key!r}]", found)
+    elif isinstance(value, (list, tuple, set)):
+        for i, item in enumerate(sorted(value, key=repr) if isinstance(value, set) else value):
+            mutable_parts(item, f"{where}[{i}]", found)
+    elif type(value).__module__.startswith("coordspec.reference"):
+        names = list(getattr(value, "__dict__", {})) or [
+            n for k in type(value).__mro__ for n in getattr(k, "__slots__", ())
+        ]
+        for name in names:
+            if name not in ("config", "choices", "observer", "substeps") and hasattr(value, name):
+                mutable_parts(getattr(value, name), f"{where}.{name}", found)
+    return found
+
+
+def test_the_copy_shares_no_mutable_part_with_the_original():
+    """What one copy changes in place, the other cannot see: no dict, list or set of the
+    state (groups, members, timers, pending writes) is shared."""
+    original = coordinator_with_every_kind_of_write_in_flight()
+    twin = own_copy(original)
+    mine, theirs = mutable_parts(original, "c", {}), mutable_parts(twin, "c", {})
+    assert mine.keys() == theirs.keys()
+    # the walk reached the groups, their members, the timers and a deletion's waiting set
+    assert {"c.groups['g'].members", "c.timers._heap", "c.deletions[4].waiting"} <= mine.keys()
+    shared = [where for where, part in mine.items() if theirs[where] is part]
+    assert shared == []
