@@ -33,7 +33,6 @@ does, notes the difference in ``tolerated``, and the run goes on.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import difflib
 import json
@@ -91,6 +90,12 @@ class Tolerated:
     message: str
 
 
+class CopyingObserver(Observer, Protocol):
+    """An observer of the reference's steps that each hypothesis can have its own copy of."""
+
+    def copy(self) -> CopyingObserver: ...
+
+
 class OracleOverflow(RuntimeError):
     """Too many outcomes stay open to follow; the scenario should pin more of them down."""
 
@@ -105,6 +110,12 @@ class ExploringChoices:
         self.position = 0
         self.arities: list[int] = []
         self.made: list[str] = []
+
+    def copy(self) -> ExploringChoices:
+        other = ExploringChoices()
+        other.issued, other.script, other.position = self.issued, self.script, self.position
+        other.arities, other.made = list(self.arities), list(self.made)
+        return other
 
     def start(self, script: tuple[int, ...]) -> None:
         self.script, self.position, self.arities = script, 0, []
@@ -152,18 +163,70 @@ class Hypothesis:
     deadlines: dict[int | str, Deadline] = field(
         default_factory=dict
     )  # request id -> when the reference gave its reply in ``replies`` (not one after a write)
+    # A copy of the coordinator from a few steps back and the events it has taken since:
+    # the coordinator as it was before any of them, rebuilt when needed (see take()).
+    checkpoint: GroupCoordinator | None = None
+    since: list[Event] = field(default_factory=list)
 
     @property
     def choices(self) -> ExploringChoices:
         return self.coordinator.choices
 
-    def __deepcopy__(self, memo: dict) -> Hypothesis:
-        # Copies share the records of the log (they are frozen): copying a log that grows
-        # with the run at every branch made long runs quadratic.
-        memo.update((id(record), record) for record in self.log)
+    def copy(self) -> Hypothesis:
+        """An independent copy; the log's records (frozen) are shared."""
         return Hypothesis(
-            *(copy.deepcopy(getattr(self, f.name), memo) for f in dataclasses.fields(self))
+            _copy_coordinator(self.coordinator),
+            self.binding.copy(),
+            dict(self.replies),
+            list(self.log),
+            self.durable,
+            dict(self.write_ends),
+            dict(self.reply_needs),
+            dict(self.deadlines),
         )
+
+    def restart(self, coordinator: GroupCoordinator) -> None:
+        """A new coordinator in place of this one (a restart); what it takes starts afresh."""
+        self.coordinator, self.checkpoint, self.since = coordinator, None, []
+
+    def take(self, make_event, record) -> bool:
+        """Apply the event from ``make_event`` to this hypothesis itself, if the reference
+        has only one way to take it, and ``record`` its effects; True if so. Otherwise (a
+        choice had several options) False, with the coordinator as it was before the event.
+
+        Most events leave the reference no choice, and copying a hypothesis costs more than
+        the step itself. But whether a step chooses shows only once it has run; so the
+        coordinator of ``CHECKPOINT_EVERY`` steps back is kept, and where a step did
+        choose, the events since it are replayed on it: the reference is deterministic
+        given its state, the event and the choices (here, the first option each time).
+        """
+        if self.checkpoint is None or len(self.since) >= CHECKPOINT_EVERY:
+            self.checkpoint, self.since = _copy_coordinator(self.coordinator), []
+        self.choices.start(())
+        event = make_event(self)
+        cause = _cause(self.coordinator, event)
+        effects = self.coordinator.handle(event)
+        if any(arity > 1 for arity in self.choices.arities):
+            self.coordinator, self.checkpoint = self.checkpoint, None
+            for earlier in self.since:
+                self.choices.start(())
+                self.coordinator.handle(earlier)
+            return False
+        self.since.append(event)
+        record(self, event, cause, effects)
+        return True
+
+
+# How many steps a hypothesis takes in place between copies of its coordinator (see
+# Hypothesis.take): a copy costs about three steps; a replay, rare, at most this many.
+CHECKPOINT_EVERY = 32
+
+
+def _copy_coordinator(coordinator: GroupCoordinator) -> GroupCoordinator:
+    observer = coordinator.observer
+    return coordinator.copy(
+        coordinator.choices.copy(), observer.copy() if observer is not None else None
+    )
 
 
 @dataclass(frozen=True)
@@ -202,7 +265,7 @@ class Oracle:
         self,
         config: GroupConfig,
         latency_ms: int = 0,
-        observer: Observer | None = None,
+        observer: CopyingObserver | None = None,
         timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
         tolerance: Tolerance | None = None,
     ) -> None:
@@ -222,29 +285,27 @@ class Oracle:
 
     # -- time -----------------------------------------------------------------------------
 
-    def _expand(self, hypotheses: list[Hypothesis], make_event) -> list[Hypothesis]:
-        """Apply an event to each hypothesis, in every way the reference could choose."""
+    def _expand(
+        self, hypotheses: list[Hypothesis], make_event, in_place: bool = True
+    ) -> list[Hypothesis]:
+        """Apply an event to each hypothesis, in every way the reference could choose.
+
+        ``in_place``: the caller keeps no hypothesis as it was, so one where the reference
+        has a single way may take the event itself, uncopied (see :meth:`Hypothesis.take`).
+        """
         expanded = []
         for hypothesis in hypotheses:
+            if in_place and hypothesis.take(make_event, self._record):
+                expanded.append(hypothesis)
+                continue
             scripts: list[tuple[int, ...]] = [()]
             while scripts:
                 script = scripts.pop()
-                branch = copy.deepcopy(hypothesis)
+                branch = hypothesis.copy()
                 branch.choices.start(script)
                 event = make_event(branch)
                 cause = _cause(branch.coordinator, event)
-                for effect in branch.coordinator.handle(event):
-                    if isinstance(effect, Reply):
-                        branch.replies[effect.request_id] = effect.response
-                        if effect.after_append is not None:
-                            branch.reply_needs[effect.request_id] = branch.write_ends.get(
-                                effect.after_append, 0
-                            )
-                        else:
-                            branch.deadlines[effect.request_id] = self._deadline(event, cause)
-                    elif isinstance(effect, AppendRecords):
-                        branch.log.extend(effect.records)
-                        branch.write_ends[effect.append_id] = len(branch.log)
+                self._record(branch, event, cause, branch.coordinator.handle(event))
                 for depth, arity in enumerate(branch.choices.arities, start=len(script)):
                     prefix = script + (0,) * (depth - len(script))
                     scripts.extend((*prefix, k) for k in range(1, arity))
@@ -254,6 +315,21 @@ class Oracle:
                 f"more than {MAX_HYPOTHESES} outcomes of the reference are still open"
             )
         return expanded
+
+    def _record(self, branch: Hypothesis, event: Event, cause: str, effects) -> None:
+        """What the reference did on ``event``: its replies and their deadlines, its writes."""
+        for effect in effects:
+            if isinstance(effect, Reply):
+                branch.replies[effect.request_id] = effect.response
+                if effect.after_append is not None:
+                    branch.reply_needs[effect.request_id] = branch.write_ends.get(
+                        effect.after_append, 0
+                    )
+                else:
+                    branch.deadlines[effect.request_id] = self._deadline(event, cause)
+            elif isinstance(effect, AppendRecords):
+                branch.log.extend(effect.records)
+                branch.write_ends[effect.append_id] = len(branch.log)
 
     def _tick_through(
         self, hypotheses: list[Hypothesis], until_ms: int, keep_each_step: bool
@@ -271,7 +347,11 @@ class Oracle:
             if not due:
                 return result if keep_each_step else frontier
             step = min(due)
-            frontier = self._expand(frontier, lambda h, t=step: Tick(max(t, h.coordinator.now_ms)))
+            frontier = self._expand(
+                frontier,
+                lambda h, t=step: Tick(max(t, h.coordinator.now_ms)),
+                in_place=not keep_each_step,
+            )
             if keep_each_step:
                 result.extend(frontier)
 
@@ -317,7 +397,8 @@ class Oracle:
         def arrive(h: Hypothesis) -> Request:
             # Not before the timers this hypothesis has fired, nor before those that surely fired.
             at = max(h.coordinator.now_ms, sent - self.latency_ms)
-            return dataclasses.replace(h.binding.translate(request), now_ms=at)
+            translated = h.binding.translate(request)
+            return translated if at == sent else dataclasses.replace(translated, now_ms=at)
 
         self.hypotheses = self._expand(self.hypotheses, arrive)
 
@@ -343,13 +424,18 @@ class Oracle:
                 }
             )
             for end in ends:
-                branch = hypothesis if end == ends[-1] else copy.deepcopy(hypothesis)
+                branch = hypothesis if end == ends[-1] else hypothesis.copy()
                 del branch.log[end:]
                 branch.durable, branch.write_ends, branch.reply_needs = end, {}, {}
                 branch.replies.clear()
                 branch.deadlines.clear()
-                branch.coordinator = GroupCoordinator(
-                    self.config, branch.choices, now_ms=up_ms, observer=branch.coordinator.observer
+                branch.restart(
+                    GroupCoordinator(
+                        self.config,
+                        branch.choices,
+                        now_ms=up_ms,
+                        observer=branch.coordinator.observer,
+                    )
                 )
                 reloaded.append(branch)
         self.hypotheses = self._expand(reloaded, lambda h: LoadGroups(tuple(h.log), up_ms))
@@ -409,12 +495,15 @@ class Oracle:
             if allowed is None:
                 problems.append(None)
                 continue
-            trial = hypothesis.binding.copy()
-            problem = unify(allowed, response, trial, tolerate=tolerate)
-            if problem is not None:
-                problems.append(problem)
-                continue
-            hypothesis.binding = trial
+            # Equal, or equal once the ids bound so far are shown as the broker's: nothing new
+            # to bind (most answers name no member, or only members bound already).
+            if allowed != response and hypothesis.binding.as_broker(allowed) != response:
+                trial = hypothesis.binding.copy()
+                problem = unify(allowed, response, trial, tolerate=tolerate)
+                if problem is not None:
+                    problems.append(problem)
+                    continue
+                hypothesis.binding = trial
             del hypothesis.replies[request_id]
             deadlines.append(hypothesis.deadlines.pop(request_id, None))
             needs = hypothesis.reply_needs.pop(request_id, 0)
@@ -434,7 +523,7 @@ class Oracle:
         for hypothesis in self.hypotheses:
             if request_id in hypothesis.replies:
                 continue
-            frontier = [copy.deepcopy(hypothesis)]
+            frontier = [hypothesis.copy()]
             for _ in range(_LOOKAHEAD_TIMERS):
                 due = [d for h in frontier if (d := h.coordinator.next_deadline_ms()) is not None]
                 if not due:

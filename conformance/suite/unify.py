@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -69,20 +70,12 @@ class Binding:
 
     def translate(self, value):
         """A request in the broker's ids, rewritten into the placeholders of this binding."""
-        if dataclasses.is_dataclass(value):
-            return dataclasses.replace(
-                value,
-                **{
-                    f.name: self.translate(getattr(value, f.name))
-                    for f in dataclasses.fields(value)
-                    if f.init
-                },
-            )
-        if isinstance(value, tuple):
-            return tuple(self.translate(v) for v in value)
-        if isinstance(value, str):
-            return self.placeholders.get(value, value)
-        return value
+        return _translate(value, self.placeholders) if self.placeholders else value
+
+    def as_broker(self, value):
+        """A reference response with its bound placeholders as the broker's ids: equal to the
+        broker's response only if :func:`unify` would accept it and bind nothing new."""
+        return _translate(value, self.ids) if self.ids else value
 
     def show(self, value):
         """A reference value for a report: bound placeholders as the broker's ids."""
@@ -93,6 +86,71 @@ class Binding:
         if isinstance(value, str) and value.startswith(TOKEN):
             return self.ids.get(value, f"<new member id {value.removeprefix(TOKEN)}>")
         return value
+
+
+def _translate(value, ids: dict[str, str]):
+    """``value`` (a request or response, or a list of their parts) with each member id that
+    is a key of ``ids`` replaced by its value; the same object where nothing changes."""
+    if type(value) is tuple:
+        items = tuple(_translate(v, ids) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    changed = {}
+    for name, nested in _member_id_fields(type(value)):
+        old = getattr(value, name)
+        new = _translate(old, ids) if nested else ids.get(old, old)
+        if new is not old:
+            changed[name] = new
+    return with_fields(value, changed) if changed else value
+
+
+def with_fields(value, changed: dict):
+    """A copy of a frozen dataclass with ``changed`` fields, made without its __init__: for
+    values its checks have seen (a member id for another, a request's id in a replay)."""
+    kind = type(value)
+    copy = object.__new__(kind)
+    for name in _FIELDS.get(kind) or _all_fields(kind):
+        object.__setattr__(copy, name, changed.get(name, getattr(value, name)))
+    return copy
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _all_fields(kind: type) -> tuple[str, ...]:
+    names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names
+
+
+_MEMBER_IDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_MEMBER_ID_NAMES = {"member_id", "leader"}
+
+
+def _member_id_fields(kind: type) -> tuple[tuple[str, bool], ...]:
+    """Where a request or response type holds member ids: (field, False) for a ``member_id``
+    or ``leader`` field, (field, True) for a list of parts that hold some. Known once per
+    type, from its hints."""
+    found = _MEMBER_IDS.get(kind)
+    if found is None:
+        found = ()
+        if dataclasses.is_dataclass(kind):
+            hints = typing.get_type_hints(kind)
+            found = tuple(
+                (f.name, f.name not in _MEMBER_ID_NAMES)
+                for f in dataclasses.fields(kind)
+                if f.init
+                and (
+                    f.name in _MEMBER_ID_NAMES or any(map(_member_id_fields, _parts(hints[f.name])))
+                )
+            )
+        _MEMBER_IDS[kind] = found
+    return found
+
+
+def _parts(hint) -> list[type]:
+    """The dataclass types a tuple-typed hint holds (``tuple[Assignment, ...]``)."""
+    if typing.get_origin(hint) is not tuple:
+        return []
+    return [a for a in typing.get_args(hint) if isinstance(a, type) and dataclasses.is_dataclass(a)]
 
 
 def unify(

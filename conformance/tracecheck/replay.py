@@ -22,7 +22,7 @@ from coordspec.conformance.suite.oracle import (
     Oracle,
     OracleOverflow,
 )
-from coordspec.conformance.suite.unify import TOKEN
+from coordspec.conformance.suite.unify import TOKEN, with_fields
 from coordspec.conformance.trace.format import (
     FaultRecord,
     PartitionRecord,
@@ -189,9 +189,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 client = (
                     f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
                 )
-                request = dataclasses.replace(
-                    message, request_id=index
-                )  # unique in the key, unlike correlation ids
+                # unique in the key, unlike correlation ids
+                request = with_fields(message, {"request_id": index})
                 open_requests[(record.client, record.correlation_id)] = (client, request)
                 oracle.request(client, request)
                 report.coverage[("api", f"{record.api} v{record.api_version}")] += 1

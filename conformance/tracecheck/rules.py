@@ -95,16 +95,17 @@ def rule_for(api: str, error: int | None, request=None) -> str:
 def errors_in(value) -> list[int]:
     """Every ``error_code`` in a response (as JSON values), in order."""
     found: list[int] = []
-    if isinstance(value, dict):
-        for name, item in value.items():
-            if name == "error_code":
-                found.append(item)
-            else:
-                found.extend(errors_in(item))
-    elif isinstance(value, list):
-        for item in value:
-            found.extend(errors_in(item))
+    _collect_errors(value, found)
     return found
+
+
+def _collect_errors(value, found: list[int]) -> None:
+    items = value.items() if type(value) is dict else enumerate(value)
+    for name, item in items:
+        if name == "error_code":
+            found.append(item)
+        elif type(item) is dict or type(item) is list:
+            _collect_errors(item, found)
 
 
 def first_error(value) -> int | None:
@@ -143,6 +144,12 @@ class Coverage:
         self.states: Counter[str] = Counter()
         self.transitions: Counter[str] = Counter()
 
+    def copy(self) -> Coverage:
+        other = Coverage()
+        other.seen, other.states = dict(self.seen), self.states.copy()
+        other.transitions = self.transitions.copy()
+        return other
+
     def before(self, coordinator, event) -> None:
         """A step's changes show in the states after it; but a group loaded again starts
         afresh: what it was before the restart is not a transition."""
@@ -151,10 +158,11 @@ class Coverage:
 
     def after(self, coordinator, event, effects) -> None:
         for group_id, group in coordinator.groups.items():
-            now = str(group.state)
-            last = self.seen.get(group_id, "Empty")  # a group is created Empty
-            if group_id in self.seen and last == now:
+            now = group.state  # a StrEnum: equal to its name, and compared as cheaply
+            last = self.seen.get(group_id)
+            if last == now:
                 continue
+            now, last = str(now), last or "Empty"  # a group is created Empty
             self.states[now] += 1
             if last != now:
                 previous = str(group.previous_state)

@@ -1,0 +1,81 @@
+"""The oracle takes most events in place (conformance/suite/oracle.py, ``Hypothesis.take``)
+and rebuilds a hypothesis from its checkpoint where the reference had a choice. Taking every
+event on a copy, as the oracle did before, must keep the same hypotheses at every event and
+come to the same verdicts, with checkpoints every step or every 32.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from coordspec.conformance.simulate import groups
+from coordspec.conformance.suite import oracle
+from coordspec.conformance.trace import records
+from coordspec.conformance.tracecheck import replay
+
+
+def check_all(directory, counts: list[int]) -> list:
+    """Every key's report, and (in ``counts``) how many hypotheses each event left."""
+    keys: dict[tuple[str, str], list] = {}
+    for path in records.expand([directory]):
+        for line in records.read(path):
+            group_id, run, _ = records.quick_key(line)
+            keys.setdefault((group_id, run), []).append(line)
+    expand = oracle.Oracle._expand
+
+    def counted(self, hypotheses, make_event, in_place=True):
+        expanded = expand(self, hypotheses, make_event, in_place)
+        counts.append(len(expanded))
+        return expanded
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(oracle.Oracle, "_expand", counted)
+        return [
+            replay.check_key(g, run, lines, replay.Settings()) for (g, run), lines in keys.items()
+        ]
+
+
+def verdicts(reports: list) -> tuple:
+    return (
+        [(v.group_id, v.rule, v.line, v.message) for r in reports for v in r.violations],
+        [r.unchecked for r in reports],
+        sum((Counter(r.coverage) for r in reports), Counter()),
+    )
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """Runs with every fault, and runs with a planted bug for violations to agree on."""
+    directory = tmp_path_factory.mktemp("traces")
+    groups.simulate(30, 0, groups.Options(), directory / "faults")
+    groups.simulate(10, 100, groups.Options(bug="stale-commit"), directory / "bug")
+    return directory
+
+
+@pytest.mark.parametrize("every", [1, 32])
+def test_in_place_keeps_the_hypotheses_and_verdicts_of_copying(traces, monkeypatch, every):
+    copied: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:  # every event on a copy: the old way
+        patch.setattr(oracle.Hypothesis, "take", lambda self, make_event, record: False)
+        expected = check_all(traces, copied)
+
+    rebuilt = []
+    take = oracle.Hypothesis.take
+
+    def noting(self, make_event, record):
+        taken = take(self, make_event, record)
+        rebuilt.append(not taken)
+        return taken
+
+    monkeypatch.setattr(oracle, "CHECKPOINT_EVERY", every)
+    monkeypatch.setattr(oracle.Hypothesis, "take", noting)
+    in_place: list[int] = []
+    got = check_all(traces, in_place)
+
+    assert in_place == copied
+    assert verdicts(got) == verdicts(expected)
+    assert any(v.violations for v in got)  # the planted bug was found, by both
+    assert any(rebuilt)  # some event chose, so a hypothesis was rebuilt from its checkpoint
+    assert max(copied) > 1  # and the choice left more than one hypothesis
