@@ -234,7 +234,13 @@ class Deadline:
     """When the reference answered a request, and what made it answer then."""
 
     at_ms: int
-    cause: str  # "the Heartbeat that arrived at t=…", "CompleteJoin at the end of …, due at t=…"
+    # The cause, or the request (or other event) it is told from when asked: most never are.
+    why: str | Event
+
+    @property
+    def cause(self) -> str:
+        """ "the Heartbeat that arrived at t=…", "CompleteJoin at the end of …, due at t=…" """
+        return self.why if isinstance(self.why, str) else _event_cause(self.why)
 
 
 @dataclass(frozen=True)
@@ -316,7 +322,7 @@ class Oracle:
             )
         return expanded
 
-    def _record(self, branch: Hypothesis, event: Event, cause: str, effects) -> None:
+    def _record(self, branch: Hypothesis, event: Event, cause: str | Event, effects) -> None:
         """What the reference did on ``event``: its replies and their deadlines, its writes."""
         for effect in effects:
             if isinstance(effect, Reply):
@@ -367,7 +373,7 @@ class Oracle:
         if self.latency_ms:
             self.hypotheses = self._tick_through(self.hypotheses, until_ms, keep_each_step=True)
 
-    def _deadline(self, event: Event, cause: str) -> Deadline:
+    def _deadline(self, event: Event, cause: str | Event) -> Deadline:
         """A timer due while the coordinator was paused fires when it resumes."""
         for down_ms, up_ms in self.pauses if isinstance(event, Tick) else ():
             if down_ms < event.now_ms <= up_ms:
@@ -609,14 +615,12 @@ class Oracle:
         return tuple(seen)
 
 
-def _cause(coordinator: GroupCoordinator, event: Event) -> str:
-    """What the reference answers on when ``event`` makes it answer: a request, or the
-    timers due by a Tick (named before they fire, while a join timer's group still says
-    whether it ends the initial delay)."""
-    if isinstance(event, Request):
-        return f"the {event.api} that arrived at t={event.now_ms:,} ms"
+def _cause(coordinator: GroupCoordinator, event: Event) -> str | Event:
+    """What the reference answers on when ``event`` makes it answer: the timers due by a
+    Tick (named before they fire, while a join timer's group still says whether it ends the
+    initial delay), or the event itself (told by :func:`_event_cause` when asked)."""
     if not isinstance(event, Tick):
-        return f"{type(event).__name__} at t={event.now_ms:,} ms"
+        return event
     timers = []
     for key, deadline in coordinator.timers.due(event.now_ms):
         setting = _TIMER_SETTINGS.get(key[0], "")
@@ -625,6 +629,12 @@ def _cause(coordinator: GroupCoordinator, event: Event) -> str:
             setting = "group.initial.rebalance.delay.ms"
         timers.append(f"{key[0]} at the end of {setting}, due at t={deadline:,} ms")
     return " and ".join(timers) or f"a Tick at t={event.now_ms:,} ms"
+
+
+def _event_cause(event: Event) -> str:
+    if isinstance(event, Request):
+        return f"the {event.api} that arrived at t={event.now_ms:,} ms"
+    return f"{type(event).__name__} at t={event.now_ms:,} ms"
 
 
 _PARKED = "the reference has not answered yet (the request is parked)"
