@@ -47,10 +47,8 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _check_time(name: str, now_ms: object) -> None:
-    _require(
-        isinstance(now_ms, int) and not isinstance(now_ms, bool) and now_ms >= 0,
-        f"{name}: now_ms must be a non-negative int, got {now_ms!r}",
-    )
+    if not (isinstance(now_ms, int) and not isinstance(now_ms, bool) and now_ms >= 0):
+        raise UsageError(f"{name}: now_ms must be a non-negative int, got {now_ms!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +84,11 @@ class Request:
     def __post_init__(self) -> None:
         _check_time(self.api, self.now_ms)
         versions = VERSIONS[self.api]
-        _require(
-            isinstance(self.api_version, int) and self.api_version in versions,
-            f"{self.api}: version {self.api_version!r} is not modelled "
-            f"(the reference answers v{versions.start}-v{versions.stop - 1})",
-        )
+        if not (isinstance(self.api_version, int) and self.api_version in versions):
+            raise UsageError(
+                f"{self.api}: version {self.api_version!r} is not modelled "
+                f"(the reference answers v{versions.start}-v{versions.stop - 1})"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +119,8 @@ class JoinGroup(Request):
             all(isinstance(p, Protocol) for p in self.protocols),
             "JoinGroup: protocols must be Protocol values",
         )
-        _require(
-            self.group_instance_id is None or self.api_version >= 5,
-            f"JoinGroup: group_instance_id needs v5+, got v{self.api_version}",
-        )
+        if not (self.group_instance_id is None or self.api_version >= 5):
+            raise UsageError(f"JoinGroup: group_instance_id needs v5+, got v{self.api_version}")
 
     @property
     def effective_rebalance_timeout_ms(self) -> int:
@@ -159,10 +155,8 @@ class SyncGroup(Request):
             all(isinstance(a, Assignment) for a in self.assignments),
             "SyncGroup: assignments must be Assignment values",
         )
-        _require(
-            self.group_instance_id is None or self.api_version >= 3,
-            f"SyncGroup: group_instance_id needs v3+, got v{self.api_version}",
-        )
+        if not (self.group_instance_id is None or self.api_version >= 3):
+            raise UsageError(f"SyncGroup: group_instance_id needs v3+, got v{self.api_version}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,10 +168,8 @@ class Heartbeat(Request):
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
-        _require(
-            self.group_instance_id is None or self.api_version >= 3,
-            f"Heartbeat: group_instance_id needs v3+, got v{self.api_version}",
-        )
+        if not (self.group_instance_id is None or self.api_version >= 3):
+            raise UsageError(f"Heartbeat: group_instance_id needs v3+, got v{self.api_version}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,10 +190,11 @@ class LeaveGroup(Request):
             all(isinstance(m, MemberIdentity) for m in self.members),
             "LeaveGroup: members must be MemberIdentity values",
         )
-        if self.api_version < 3:
-            _require(
-                len(self.members) == 1 and self.members[0].group_instance_id is None,
-                f"LeaveGroup v{self.api_version} carries exactly one member id and no instance id",
+        if self.api_version < 3 and not (
+            len(self.members) == 1 and self.members[0].group_instance_id is None
+        ):
+            raise UsageError(
+                f"LeaveGroup v{self.api_version} carries exactly one member id and no instance id"
             )
 
 
@@ -234,14 +227,12 @@ class OffsetCommit(Request):
             all(isinstance(t, CommitTopic) for t in self.topics),
             "OffsetCommit: topics must be CommitTopic values",
         )
-        _require(
-            self.group_instance_id is None or self.api_version >= 7,
-            f"OffsetCommit: group_instance_id needs v7+, got v{self.api_version}",
-        )
-        _require(
-            self.retention_time_ms == -1 or self.api_version <= 4,
-            f"OffsetCommit: retention_time_ms exists only in v2-v4, got v{self.api_version}",
-        )
+        if not (self.group_instance_id is None or self.api_version >= 7):
+            raise UsageError(f"OffsetCommit: group_instance_id needs v7+, got v{self.api_version}")
+        if not (self.retention_time_ms == -1 or self.api_version <= 4):
+            raise UsageError(
+                f"OffsetCommit: retention_time_ms exists only in v2-v4, got v{self.api_version}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
