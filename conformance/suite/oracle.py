@@ -110,15 +110,17 @@ class ExploringChoices:
         self.position = 0
         self.arities: list[int] = []
         self.made: list[str] = []
+        self.chose = False  # whether this step picked among several options
 
     def copy(self) -> ExploringChoices:
         other = ExploringChoices()
         other.issued, other.script, other.position = self.issued, self.script, self.position
         other.arities, other.made = list(self.arities), list(self.made)
+        other.chose = self.chose
         return other
 
     def start(self, script: tuple[int, ...]) -> None:
-        self.script, self.position, self.arities = script, 0, []
+        self.script, self.position, self.arities, self.chose = script, 0, [], False
 
     def member_id(self, prefix: str) -> str:
         self.issued += 1
@@ -134,6 +136,7 @@ class ExploringChoices:
         self.position += 1
         if len(options) > 1:
             self.made.append(f"{what} {options[index]}")
+            self.chose = True
         return options[index]
 
     def leader(self, candidates: Sequence[str]) -> str:
@@ -206,7 +209,7 @@ class Hypothesis:
         event = make_event(self)
         cause = _cause(self.coordinator, event)
         effects = self.coordinator.handle(event)
-        if any(arity > 1 for arity in self.choices.arities):
+        if self.choices.chose:
             self.coordinator, self.checkpoint = self.checkpoint, None
             for earlier in self.since:
                 self.choices.start(())

@@ -85,9 +85,10 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def parse(line: Line):
+def parse(line: Line, request_id: int | None = None):
     """The record on a line, with its request or response decoded (None for time and fault
-    records); raises TraceError naming the file, the line and the field."""
+    records); raises TraceError naming the file, the line and the field. A request's id is
+    ``request_id`` if given, else its correlation id (unique only on its connection)."""
     try:
         record = parse_line(line.text)
     except ValidationError as exc:
@@ -107,7 +108,11 @@ def parse(line: Line):
     try:
         if isinstance(record, RequestRecord):
             message = json_values.decode_request(
-                record.api, record.api_version, record.correlation_id, record.t_ms, record.fields
+                record.api,
+                record.api_version,
+                record.correlation_id if request_id is None else request_id,
+                record.t_ms,
+                record.fields,
             )
         elif isinstance(record, ResponseRecord):
             message = json_values.decode_response(record.api, record.fields)

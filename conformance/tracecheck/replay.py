@@ -22,7 +22,7 @@ from coordspec.conformance.suite.oracle import (
     Oracle,
     OracleOverflow,
 )
-from coordspec.conformance.suite.unify import TOKEN, with_fields
+from coordspec.conformance.suite.unify import TOKEN
 from coordspec.conformance.trace.format import (
     FaultRecord,
     PartitionRecord,
@@ -116,7 +116,11 @@ def summary(line: Line, record) -> str:
 def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> KeyReport:
     """Replay one key's trace lines (in any order; the key from :func:`~coordspec.conformance.trace.records.quick_key`): a
     group's through the oracle (see the module docstring), a partition's through :mod:`partitions`."""
-    parsed = sorted(((line, *parse(line)) for line in lines), key=lambda e: order(e[0], e[1].t_ms))
+    # Requests are numbered in the key (their correlation ids are unique only per connection).
+    parsed = sorted(
+        ((line, *parse(line, i)) for i, line in enumerate(lines)),
+        key=lambda e: order(e[0], e[1].t_ms),
+    )
     if partitions.is_partition_key(key):
         report = KeyReport(key, run, events=len(parsed))
         return _check_partition(report, parsed) if parsed else report
@@ -189,10 +193,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 client = (
                     f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
                 )
-                # unique in the key, unlike correlation ids
-                request = with_fields(message, {"request_id": index})
-                open_requests[(record.client, record.correlation_id)] = (client, request)
-                oracle.request(client, request)
+                open_requests[(record.client, record.correlation_id)] = (client, message)
+                oracle.request(client, message)
                 report.coverage[("api", f"{record.api} v{record.api_version}")] += 1
             elif isinstance(record, ResponseRecord):
                 opened = open_requests.pop((record.client, record.correlation_id), None)
