@@ -50,7 +50,7 @@ def pack(
     ops: list[WriteOp] = []
     size = fixed
     for key, group in groups:
-        cost = sum(op_bytes(op) for op in group)
+        cost = sum(map(op_bytes, group))
         if fixed + cost > budget:
             raise UsageError(
                 f"pack: a group of {len(group)} ops ({cost} bytes) does not fit a budget of {budget} bytes"

@@ -47,7 +47,7 @@ and their decisions recomputed and retried (ISR-4).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TypeAlias, TypeVar
 
 from coordspec.reference.errors import UsageError
@@ -100,7 +100,6 @@ from coordspec.reference.replication.znodes import (
     partition_path,
     partitions_path,
     state_path,
-    state_path_partition,
     topic_path,
     topic_path_topic,
 )
@@ -463,8 +462,7 @@ class Controller:
             decisions = {tp: d for tp in pending if (d := decide(tp)) is not None}
             if not decisions:
                 break
-            groups = [(tp, ops) for tp, (_, ops) in decisions.items()]
-            outcomes = yield from self._write(groups)
+            outcomes = yield from self._write((tp, ops) for tp, (_, ops) in decisions.items())
             multis += len(outcomes)
             stale: list[TopicPartition] = []
             for keys, multi, result in outcomes:
@@ -492,7 +490,7 @@ class Controller:
         )
 
     def _write(
-        self, groups: list[tuple[K, tuple[WriteOp, ...]]]
+        self, groups: Iterable[tuple[K, tuple[WriteOp, ...]]]
     ) -> Job[list[tuple[list[K], Multi, MultiResult]]]:
         """Write ``groups`` (key, ops) as multis headed by the epoch check: all at once,
         packed under the byte budget, or one group per multi, one multi at a time. The
@@ -530,8 +528,9 @@ class Controller:
         self, multi: Multi, result: MultiResult, decided: dict[TopicPartition, PartitionState]
     ) -> None:
         """Cache the states a successful multi wrote, with the versions ZooKeeper gave them."""
+        written = {state_path(tp): tp for tp in decided}
         for op, op_result in zip(multi.ops, result.results, strict=True):
-            tp = state_path_partition(op.path)
+            tp = written.get(op.path)
             if tp is None:
                 continue
             if isinstance(op, SetData):
@@ -543,11 +542,14 @@ class Controller:
         """One LeaderAndIsr per broker, listing the published decision of each of its
         partitions in ``tps`` (the replicas that are live and among ``brokers``)."""
         requests: dict[int, list[LeaderAndIsrPartition]] = {}
+        receivers = brokers & self.live_brokers
         for tp in tps:
-            if tp not in self.states or tp.topic not in self.assignments:
+            published = self.states.get(tp)
+            assignment = self.assignments.get(tp.topic)
+            if published is None or assignment is None:
                 continue
-            state, zk_version = self.states[tp]
-            replicas = self._replicas(tp)
+            state, zk_version = published
+            replicas = assignment.partitions.get(tp.partition, ())
             decision = LeaderAndIsrPartition(
                 tp.topic,
                 tp.partition,
@@ -559,7 +561,7 @@ class Controller:
                 state.controller_epoch,
             )
             for broker in replicas:
-                if broker in brokers and broker in self.live_brokers:
+                if broker in receivers:
                     requests.setdefault(broker, []).append(decision)
         for broker, decisions in sorted(requests.items()):
             self._effects.append(

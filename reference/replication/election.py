@@ -36,7 +36,7 @@ def elect_leader(
     replica leader with itself as ISR; else the partition goes offline: leader -1, and the
     ISR keeps its last member (Kafka never writes an empty ISR). Every change bumps the
     leader epoch."""
-    live_isr = tuple(r for r in state.isr if r in live)
+    live_isr = tuple([r for r in state.isr if r in live])
     if state.leader in live and state.leader in state.isr:
         if live_isr == state.isr:
             return None

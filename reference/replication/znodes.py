@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from coordspec.reference.errors import UsageError
@@ -123,6 +124,13 @@ def _brokers(path: str, value: object) -> tuple[int, ...]:
 
 # -- /brokers/topics/<t>/partitions/<p>/state -----------------------------------------
 
+_STATE_JSON = b'{"controller_epoch":%d,"leader":%d,"version":1,"leader_epoch":%d,"isr":[%b]}'
+
+
+@lru_cache(maxsize=256)  # a cluster has few distinct ISRs; each is encoded once
+def _isr_json(isr: tuple[int, ...]) -> bytes:
+    return ",".join(str(int(b)) for b in isr).encode()
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionState:
@@ -145,11 +153,12 @@ class PartitionState:
     def encode(self) -> bytes:
         # Formatted by hand: a failover encodes one state per partition, and json.dumps
         # costs most of the controller's time there. Same bytes as _dumps (a test checks).
-        isr = ",".join(str(int(b)) for b in self.isr)
-        return (
-            f'{{"controller_epoch":{int(self.controller_epoch)},"leader":{int(self.leader)},"version":1,'
-            f'"leader_epoch":{int(self.leader_epoch)},"isr":[{isr}]}}'
-        ).encode()
+        return _STATE_JSON % (
+            int(self.controller_epoch),
+            int(self.leader),
+            int(self.leader_epoch),
+            _isr_json(tuple(self.isr)),
+        )
 
     @staticmethod
     def decode(path: str, data: bytes) -> PartitionState:

@@ -13,29 +13,28 @@ from coordspec.reference.errors import UsageError
 
 _INT32 = range(-(2**31), 2**31)
 
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise UsageError(message)
+# The checks run for every operation built (a failover builds one per partition), so
+# each message is formatted only when the check fails.
 
 
 def _check_path(op: str, path: object) -> None:
-    _require(isinstance(path, str), f"{op}: path must be a str, got {path!r}")
+    if not isinstance(path, str):
+        raise UsageError(f"{op}: path must be a str, got {path!r}")
 
 
 def _check_data(op: str, data: object) -> None:
-    _require(isinstance(data, bytes), f"{op}: data must be bytes, got {type(data).__name__}")
+    if not isinstance(data, bytes):
+        raise UsageError(f"{op}: data must be bytes, got {type(data).__name__}")
 
 
 def _check_version(op: str, version: object) -> None:
-    _require(
-        isinstance(version, int) and not isinstance(version, bool) and version in _INT32,
-        f"{op}: version must be a 32-bit int (-1: any), got {version!r}",
-    )
+    if not (isinstance(version, int) and not isinstance(version, bool) and version in _INT32):
+        raise UsageError(f"{op}: version must be a 32-bit int (-1: any), got {version!r}")
 
 
 def _check_flag(op: str, name: str, value: object) -> None:
-    _require(isinstance(value, bool), f"{op}: {name} must be a bool, got {value!r}")
+    if not isinstance(value, bool):
+        raise UsageError(f"{op}: {name} must be a bool, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,15 +131,13 @@ class Multi:
     def __post_init__(self) -> None:
         if isinstance(self.ops, list):
             object.__setattr__(self, "ops", tuple(self.ops))
-        _require(
-            isinstance(self.ops, tuple),
-            f"Multi: ops must be a tuple, got {type(self.ops).__name__}",
-        )
+        if not isinstance(self.ops, tuple):
+            raise UsageError(f"Multi: ops must be a tuple, got {type(self.ops).__name__}")
         for op in self.ops:
-            _require(
-                isinstance(op, WRITE_OPS),
-                f"Multi: {type(op).__name__} is not a write operation (Create, Delete, SetData, Check)",
-            )
+            if not isinstance(op, WRITE_OPS):
+                raise UsageError(
+                    f"Multi: {type(op).__name__} is not a write operation (Create, Delete, SetData, Check)"
+                )
 
 
 Op = WriteOp | ReadOp | Multi
