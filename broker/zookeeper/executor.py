@@ -37,7 +37,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.paths import _prefix_root
-from kazoo.protocol.serialization import CheckVersion, GetChildren2, Transaction
+from kazoo.protocol.serialization import CheckVersion, GetChildren2
 from kazoo.protocol.serialization import Create as KCreate
 from kazoo.protocol.serialization import Delete as KDelete
 from kazoo.protocol.serialization import Exists as KExists
@@ -48,6 +48,7 @@ from kazoo.protocol.states import EventType as KEventType
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from coordspec.broker.zookeeper import kazoo_calls
+from coordspec.broker.zookeeper.multi_wire import MultiRequest, create_flags
 from coordspec.broker.zookeeper.process import four_letter_word
 from coordspec.reference.errors import UsageError
 from coordspec.reference.zookeeper import (
@@ -82,8 +83,8 @@ _EVENT_TYPES = {
     KEventType.CHANGED: EventType.NodeDataChanged,
     KEventType.CHILD: EventType.NodeChildrenChanged,
 }
-_SEQUENTIAL, _EPHEMERAL = 2, 1  # CreateMode flags
 _EXPIRE_ATTEMPTS = 5
+_STATS_KEPT = 4096
 
 
 class ExecutorError(RuntimeError):
@@ -121,6 +122,7 @@ class KazooExecutor:
         self._sessions: dict[int, _Session] = {}
         self._owners: dict[int, int] = {0: 0}  # real session id -> the driver's session id
         self._observer: KazooClient | None = None
+        self._stats: dict[tuple[int, ...], Stat] = {}  # see _stat
 
     def __enter__(self) -> Self:
         return self
@@ -299,17 +301,18 @@ class KazooExecutor:
             client.close()
 
     def _drain(self) -> list[WatchFired]:
-        """Every watch event caused so far, per live session: a round trip, then the
-        callback thread emptied up to a marker."""
-        for session in self._sessions.values():
-            if session.live:
-                self._wait(session.client.exists_async("/"))
-                done = threading.Event()
-                session.client.handler.dispatch_callback(Callback("watch", done.set, ()))
-                if not done.wait(self.timeout_s):
-                    raise ExecutorError(
-                        f"session {session.session_id}: kazoo's callback thread did not drain in {self.timeout_s} s"
-                    )
+        """Every watch event caused so far, per live session: a round trip (all sessions'
+        at once), then the callback thread emptied up to a marker."""
+        live = [session for session in self._sessions.values() if session.live]
+        for trip in [session.client.exists_async("/") for session in live]:
+            self._wait(trip)
+        for session in live:
+            done = threading.Event()
+            session.client.handler.dispatch_callback(Callback("watch", done.set, ()))
+            if not done.wait(self.timeout_s):
+                raise ExecutorError(
+                    f"session {session.session_id}: kazoo's callback thread did not drain in {self.timeout_s} s"
+                )
         events = []
         for session in self._sessions.values():
             events += session.events
@@ -338,7 +341,8 @@ class KazooExecutor:
         if isinstance(op, Multi):
             # The wire request kazoo's transaction() would build, without its per-op
             # checks: the paths are sent exactly as given (after the chroot).
-            return self._call_async(client, Transaction([self._request(o, None) for o in op.ops]))
+            paths = [self._server_path(o) for o in op.ops]
+            return self._call_async(client, MultiRequest(op.ops, paths))
         if self._raw(op):
             return self._call_async(client, self._request(op, watch))
         return kazoo_calls.send(client, op, watch)
@@ -353,18 +357,26 @@ class KazooExecutor:
         return kazoo_calls.result(op, value, self._stat)
 
     def _stat(self, stat: ZnodeStat) -> Stat:
+        # A multi's answers mostly share their stat fields: one Stat for each kind.
+        key = stat[4:10]  # version, cversion, aversion, ephemeralOwner, dataLength, numChildren
+        known = self._stats.get(key)
+        if known is not None:
+            return known
         owner = stat.ephemeralOwner
         if owner not in self._owners:
             raise ExecutorError(
                 f"node owned by session 0x{owner:x}, which this executor did not open"
             )
-        return Stat(
+        if len(self._stats) >= _STATS_KEPT:
+            self._stats.clear()
+        known = self._stats[key] = Stat(
             version=stat.version,
             cversion=stat.cversion,
             ephemeral_owner=self._owners[owner],
             data_length=stat.dataLength,
             num_children=stat.numChildren,
         )
+        return known
 
     # -- paths kazoo would rewrite -------------------------------------------------------
 
@@ -388,8 +400,7 @@ class KazooExecutor:
     def _request(self, op, watch):
         path = self._server_path(op)
         if isinstance(op, Create):
-            flags = (_EPHEMERAL if op.ephemeral else 0) | (_SEQUENTIAL if op.sequential else 0)
-            return KCreate(path, op.data, OPEN_ACL_UNSAFE, flags)
+            return KCreate(path, op.data, OPEN_ACL_UNSAFE, create_flags(op))
         if isinstance(op, Delete):
             return KDelete(path, op.version)
         if isinstance(op, SetData):
