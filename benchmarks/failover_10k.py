@@ -1,17 +1,20 @@
 """The controller's failover on a real ZooKeeper ensemble: batched multis against one
 conditional write at a time, measured side by side in one run.
 
-    .venv/bin/python benchmarks/failover_10k.py [--partitions 10000] [--nodes 3] [--repeat 3]
+    .venv/bin/python benchmarks/failover_10k.py [--partitions 10000] [--nodes 3] [--repeat 3] [--warmups 3]
 
 A 3-node ZooKeeper ensemble (Debian's package) starts on 127.0.0.1, its JVMs with the
-full JIT, and one untimed failover warms them up. For each mode and run a
-fresh chroot is seeded with one topic of ``--partitions`` partitions, replication factor 3
-on brokers 1, 2 and 3, leaders spread evenly (so broker 3 leads a third of them), and the
-three brokers register. The reference controller (reference/replication/controller.py)
-runs as broker 1 on its own ZooKeeper session through ``KazooExecutor``. Then broker 3's
-session closes, and the clock runs from that moment (its registration is gone) until the
-controller reports its ChangeLeaders round done: every partition state rewritten, since
-broker 3 leaves the ISR of all of them and a new leader is elected for a third.
+full JIT, and ``--warmups`` untimed batched failovers warm them up: the servers' JIT keeps
+compiling the multi path over the first few failovers (after one, the next still took
+up to twice as long as the fifth). For each mode and run a fresh chroot is seeded with
+one topic of ``--partitions`` partitions, replication factor 3 on brokers 1, 2 and 3,
+leaders spread evenly (so broker 3 leads a third of them), and the three brokers
+register. The reference controller (reference/replication/controller.py) runs as broker
+1 on its own ZooKeeper session through ``KazooExecutor``. Python's garbage is collected
+(so a run does not pay for the previous one's), then broker 3's session closes, and the
+clock runs from that moment (its registration is gone) until the controller reports its
+ChangeLeaders round done: every partition state rewritten, since broker 3 leaves the ISR
+of all of them and a new leader is elected for a third.
 
 The modes differ only in ``ReplicationConfig.batch_writes``: multis of at most the default
 byte budget (half of ZooKeeper's 1 MB request limit), or one partition-state write at a
@@ -25,6 +28,7 @@ Goal (issue 4): batched <= 0.3 s, and >= 30x faster than one at a time.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -144,6 +148,7 @@ def failover(
         if not (controller.active and controller.idle):
             raise SystemExit("failover_10k: the controller did not settle after its election")
 
+        gc.collect()
         began = time.perf_counter()
         fired = [
             e
@@ -185,14 +190,22 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=3, help="ZooKeeper ensemble size (default 3)")
     parser.add_argument(
+        "--warmups",
+        type=int,
+        default=3,
+        help="untimed batched failovers before the timed ones (default 3)",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=3,
         help="failovers per mode; the median is reported (default 3)",
     )
     args = parser.parse_args()
-    if args.partitions < 3 or args.nodes < 1 or args.repeat < 1:
-        parser.error("--partitions must be at least 3, --nodes and --repeat at least 1")
+    if args.partitions < 3 or args.nodes < 1 or args.repeat < 1 or args.warmups < 0:
+        parser.error(
+            "--partitions must be at least 3, --nodes and --repeat at least 1, --warmups at least 0"
+        )
 
     timings: dict[bool, list[float]] = {True: [], False: []}
     rounds: dict[bool, LeadersChanged] = {}
@@ -203,11 +216,12 @@ def main() -> int:
                 f"broker {DEAD} leads {sum(1 for p in range(args.partitions) if p % 3 + 1 == DEAD):,}",
                 flush=True,
             )
-            # One untimed failover first: the servers' JIT compiles the write path.
-            elapsed, _ = failover(
-                ensemble.connect_string, "/failover-warmup", args.partitions, True
-            )
-            print(f"  warm-up  batched: {elapsed:8.3f} s (not counted)", flush=True)
+            # Untimed failovers first: the servers' JIT compiles the write path.
+            for warmup in range(args.warmups):
+                elapsed, _ = failover(
+                    ensemble.connect_string, f"/failover-warmup-{warmup}", args.partitions, True
+                )
+                print(f"  warm-up {warmup + 1} batched: {elapsed:8.3f} s (not counted)", flush=True)
             for attempt in range(args.repeat):
                 for batch_writes in (
                     True,
