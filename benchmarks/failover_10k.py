@@ -11,12 +11,12 @@ alone, the first timed batched run, the only one no one-at-a-time run preceded, 
 slowest of the three in three benchmarks out of four). For each mode and run a fresh
 chroot is seeded with one topic of ``--partitions`` partitions, replication factor 3 on
 brokers 1, 2 and 3, leaders spread evenly (so broker 3 leads a third of them), and the
-three brokers register. The reference controller (reference/replication/controller.py) runs as broker
-1 on its own ZooKeeper session through ``KazooExecutor``. Python's garbage is collected
-(so a run does not pay for the previous one's), then broker 3's session closes, and the
-clock runs from that moment (its registration is gone) until the controller reports its
-ChangeLeaders round done: every partition state rewritten, since broker 3 leaves the ISR
-of all of them and a new leader is elected for a third.
+three brokers register. The reference controller (reference/replication/controller.py)
+runs as broker 1 on its own ZooKeeper session through ``KazooExecutor``. Python's garbage
+is collected (so a run does not pay for the previous one's), then broker 3's session
+closes, and the clock runs from that moment (its registration is gone) until the
+controller reports its ChangeLeaders round done: every partition state rewritten, since
+broker 3 leaves the ISR of all of them and a new leader is elected for a third.
 
 The modes differ only in ``ReplicationConfig.batch_writes``: multis of at most the default
 byte budget (half of ZooKeeper's 1 MB request limit), or one partition-state write at a
