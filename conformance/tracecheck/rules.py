@@ -95,7 +95,8 @@ def rule_for(api: str, error: int | None, request=None) -> str:
 def errors_in(value) -> list[int]:
     """Every ``error_code`` in a response (as JSON values), in order."""
     found: list[int] = []
-    _collect_errors(value, found)
+    if type(value) is dict or type(value) is list:
+        _collect_errors(value, found)
     return found
 
 
