@@ -88,7 +88,10 @@ class Member(threading.Thread):
 
     def run(self) -> None:
         while not self._stopping.is_set():
-            for records in self.consumer.poll(100).values():
+            # A second, not 100 ms: kafka-python 3.0.12 reads a SyncGroup answer only within
+            # the poll that sent it (see __init__), and on a loaded machine the cluster's
+            # answer, which waits for the assignment's replicated write, can take longer.
+            for records in self.consumer.poll(1000).values():
                 self.received.extend(r.value for r in records)
             self.assigned = {tp.partition for tp in self.consumer.assignment()}
             while not self._calls.empty():
