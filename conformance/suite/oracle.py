@@ -582,6 +582,16 @@ class Oracle:
 
         return min(candidates, key=distance, default=None)
 
+    def answered_by(self, client: str, now_ms: int) -> int | None:
+        """When the reference, at ``now_ms``, has answered ``client``'s request in every
+        hypothesis, at a time (not after a write): the latest such time; else None."""
+        self.advance(now_ms)
+        request_id = self.in_flight[client]
+        deadlines = [h.deadlines.get(request_id) for h in self.hypotheses]
+        if not deadlines or None in deadlines:
+            return None
+        return max(d.at_ms for d in deadlines if d is not None)
+
     def silence(self, client: str, at_ms: int) -> Disagreement | None:
         """The broker had not answered ``client`` by ``at_ms``; keep the hypotheses that park."""
         self.advance(at_ms)

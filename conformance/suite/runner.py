@@ -183,11 +183,15 @@ class _Run:
                 )
             else:
                 # GM-36 lets an answer come up to the timing tolerance late: silence is
-                # only silence once that has passed too.
-                got = await self.session.receive(
-                    step.client,
-                    step.within_ms + self.target.latency_ms + self.oracle.timing_tolerance_ms,
-                )
+                # only silence once that has passed too, after the await's window or, if
+                # later, after the reference's own answer.
+                late_ms = self.target.latency_ms + self.oracle.timing_tolerance_ms
+                got = await self.session.receive(step.client, step.within_ms + late_ms)
+                due = None if got else self.oracle.answered_by(step.client, self.session.now_ms())
+                if due is not None and due + late_ms > self.session.now_ms():
+                    got = await self.session.receive(
+                        step.client, due + late_ms - self.session.now_ms()
+                    )
                 self.answered(
                     index, step.client, got, step.expect, f"no reply within {step.within_ms} ms"
                 )
