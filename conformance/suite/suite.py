@@ -19,6 +19,7 @@ import dataclasses
 import fnmatch
 import hashlib
 import io
+import math
 import os
 import sys
 import time
@@ -360,6 +361,7 @@ class _Runs:
         # connection cut short (those become errors if the broker turns out to be gone).
         self.unreachable = 0
         self.streak: list[RunResult] = []
+        self.last_cut = -math.inf  # when the last of them ended
         self.lost = False
 
     def elapsed(self) -> float:
@@ -371,19 +373,28 @@ class _Runs:
             # The run is stopping (Ctrl-C, the broker gone) and this one went on past the
             # cancel (asyncio.wait_for can swallow it): it was cut short, not run to its end.
             return
+        cut = result.status == "error" or (
+            result.failure is not None and result.failure.kind in ("target", "connection")
+        )
+        if self.lost and cut:
+            # The run is stopping, and this one was still in flight (gather does not cancel
+            # its peers): what the connection cut short is the harness's loss, as below.
+            result.status = "error"
         self.ended[result.group_id] = result
         self.progress.done(result)
         self.tick()
         if result.status == "not_run" or self.lost:
             return  # it never reached the broker; or the run is stopping
-        cut = result.status == "error" or (
-            result.failure is not None and result.failure.kind in ("target", "connection")
-        )
-        if result.status in ("passed", "allowed"):  # the broker is there
-            self.unreachable, self.streak = 0, []
+        now = time.perf_counter()
+        if result.status in ("passed", "allowed"):
+            # The broker is there, if this run began after the last cut one ended (a run
+            # that passed while the broker died says nothing of its death).
+            if now - result.duration_s > self.last_cut:
+                self.unreachable, self.streak = 0, []
         elif cut:
             self.unreachable += "cannot reach" in result.reason
             self.streak.append(result)
+            self.last_cut = now
         if self.unreachable >= LOST_AFTER:
             self.lost = True
             for short in self.streak:  # cut short by the harness, not a conformance failure
