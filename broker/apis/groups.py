@@ -6,7 +6,8 @@ The conversion both ways is the reference's wire vocabulary
 whose answers are merged: each group's answer depends on that group alone, and the trace,
 keyed by group, then replays each on its own. The only work done outside the reference is
 what Kafka does in KafkaApis before the coordinator: OffsetCommit of a partition that does
-not exist is answered UNKNOWN_TOPIC_OR_PARTITION, and ListGroups v5 filters by group type
+not exist is answered UNKNOWN_TOPIC_OR_PARTITION (:mod:`coordspec.reference.group.topics`,
+as the reference answers it when it knows the topics), and ListGroups v5 filters by group type
 (every group here is classic).
 """
 
@@ -16,12 +17,8 @@ import dataclasses
 from typing import Any
 
 from coordspec.broker.context import BrokerContext, Client
-from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group.responses import (
-    CommitPartitionResponse,
-    CommitTopicResponse,
-    OffsetCommitResponse,
-)
+from coordspec.reference.group import topics
+from coordspec.reference.group.responses import OffsetCommitResponse, Response
 from coordspec.reference.wire.group_apis import (
     Envelope,
     merged,
@@ -31,17 +28,21 @@ from coordspec.reference.wire.group_apis import (
 )
 
 
-async def _ask(
-    ctx: BrokerContext, client: Client, api: str, version: int, body: Any
-) -> dict[str, Any]:
-    """The coordinator's answer to ``body``, as the values of the kio response."""
-    response = await ctx.groups.call(
+async def _call(ctx: BrokerContext, client: Client, api: str, version: int, body: Any) -> Response:
+    """The coordinator's answer to ``body``."""
+    return await ctx.groups.call(
         client.name,
         lambda rid, now: request_from_kio(
             api, body, Envelope(rid, version, now, client.client_id, client.host)
         ),
     )
-    return response_values(api, version, body, response)
+
+
+async def _ask(
+    ctx: BrokerContext, client: Client, api: str, version: int, body: Any
+) -> dict[str, Any]:
+    """The coordinator's answer to ``body``, as the values of the kio response."""
+    return response_values(api, version, body, await _call(ctx, client, api, version, body))
 
 
 async def _ask_each_group(
@@ -74,33 +75,15 @@ async def leave_group(
 async def offset_commit(
     ctx: BrokerContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
-    known, unknown = [], []
-    for topic in body.topics:
-        partitions = []
-        for p in topic.partitions:
-            count = ctx.topics.partition_count(topic.name)
-            if count is None or not 0 <= p.partition_index < count:
-                unknown.append(
-                    CommitTopicResponse(
-                        topic.name,
-                        (
-                            CommitPartitionResponse(
-                                p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                            ),
-                        ),
-                    )
-                )
-                continue
-            partitions.append(p)
-        if partitions:
-            known.append(dataclasses.replace(topic, partitions=tuple(partitions)))
-    refused = response_values("OffsetCommit", version, body, OffsetCommitResponse(tuple(unknown)))
-    if not known and unknown:  # as KafkaApis: nothing left for the coordinator to do
-        return refused
-    answer = await _ask(
-        ctx, client, "OffsetCommit", version, dataclasses.replace(body, topics=tuple(known))
-    )
-    return {"topics": [*answer["topics"], *refused["topics"]]}
+    known, refused = topics.split_known(body.topics, ctx.topics.partition_count)
+    if refused and not known:  # as KafkaApis: nothing left for the coordinator to do
+        response = OffsetCommitResponse(refused)
+    else:
+        response = await _call(
+            ctx, client, "OffsetCommit", version, dataclasses.replace(body, topics=known)
+        )
+        response = topics.merged(refused, response) if refused else response
+    return response_values("OffsetCommit", version, body, response)
 
 
 async def offset_fetch(

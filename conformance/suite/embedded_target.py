@@ -41,7 +41,7 @@ from coordspec.broker.cluster.launcher import Cluster, ClusterError
 from coordspec.broker.testing import Connection
 from coordspec.broker.zookeeper.process import ZooKeeperUnavailable, zookeeper
 from coordspec.conformance.suite.kafka_target import FaultCommands, KafkaSession, KafkaTarget
-from coordspec.conformance.suite.target import TargetError
+from coordspec.conformance.suite.target import CATALOG_TOPICS, TargetError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
 from coordspec.reference.group.config import KAFKA_SETTINGS, GroupConfig
@@ -193,6 +193,7 @@ class EmbeddedTarget:
     faults_are_shared = False  # a session with faults has a cluster to itself
     answer_ms, settle_ms = KafkaTarget.answer_ms, KafkaTarget.settle_ms
     latency_ms = KafkaTarget.latency_ms
+    partitions = CATALOG_TOPICS  # its clusters create them so
 
     def __init__(self, config: GroupConfig | None = None, max_clusters: int = MAX_CLUSTERS):
         self.config = config or GroupConfig()

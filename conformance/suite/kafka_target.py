@@ -50,7 +50,7 @@ from typing import Any, Literal
 from coordspec.conformance.security import PLAINTEXT, ClientSecurity
 from coordspec.conformance.suite import cleanup
 from coordspec.conformance.suite.kafka_wire import Connection, WireError, hex_dump
-from coordspec.conformance.suite.target import TargetError
+from coordspec.conformance.suite.target import CATALOG_TOPICS, TargetError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import API_KEYS, VERSIONS, Request
@@ -59,8 +59,7 @@ from coordspec.reference.wire.entities import UnknownErrorCode
 from coordspec.reference.wire.group_apis import request_to_kio, response_from_kio
 
 FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
-TOPICS = ("foo", "bar", "baz")  # what scenarios commit offsets to, partitions 0-2
-_PARTITIONS = 3
+TOPICS = tuple(CATALOG_TOPICS)
 _REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
 _RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
 
@@ -126,6 +125,7 @@ class KafkaTarget:
         self.topics = dict(zip(TOPICS, topics, strict=True))  # the catalog's name -> the broker's
         self.back = {theirs: ours for ours, theirs in self.topics.items()}
         self.created: list[str] = []  # topics the check created
+        self.partitions = dict(CATALOG_TOPICS)  # what the broker has, once probed
         self.brokers: list[tuple[str, int]] = []  # advertised, from Metadata
         self.controller: tuple[str, int] | None = None
         self.group_ids: set[str] = set()  # the runs' groups (their $group2 ... extend them)
@@ -171,8 +171,11 @@ class KafkaTarget:
                     f"{self.bootstrap} does not serve FindCoordinator: it cannot route group requests"
                 )
             metadata, self.created = await _ensure_topics(
-                connection, list(self.topics.values()), self.timeout_s
+                connection,
+                {theirs: CATALOG_TOPICS[ours] for ours, theirs in self.topics.items()},
+                self.timeout_s,
             )
+            self.partitions = {self.back[t.name]: len(t.partitions) for t in metadata.topics}
             self.brokers = [(b.host, int(b.port)) for b in metadata.brokers]
             self.controller = next(
                 (
@@ -285,19 +288,19 @@ def _unreachable(error: WireError, timeout_s: float) -> str:
 
 
 async def _ensure_topics(
-    connection: Connection, names: list[str], timeout_s: float
+    connection: Connection, wanted: dict[str, int], timeout_s: float
 ) -> tuple[Any, list[str]]:
-    """The topics scenarios use, created if missing: the last Metadata answer, and the
-    topics created."""
+    """The topics scenarios use (``wanted``: the broker's names, the partitions used), created
+    if missing: the last Metadata answer, and the topics created."""
     version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
-    request = {"topics": [{"name": t} for t in names], "allow_auto_topic_creation": False}
+    request = {"topics": [{"name": t} for t in wanted], "allow_auto_topic_creation": False}
     metadata = await connection.call(METADATA, version, request, timeout_s)
     missing = [t.name for t in metadata.topics if int(t.error_code) != 0]
     created = list(missing)
     if missing and CREATE_TOPICS in connection.versions:
         create_version = min(connection.versions[CREATE_TOPICS].stop - 1, 7)
         topics = [
-            {"name": name, "num_partitions": _PARTITIONS, "replication_factor": -1}
+            {"name": name, "num_partitions": wanted[name], "replication_factor": -1}
             for name in missing
         ]
         await connection.call(
@@ -324,10 +327,10 @@ async def _ensure_topics(
             f"(the scenarios commit offsets to them)"
         )
     for topic in metadata.topics:
-        if len(topic.partitions) < _PARTITIONS:
+        if len(topic.partitions) < wanted[topic.name]:
             raise TargetError(
                 f"{connection.address}: topic {topic.name} has {len(topic.partitions)} partitions; "
-                f"the scenarios commit offsets to partitions 0-{_PARTITIONS - 1}"
+                f"the scenarios commit offsets to partitions 0-{wanted[topic.name] - 1}"
             )
     return metadata, created
 

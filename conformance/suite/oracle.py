@@ -37,7 +37,7 @@ import dataclasses
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -277,16 +277,20 @@ class Oracle:
         observer: CopyingObserver | None = None,
         timing_tolerance_ms: int = TIMING_TOLERANCE_MS,
         tolerance: Tolerance | None = None,
+        topics: Mapping[str, int] | None = None,
     ) -> None:
         """``observer`` watches the reference's steps (each hypothesis has a copy of it, kept
-        across coordinator restarts)."""
+        across coordinator restarts). ``topics``: the broker's, when known (GroupCoordinator)."""
         self.config = config
+        self.topics = topics
         self.latency_ms = latency_ms
         self.timing_tolerance_ms = timing_tolerance_ms
         self.tolerance = tolerance
         self.tolerated: list[Tolerated] = []  # the caller takes them as they come
         self.hypotheses = [
-            Hypothesis(GroupCoordinator(config, ExploringChoices(), observer=observer))
+            Hypothesis(
+                GroupCoordinator(config, ExploringChoices(), observer=observer, topics=topics)
+            )
         ]
         self.in_flight: dict[str, int | str] = {}  # client -> request id
         self.asked: dict[str, tuple[str, int]] = {}  # client -> (API, version) in flight
@@ -444,6 +448,7 @@ class Oracle:
                         branch.choices,
                         now_ms=up_ms,
                         observer=branch.coordinator.observer,
+                        topics=self.topics,
                     )
                 )
                 reloaded.append(branch)

@@ -19,6 +19,7 @@ import hashlib
 from collections import deque
 from typing import ClassVar, Literal
 
+from coordspec.conformance.suite.target import CATALOG_TOPICS
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
 from coordspec.reference.group.effects import AppendRecords, Reply
@@ -38,6 +39,7 @@ class ReferenceTarget:
     latency_ms = 0
     supports_faults = True
     faults_are_shared = False  # each session has a coordinator of its own
+    partitions = CATALOG_TOPICS
 
     def __init__(self, config: GroupConfig | None = None, seed: int = 0) -> None:
         self.config = config or GroupConfig()
@@ -57,7 +59,9 @@ class ReferenceSession:
         self.config = config
         self.choices = choices
         self.monitor = Monitor()
-        self.coordinator = GroupCoordinator(config, choices, observer=self.monitor)
+        self.coordinator = GroupCoordinator(
+            config, choices, observer=self.monitor, topics=CATALOG_TOPICS
+        )
         self.log: list[Record] = []
         self.inbox: dict[str, deque[tuple[Response, int]]] = {}
         self.owner: dict[int | str, str] = {}  # request id -> client
@@ -114,7 +118,7 @@ class ReferenceSession:
         self.inbox.clear()
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(
-            self.config, self.choices, now_ms=now, observer=self.monitor
+            self.config, self.choices, now_ms=now, observer=self.monitor, topics=CATALOG_TOPICS
         )
         self._handle(LoadGroups(tuple(self.log), now))
 

@@ -97,6 +97,7 @@ async def run_one(
         oracle = Oracle(
             config,
             target.latency_ms,
+            topics=target.partitions,
             timing_tolerance_ms=timing_tolerance_ms,
             tolerance=tolerance,
         )

@@ -15,11 +15,17 @@ flight, as on one Kafka connection, where the broker answers requests in order.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal, Protocol
 
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
+
+# The topics scenarios commit offsets to, and the partitions they use (0-2): the wire targets
+# create them if missing; the reference target's broker has exactly these.
+CATALOG_TOPICS: Mapping[str, int] = MappingProxyType({"foo": 3, "bar": 3, "baz": 3})
 
 
 class FaultHooks(Protocol):
@@ -64,6 +70,9 @@ class Target(Protocol):
     config: GroupConfig
     configurable: bool
     versions: dict[str, range]  # the API versions the target supports
+    # The catalog's topics (by the catalog's names) and their partition counts on the
+    # target: the oracle answers a commit to any other partition as Kafka does (GM-56).
+    partitions: Mapping[str, int]
     answer_ms: int  # how long a reply that comes at once may take to arrive
     settle_ms: int  # how long a request must stay unanswered to count as parked
     # The most a request may take to reach the broker: a timer due that soon after a request

@@ -19,12 +19,14 @@ static member's rejoin) come only then, as in Kafka.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Protocol
 
 from coordspec.reference.choices import Choices, SeededChoices
 from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
-from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
+from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance, topics
 from coordspec.reference.group.after_write import (
     AfterWrite,
     Deletion,
@@ -55,7 +57,13 @@ from coordspec.reference.group.requests import (
     Tick,
     UnloadGroups,
 )
-from coordspec.reference.group.responses import JoinGroupResponse, Response, SyncGroupResponse
+from coordspec.reference.group.responses import (
+    CommitTopicResponse,
+    JoinGroupResponse,
+    OffsetCommitResponse,
+    Response,
+    SyncGroupResponse,
+)
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import TimerKey, Timers
 from coordspec.reference.group.transitions import DEAD
@@ -103,8 +111,13 @@ class GroupCoordinator:
         complete_appends: bool = True,
         observer: Observer | None = None,
         substeps: SubStepObserver = UNOBSERVED,
+        topics: Mapping[str, int] | None = None,
     ) -> None:
+        """``topics``: the broker's topics and their partition counts, when the model knows
+        them: a commit to any other partition is refused as Kafka's request layer refuses it
+        (GM-56). None: every partition exists (a driver with a request layer of its own)."""
         self.config = config or GroupConfig()
+        self.topics = None if topics is None else MappingProxyType(dict(topics))
         self.choices: Choices = choices or SeededChoices()
         self.groups: dict[str, Group] = {}
         self.timers = Timers()
@@ -123,6 +136,9 @@ class GroupCoordinator:
         )
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
+        # OffsetCommits that named partitions that do not exist: their answers, merged into
+        # the coordinator's when it replies (GM-56).
+        self._refused: dict[int | str, tuple[CommitTopicResponse, ...]] = {}
         # Groups the current step may have changed, for observers that check invariants.
         self.touched_groups: set[str] = set()
         self.timers.schedule(
@@ -144,6 +160,7 @@ class GroupCoordinator:
         other._unwritten = list(self._unwritten)
         other._effects = list(self._effects)
         other._open_requests = set(self._open_requests)
+        other._refused = dict(self._refused)
         other.touched_groups = set(self.touched_groups)
         return other
 
@@ -177,8 +194,10 @@ class GroupCoordinator:
             case Request():
                 self._open_requests.add(event.request_id)
                 self.touched_groups.update(event.group_ids)
-                _HANDLERS[type(event)](self, event)
-                self._complete_own_appends()
+                request = self._known_partitions(event)
+                if request is not None:
+                    _HANDLERS[type(request)](self, request)
+                    self._complete_own_appends()
             case AppendCompleted():
                 self._complete_append(event.append_id, event.error)
             case LoadGroups():
@@ -277,6 +296,20 @@ class GroupCoordinator:
     def abandon(self, parked: Parked) -> None:
         """A parked request Kafka never answers (GM-35): it is no longer awaiting a reply."""
         self._open_requests.discard(parked.request_id)
+        self._refused.pop(parked.request_id, None)
+
+    def _known_partitions(self, req: Request) -> Request | None:
+        """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""
+        if self.topics is None or not isinstance(req, OffsetCommit):
+            return req
+        kept, refused = topics.split_known(req.topics, self.topics.get)
+        if not refused:
+            return req
+        if not kept:
+            self.reply(req, OffsetCommitResponse(refused))
+            return None
+        self._refused[req.request_id] = refused
+        return dataclasses.replace(req, topics=kept)
 
     def _emit_reply(
         self, request_id: int | str, api: str, version: int, response: Response
@@ -287,6 +320,10 @@ class GroupCoordinator:
                 f"{api} reply to request {request_id!r}, which is not awaiting one",
             )
         self._open_requests.discard(request_id)
+        refused = self._refused.pop(request_id, None)
+        if refused is not None:
+            assert isinstance(response, OffsetCommitResponse)
+            response = topics.merged(refused, response)
         at_version = getattr(response, "at_version", None)
         self._effects.append(
             Reply(

@@ -119,6 +119,7 @@ class Driver:
         now_ms: int = 0,
         complete_appends: bool = True,
         arbitrary: bool = False,
+        topics: dict[str, int] | None = None,
     ) -> None:
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(
@@ -128,6 +129,7 @@ class Driver:
             complete_appends=complete_appends,
             observer=self.monitor,
             substeps=SUBSTEPS,
+            topics=topics,
         )
         self.now_ms = now_ms
         self.replies: dict[int, Reply] = {}
