@@ -8,9 +8,14 @@ Each expectation key reads one view of the response, the same at every version:
   OffsetFetch: the group error (top-level from v2, repeated on every partition below).
   DescribeGroups, DeleteGroups: the first group's.
 * ``members``: member ids, in any order (JoinGroup's list for the leader, DescribeGroups').
-* ``assignment``: the partitions a SyncGroup reply assigns, decoded, in any order.
-* ``offsets`` / ``partitions``: OffsetFetch offsets / OffsetCommit errors, per partition.
-* ``leave``: LeaveGroup v3+ errors per member id (or group instance id).
+* ``instances`` / ``subscriptions``: JoinGroup's member list, each member's instance id / the
+  topics its metadata subscribes to (decoded, in any order).
+* ``assignment``: the partitions a SyncGroup reply assigns, decoded, in any order;
+  ``assignment_encoded``: whether the reply carries bytes at all (an encoded assignment of
+  no partitions is not the empty one Kafka gives a member the leader left out).
+* ``offsets`` / ``leader_epochs`` / ``metadata`` / ``partitions``: OffsetFetch offsets, leader
+  epochs, metadata / OffsetCommit errors, per partition.
+* ``leave``: LeaveGroup v3+ errors per member id (or group instance id, or "" for neither).
 * ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
   run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
   ListGroups lists this run's group.
@@ -21,7 +26,11 @@ from __future__ import annotations
 
 from coordspec.conformance.suite.scenario import Matcher, Pairs
 from coordspec.conformance.suite.symbols import ANY, Symbols, Unbound
-from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
+from coordspec.reference.consumer_protocol import (
+    MalformedConsumerProtocol,
+    decode_assignment,
+    decode_subscription,
+)
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import responses as rs
 
@@ -94,6 +103,8 @@ def _resolve(value: object, symbols: Symbols) -> object:
 def _same(key: str, want: object, actual: object) -> bool:
     if key in _SAME_ORDERLESS and isinstance(want, list) and isinstance(actual, list):
         return sorted(map(str, want)) == sorted(map(str, actual))
+    if key == "subscriptions" and isinstance(want, dict) and isinstance(actual, dict):
+        return {k: sorted(v) for k, v in want.items()} == actual
     return want == actual
 
 
@@ -127,6 +138,12 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
         return _error(version, r)
     if isinstance(r, rs.JoinGroupResponse) and key == "members":
         return [m.member_id for m in r.members]
+    if isinstance(r, rs.JoinGroupResponse) and key == "instances":
+        return {m.member_id: m.group_instance_id for m in r.members}
+    if isinstance(r, rs.JoinGroupResponse) and key == "subscriptions":
+        return {m.member_id: _topics(m.metadata) for m in r.members}
+    if isinstance(r, rs.SyncGroupResponse) and key == "assignment_encoded":
+        return bool(r.assignment)
     if isinstance(r, rs.SyncGroupResponse) and key == "assignment":
         if not r.assignment:
             return []
@@ -135,9 +152,9 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
         except MalformedConsumerProtocol as exc:
             return f"undecodable assignment: {exc}"
         return [f"{tp.topic}-{p}" for tp in decoded.partitions for p in tp.partitions]
-    if isinstance(r, rs.OffsetFetchResponse) and key == "offsets":
+    if isinstance(r, rs.OffsetFetchResponse) and key in _FETCHED:
         return {
-            f"{t.name}-{p.partition_index}": p.committed_offset
+            f"{t.name}-{p.partition_index}": getattr(p, _FETCHED[key])
             for t in r.topics
             for p in t.partitions
         }
@@ -148,7 +165,7 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             for p in t.partitions
         }
     if isinstance(r, rs.LeaveGroupResponse) and key == "leave":
-        return {m.member_id or m.group_instance_id: m.error_code.name for m in r.members}
+        return {m.member_id or m.group_instance_id or "": m.error_code.name for m in r.members}
     if isinstance(r, rs.DescribeGroupsResponse):
         group = r.groups[0] if r.groups else None
         if group is None:
@@ -167,6 +184,21 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             return "absent"
         return {"state": mine[0].group_state, "protocol_type": mine[0].protocol_type}[key]
     return getattr(r, key)
+
+
+_FETCHED = {
+    "offsets": "committed_offset",
+    "leader_epochs": "committed_leader_epoch",
+    "metadata": "metadata",
+}
+
+
+def _topics(metadata: bytes) -> list[str] | str:
+    """The topics a member's subscription names, sorted; or why it does not decode."""
+    try:
+        return sorted(decode_subscription(metadata).topics)
+    except MalformedConsumerProtocol as exc:
+        return f"undecodable subscription: {exc}"
 
 
 def _error(version: int, r: rs.Response) -> str:

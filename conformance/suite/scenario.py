@@ -155,6 +155,12 @@ def _member(value: object) -> str:
     return value
 
 
+def _topic(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise Invalid(f"expected a topic name, got {value!r}")
+    return value
+
+
 # What each expectation key means is in conformance/scenarios/README.md; ``expect.py`` reads it.
 EXPECTATIONS = {
     "error": _error_name,
@@ -165,8 +171,13 @@ EXPECTATIONS = {
     "protocol_type": _str_or_null,
     "skip_assignment": _bool,
     "members": _list_of(_member),
+    "instances": _map_of(_member, _str_or_null),
+    "subscriptions": _map_of(_member, _list_of(_topic)),
     "assignment": _list_of(_partition),
+    "assignment_encoded": _bool,
     "offsets": _map_of(_partition, _int),
+    "leader_epochs": _map_of(_partition, _int),
+    "metadata": _map_of(_partition, _str_or_null),
     "partitions": _map_of(_partition, _error_name),
     "leave": _map_of(_member, _error_name),
     "state": _state,
@@ -184,12 +195,14 @@ EXPECTATIONS_BY_API = {
         "protocol_type",
         "skip_assignment",
         "members",
+        "instances",
+        "subscriptions",
     ),
-    "SyncGroup": ("error", "assignment", "protocol_name", "protocol_type"),
+    "SyncGroup": ("error", "assignment", "assignment_encoded", "protocol_name", "protocol_type"),
     "Heartbeat": ("error",),
     "LeaveGroup": ("error", "leave"),
     "OffsetCommit": ("error", "partitions"),
-    "OffsetFetch": ("error", "offsets"),
+    "OffsetFetch": ("error", "offsets", "leader_epochs", "metadata"),
     "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
     "ListGroups": ("error", "listed", "state", "protocol_type"),
     "DeleteGroups": ("error",),

@@ -1,0 +1,105 @@
+"""The expectation keys that state what Kafka's coordinator tests assert beyond ids and errors:
+instance ids and subscriptions in the leader's member list, empty versus encoded-empty
+assignments, leader epochs and metadata of fetched offsets, per-member leave answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordspec.conformance.suite import expect
+from coordspec.conformance.suite.scenario import ExpectationError, parse_expectation
+from coordspec.conformance.suite.symbols import Symbols
+from coordspec.reference.consumer_protocol import (
+    Assignment,
+    Subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import responses as rs
+
+NONE = ErrorCode.NONE
+
+
+def _symbols() -> Symbols:
+    symbols = Symbols("g", ("c1", "c2"))
+    symbols.clients["c1"].member_id, symbols.clients["c2"].member_id = "m-1", "m-2"
+    return symbols
+
+
+def _check(api: str, version: int, raw: dict, response: rs.Response) -> str | None:
+    expected = parse_expectation(api, raw)
+    assert expected != "parked"
+    return expect.check(api, version, expected, response, _symbols())
+
+
+JOIN = rs.JoinGroupResponse(
+    NONE,
+    1,
+    leader="m-1",
+    member_id="m-1",
+    members=(
+        rs.JoinGroupMember("m-1", "static-1", encode_subscription(Subscription(("foo", "bar")))),
+        rs.JoinGroupMember("m-2", None, encode_subscription(Subscription(("baz",)))),
+    ),
+)
+
+
+def test_instances_and_subscriptions_of_the_leaders_member_list():
+    holds = {
+        "instances": {"$m1": "static-1", "$m2": None},
+        "subscriptions": {"$m1": ["foo", "bar"], "$m2": ["baz"]},
+    }
+    assert _check("JoinGroup", 9, holds, JOIN) is None
+    wrong = _check("JoinGroup", 9, {"instances": {"$m1": "static-1", "$m2": "static-2"}}, JOIN)
+    assert wrong is not None and wrong.startswith("expect.instances: expected")
+    assert _check("JoinGroup", 9, {"subscriptions": {"$m1": ["foo"], "$m2": ["baz"]}}, JOIN)
+
+
+def test_a_subscription_that_does_not_decode_is_named_so():
+    join = rs.JoinGroupResponse(NONE, 1, members=(rs.JoinGroupMember("m-1", None, b"\x00"),))
+    problem = _check("JoinGroup", 9, {"subscriptions": {"$m1": ["foo"]}}, join)
+    assert problem is not None and "undecodable subscription" in problem
+
+
+@pytest.mark.parametrize(
+    ("assignment", "encoded"),
+    [(b"", False), (encode_assignment(Assignment(())), True)],
+)
+def test_an_empty_assignment_is_not_an_encoded_empty_one(assignment, encoded):
+    sync = rs.SyncGroupResponse(NONE, assignment=assignment)
+    assert _check("SyncGroup", 5, {"assignment": [], "assignment_encoded": encoded}, sync) is None
+    assert _check("SyncGroup", 5, {"assignment_encoded": not encoded}, sync) is not None
+
+
+def test_leader_epochs_and_metadata_of_fetched_offsets():
+    fetched = rs.OffsetFetchResponse(
+        NONE,
+        (
+            rs.FetchTopicResponse(
+                "foo",
+                (
+                    rs.FetchPartitionResponse(0, 10, 7, "m"),
+                    rs.FetchPartitionResponse(1, 11, -1, ""),
+                ),
+            ),
+        ),
+    )
+    holds = {"leader_epochs": {"foo-0": 7, "foo-1": -1}, "metadata": {"foo-0": "m", "foo-1": ""}}
+    assert _check("OffsetFetch", 9, holds, fetched) is None
+    assert _check("OffsetFetch", 9, {"leader_epochs": {"foo-0": 7, "foo-1": 3}}, fetched)
+    assert _check("OffsetFetch", 9, {"metadata": {"foo-0": "x", "foo-1": ""}}, fetched)
+
+
+def test_a_leave_of_neither_member_id_nor_instance_id_is_keyed_by_the_empty_string():
+    left = rs.LeaveGroupResponse(
+        NONE, (rs.LeaveMemberResponse("", None, ErrorCode.UNKNOWN_MEMBER_ID),)
+    )
+    assert _check("LeaveGroup", 5, {"leave": {"": "UNKNOWN_MEMBER_ID"}}, left) is None
+
+
+def test_the_new_keys_belong_to_their_apis():
+    with pytest.raises(ExpectationError, match="SyncGroup has no expectation 'instances'"):
+        parse_expectation("SyncGroup", {"instances": {}})
+    with pytest.raises(ExpectationError, match=r"expect\.subscriptions"):
+        parse_expectation("JoinGroup", {"subscriptions": {"$m1": "foo"}})
