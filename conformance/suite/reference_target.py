@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import deque
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from coordspec.conformance.suite.target import CATALOG_TOPICS
@@ -50,18 +51,21 @@ class ReferenceTarget:
     ) -> ReferenceSession:
         digest = hashlib.blake2b(f"{self.seed}/{group_id}".encode(), digest_size=8).digest()
         return ReferenceSession(
-            config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True)
+            config, SeededChoices(int.from_bytes(digest, "big"), arbitrary=True), CATALOG_TOPICS
         )
 
 
 class ReferenceSession:
-    def __init__(self, config: GroupConfig, choices: SeededChoices) -> None:
+    def __init__(
+        self, config: GroupConfig, choices: SeededChoices, topics: Mapping[str, int] | None = None
+    ) -> None:
+        """``topics``: the broker's (GroupCoordinator); the simulator's broker, like the trace
+        check that reads its traces, knows none."""
         self.config = config
         self.choices = choices
+        self.topics = topics
         self.monitor = Monitor()
-        self.coordinator = GroupCoordinator(
-            config, choices, observer=self.monitor, topics=CATALOG_TOPICS
-        )
+        self.coordinator = GroupCoordinator(config, choices, observer=self.monitor, topics=topics)
         self.log: list[Record] = []
         self.inbox: dict[str, deque[tuple[Response, int]]] = {}
         self.owner: dict[int | str, str] = {}  # request id -> client
@@ -118,7 +122,7 @@ class ReferenceSession:
         self.inbox.clear()
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(
-            self.config, self.choices, now_ms=now, observer=self.monitor, topics=CATALOG_TOPICS
+            self.config, self.choices, now_ms=now, observer=self.monitor, topics=self.topics
         )
         self._handle(LoadGroups(tuple(self.log), now))
 

@@ -144,6 +144,7 @@ class _Run:
         self.silent: str | None = None  # the client whose unanswered request failed the run
 
     async def steps(self) -> None:
+        self.record(kind="topics", topics=dict(self.target.partitions))  # the oracle's, GM-56
         for index, step in enumerate(self.scenario.steps):
             try:
                 await self.step(index, step)

@@ -89,6 +89,14 @@ class FaultRecord(_Record):
     down_ms: int | None = Field(default=None, ge=0)
 
 
+class TopicsRecord(_Record):
+    kind: Literal["topics"]
+    # The broker's topics a run's commits may name, with their partition counts: a commit to
+    # any other partition is answered UNKNOWN_TOPIC_OR_PARTITION (GM-56). A run without this
+    # record is checked as if every partition existed.
+    topics: dict[str, Annotated[int, Field(ge=0)]]
+
+
 # The events of one partition (spec/isr-versioned-writes.md's names): conditional writes of
 # its state in ZooKeeper, and what one replica did (its state after the event).
 WRITE_EVENTS = ("InitLeaders", "ElectLeader", "ShrinkIsr", "ExpandIsr")
@@ -165,7 +173,7 @@ class PartitionRecord(_Envelope):
 
 
 TraceRecord = Annotated[
-    RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord,
+    RequestRecord | ResponseRecord | TimeRecord | FaultRecord | TopicsRecord | PartitionRecord,
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter = TypeAdapter(TraceRecord)
@@ -177,7 +185,7 @@ class TraceError(ValueError):
 
 def parse_line(
     line: str,
-) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | PartitionRecord:
+) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | TopicsRecord | PartitionRecord:
     return _ADAPTER.validate_json(line)
 
 

@@ -96,7 +96,7 @@ def parse(line: Line, request_id: int | None = None):
         loc = (
             error["loc"][1:]
             if error["loc"][:1]
-            in (("request",), ("response",), ("time",), ("fault",), ("partition",))
+            in (("request",), ("response",), ("time",), ("fault",), ("topics",), ("partition",))
             else error["loc"]
         )
         where = ".".join(str(p) for p in loc)  # without the kind the models are picked by

@@ -29,6 +29,7 @@ from coordspec.conformance.trace.format import (
     RequestRecord,
     ResponseRecord,
     TimeRecord,
+    TopicsRecord,
 )
 from coordspec.conformance.trace.records import Line, order, parse
 from coordspec.conformance.tracecheck import partitions, rules
@@ -143,11 +144,14 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
     )
     coverage = rules.Coverage()
+    # The broker's topics, for a run whose writer knew them (GM-56): they hold for the whole run.
+    topics = next((r.topics for _, r, _ in parsed if isinstance(r, TopicsRecord)), None)
     oracle = Oracle(
         dataclasses.replace(GroupConfig(), **overrides),
         latency,
         observer=coverage,
         timing_tolerance_ms=settings.timing_tolerance_ms,
+        topics=topics,
     )
     open_requests: dict[
         tuple[str, int], tuple[str, object]

@@ -56,7 +56,10 @@ def test_the_trace_validates_and_replays_into_the_reference_types(written):
     records = [parse_line(line) for line in path.read_text().splitlines()]
     assert count == len(records) > 0
     kinds = {r.kind for r in records}
-    assert kinds == {"request", "response", "time", "fault"}
+    assert kinds == {"request", "response", "time", "fault", "topics"}
+    topics = [r for r in records if r.kind == "topics"]
+    assert len(topics) == len(outcome.results)  # one per run, naming the target's topics
+    assert all(r.topics == {"foo": 3, "bar": 3, "baz": 3} for r in topics)
     assert {r.run for r in records} == {r.group_id for r in outcome.results}
     for record in records:
         if record.kind == "request":
@@ -73,7 +76,7 @@ def test_the_trace_validates_and_replays_into_the_reference_types(written):
 
 def test_a_bad_trace_line_is_reported_in_one_line(tmp_path, written):
     _, out, _ = written
-    good = (out / "trace.jsonl").read_text().splitlines()[0]
+    good = next(x for x in (out / "trace.jsonl").read_text().splitlines() if '"request"' in x)
     bad = json.loads(good)
     bad["api_key"] = 99
     path = tmp_path / "bad.jsonl"

@@ -216,3 +216,21 @@ def test_an_unknown_setting_is_one_line(catalog_trace, capsys, tmp_path):
         f"coordspec trace check: --broker-settings-file {properties}:2 group.max.size: "
         "expected an integer >= 1, got '0'\n"
     )
+
+
+def test_a_run_checks_unknown_partitions_against_the_topics_it_names(catalog_trace, tmp_path):
+    """GM-56: each run's trace names the broker's topics; without them every partition exists,
+    and Kafka's UNKNOWN_TOPIC_OR_PARTITION answers are violations."""
+    lines = [
+        line
+        for line in catalog_trace.read_text().splitlines()
+        if "commit-to-partitions-that-do-not-exist" in line
+    ]
+    assert any('"kind":"topics"' in line for line in lines)
+    named = tmp_path / "named.jsonl"
+    named.write_text("\n".join(lines) + "\n")
+    assert check_files([named], settings(), out=io.StringIO()).violations == []
+    unnamed = tmp_path / "unnamed.jsonl"
+    unnamed.write_text("\n".join(x for x in lines if '"kind":"topics"' not in x) + "\n")
+    violations = check_files([unnamed], settings(), out=io.StringIO()).violations
+    assert violations and "UNKNOWN_TOPIC_OR_PARTITION" in str(violations[0])
