@@ -201,7 +201,7 @@ def test_a_join_never_answered_says_how_long_the_runner_listened(tmp_path):
     assert failure.listened_ms == 1000
     assert failure.message.endswith("; it had not answered 1 s after the request")
     kinds = [json.loads(line)["kind"] for line in trace.read_text().splitlines()]
-    assert kinds == ["request"]
+    assert kinds == ["topics", "request"]
 
 
 def test_listening_on_the_reference_target_takes_virtual_time_only(tmp_path):
@@ -233,7 +233,7 @@ def test_listening_on_the_reference_target_takes_virtual_time_only(tmp_path):
     assert failure.message.endswith("; the broker answered 3000 ms after the request")
     last = json.loads(trace.read_text().splitlines()[-1])
     assert (last["kind"], last["t_ms"], last["fields"]["error_code"]) == ("response", 3000, 0)
-    assert validate_file(trace) == 4
+    assert validate_file(trace) == 5  # topics, two requests, two responses
 
 
 def test_the_listening_bound_is_an_option_of_coordspec_conform(capsys):
