@@ -190,6 +190,7 @@ class EmbeddedTarget:
     clock: Literal["virtual", "real"] = "real"
     configurable = True
     supports_faults = True
+    fails_writes = False  # a real log: no hook refuses a chosen write
     faults_are_shared = False  # a session with faults has a cluster to itself
     answer_ms, settle_ms = KafkaTarget.answer_ms, KafkaTarget.settle_ms
     latency_ms = KafkaTarget.latency_ms

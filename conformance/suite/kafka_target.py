@@ -137,6 +137,7 @@ class KafkaTarget:
             self.fault_commands.kill_coordinator or self.fault_commands.restart
         )
         self.faults_are_shared = True
+        self.fails_writes = False  # a broker's log: no hook refuses a chosen write
         self.versions: dict[str, range] = {}
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []

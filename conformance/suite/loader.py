@@ -15,6 +15,8 @@ from coordspec.conformance.suite.scenario import (
     Await,
     AwaitStep,
     ExpectationError,
+    FailNextWrite,
+    FailNextWriteStep,
     Fault,
     FaultStep,
     Header,
@@ -25,6 +27,7 @@ from coordspec.conformance.suite.scenario import (
     parse_expectation,
 )
 from coordspec.conformance.suite.versions import parse_range
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.requests import VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
@@ -173,9 +176,13 @@ class _Builder:
         if "fault" in raw:
             waiting.clear()  # requests in flight are lost with their connections
             return Fault(self.validate(FaultStep, raw, where, "fault: ").fault)
+        if "fail_next_write" in raw:
+            step = self.validate(FailNextWriteStep, raw, where, "fail_next_write: ")
+            return FailNextWrite(ErrorCode[step.fail_next_write])
         raise self.fail(
             where,
-            f"a step starts with a client (c1: ...), await, sleep or fault; got {', '.join(map(str, raw))}",
+            "a step starts with a client (c1: ...), await, sleep, fault or fail_next_write; "
+            f"got {', '.join(map(str, raw))}",
         )
 
     def request(

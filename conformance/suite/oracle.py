@@ -43,7 +43,14 @@ from typing import Literal, Protocol
 
 from coordspec.conformance.suite.unify import TOKEN, Binding, Mismatch, unify
 from coordspec.reference.errors import ErrorCode, Invariant
-from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick, json_values
+from coordspec.reference.group import (
+    FailNextWrite,
+    GroupConfig,
+    GroupCoordinator,
+    LoadGroups,
+    Tick,
+    json_values,
+)
 from coordspec.reference.group.coordinator import Observer
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import Record
@@ -395,6 +402,15 @@ class Oracle:
         ``up_ms``, which GM-36 allows."""
         self.advance(down_ms)
         self.pauses.append((down_ms, up_ms))
+
+    def fail_next_write(self, error: ErrorCode, at_ms: int) -> None:
+        """From ``at_ms`` the coordinator's log refuses its next write with ``error`` (a fault
+        the target injects): the reference answers what that write waited on as Kafka does."""
+        self.advance(at_ms)
+        self.hypotheses = self._expand(
+            self.hypotheses,
+            lambda h: FailNextWrite(error, max(h.coordinator.now_ms, at_ms - self.latency_ms)),
+        )
 
     # -- inputs -------------------------------------------------------------------------
 

@@ -22,7 +22,14 @@ from typing import ClassVar, Literal
 
 from coordspec.conformance.suite.target import CATALOG_TOPICS
 from coordspec.reference.choices import SeededChoices
-from coordspec.reference.group import GroupConfig, GroupCoordinator, LoadGroups, Tick
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group import (
+    FailNextWrite,
+    GroupConfig,
+    GroupCoordinator,
+    LoadGroups,
+    Tick,
+)
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.invariants import Monitor
 from coordspec.reference.group.records import Record
@@ -39,6 +46,7 @@ class ReferenceTarget:
     settle_ms = 0
     latency_ms = 0
     supports_faults = True
+    fails_writes = True
     faults_are_shared = False  # each session has a coordinator of its own
     partitions = CATALOG_TOPICS
 
@@ -128,3 +136,6 @@ class ReferenceSession:
 
     async def kill_coordinator(self) -> None:
         await self.restart()
+
+    async def fail_next_write(self, error: ErrorCode) -> None:
+        self._handle(FailNextWrite(error, self.now_ms()))

@@ -19,7 +19,14 @@ from coordspec.conformance.suite.oracle import (
     OracleOverflow,
 )
 from coordspec.conformance.suite.results import Failure, RunResult, ToleratedStep
-from coordspec.conformance.suite.scenario import Await, Fault, RequestStep, Scenario, Sleep
+from coordspec.conformance.suite.scenario import (
+    Await,
+    FailNextWrite,
+    Fault,
+    RequestStep,
+    Scenario,
+    Sleep,
+)
 from coordspec.conformance.suite.symbols import Symbols, Unbound
 from coordspec.conformance.suite.target import Session, Target, TargetError
 from coordspec.conformance.trace.format import TraceWriter
@@ -40,6 +47,8 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
     """The broker settings a run uses, or why the target cannot run the scenario."""
     if scenario.uses_faults and not target.supports_faults:
         return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
+    if scenario.fails_writes and not target.fails_writes:
+        return f"needs to make the coordinator's writes fail (fail_next_write), which target {target.name} cannot"
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
         return wanted
@@ -201,6 +210,12 @@ class _Run:
             await self.session.sleep(step.ms)
             self.record(kind="time", advance_ms=step.ms)
             self.oracle.advance(self.session.now_ms())
+        elif isinstance(step, FailNextWrite):
+            assert self.session.faults is not None  # config_for: the target fails writes
+            at_ms = self.session.now_ms()
+            await self.session.faults.fail_next_write(step.error)
+            self.record(kind="fault", fault="fail_next_write", error=step.error.name)
+            self.oracle.fail_next_write(step.error, at_ms)
         elif isinstance(step, Fault):
             # On a real broker or cluster the hook takes time: the coordinator stops when it
             # begins and its successor has loaded the group when it returns.

@@ -360,6 +360,11 @@ class FaultStep(_Strict):
     fault: Literal["kill_coordinator", "restart"]
 
 
+class FailNextWriteStep(_Strict):
+    # The log refuses the coordinator's next write with this error (GM-23, GM-44).
+    fail_next_write: Annotated[str, BeforeValidator(_error_name)]
+
+
 # -- the scenario ---------------------------------------------------------------------------
 
 
@@ -443,7 +448,12 @@ class Fault:
     fault: str
 
 
-Step = RequestStep | Await | Sleep | Fault
+@dataclass(frozen=True)
+class FailNextWrite:
+    error: ErrorCode
+
+
+Step = RequestStep | Await | Sleep | Fault | FailNextWrite
 
 
 @dataclass(frozen=True)
@@ -467,3 +477,7 @@ class Scenario:
     @property
     def uses_faults(self) -> bool:
         return any(isinstance(s, Fault) for s in self.steps)
+
+    @property
+    def fails_writes(self) -> bool:
+        return any(isinstance(s, FailNextWrite) for s in self.steps)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, Protocol
 
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
@@ -38,6 +39,10 @@ class FaultHooks(Protocol):
 
     async def restart(self) -> None:
         """The coordinator restarts and reloads its groups from the log."""
+
+    async def fail_next_write(self, error: ErrorCode) -> None:
+        """The coordinator's log refuses its next write with ``error`` (only on a target whose
+        ``fails_writes`` is True)."""
 
 
 class Session(Protocol):
@@ -80,6 +85,7 @@ class Target(Protocol):
     # may come this much later than ``within``.
     latency_ms: int
     supports_faults: bool  # whether sessions have fault hooks
+    fails_writes: bool  # whether their hooks can make the coordinator's next write fail
     # A fault hits every session at once (one real broker or cluster holds every group): the
     # suite runs the scenarios with faults alone, one at a time, after the others. A target
     # that gives a session opened with ``faults`` brokers no other session uses meanwhile

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 
 FORMAT_VERSION = 1
@@ -82,11 +83,21 @@ class FaultRecord(_Record):
     kind: Literal["fault"]
     # restart, kill_coordinator: the runner's faults; load_group: a cluster broker became the
     # group's coordinator and loaded it from its log; pause: the coordinator did nothing from
-    # down_ms to t_ms, and kept its state (spec/trace-format.md)
-    fault: Literal["kill_coordinator", "restart", "load_group", "pause"]
+    # down_ms to t_ms, and kept its state; fail_next_write: from t_ms the coordinator's log
+    # refuses its next write with ``error`` (spec/trace-format.md)
+    fault: Literal["kill_coordinator", "restart", "load_group", "pause", "fail_next_write"]
     # When the coordinator stopped; ``t_ms`` is when the group was loaded again (when the
     # coordinator resumed, for a pause). Absent: the same.
     down_ms: int | None = Field(default=None, ge=0)
+    error: str | None = None  # fail_next_write: the error's name (NOT_ENOUGH_REPLICAS, ...)
+
+    @model_validator(mode="after")
+    def _error_of_a_failed_write(self):
+        if (self.fault == "fail_next_write") != (self.error is not None):
+            raise ValueError("error is given with fault fail_next_write, and only with it")
+        if self.error is not None and self.error not in ErrorCode.__members__:
+            raise ValueError(f"unknown error {self.error!r}")
+        return self
 
 
 class TopicsRecord(_Record):

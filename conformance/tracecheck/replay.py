@@ -33,7 +33,7 @@ from coordspec.conformance.trace.format import (
 )
 from coordspec.conformance.trace.records import Line, order, parse
 from coordspec.conformance.tracecheck import partitions, rules
-from coordspec.reference.errors import InvariantViolation, UsageError
+from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
 from coordspec.reference.group import GroupConfig
 
 CONTEXT_BEFORE, CONTEXT_AFTER = 4, 2
@@ -251,6 +251,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 down_ms = record.t_ms if down_ms is None else down_ms
                 if record.fault == "pause":
                     oracle.pause(down_ms, record.t_ms)
+                elif record.fault == "fail_next_write":
+                    oracle.fail_next_write(ErrorCode[record.error], record.t_ms)
                 else:
                     oracle.fault(down_ms, record.t_ms)
                     open_requests.clear()

@@ -45,6 +45,7 @@ from coordspec.reference.group.requests import (
     DeleteGroups,
     DescribeGroups,
     Event,
+    FailNextWrite,
     Heartbeat,
     JoinGroup,
     LeaveGroup,
@@ -131,6 +132,7 @@ class GroupCoordinator:
         self.substeps = substeps
         self._pending_appends: dict[int, tuple[str, AfterWrite | None]] = {}
         self._unwritten: list[int] = []  # appends to complete at the end of this step
+        self.failing_writes: list[ErrorCode] = []  # how the next own appends fail (FailNextWrite)
         self._completing: int | None = (
             None  # the append whose successful completion is being handled
         )
@@ -158,6 +160,7 @@ class GroupCoordinator:
         other.deletions = {k: d.copy() for k, d in self.deletions.items()}
         other._pending_appends = dict(self._pending_appends)
         other._unwritten = list(self._unwritten)
+        other.failing_writes = list(self.failing_writes)
         other._effects = list(self._effects)
         other._open_requests = set(self._open_requests)
         other._refused = dict(self._refused)
@@ -170,7 +173,7 @@ class GroupCoordinator:
         """Apply one event; return the effects it caused, in order."""
         handler = _HANDLERS.get(type(event))
         if handler is None and not isinstance(
-            event, (Tick, AppendCompleted, LoadGroups, UnloadGroups)
+            event, (Tick, AppendCompleted, FailNextWrite, LoadGroups, UnloadGroups)
         ):
             raise UsageError(
                 f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event"
@@ -200,6 +203,13 @@ class GroupCoordinator:
                     self._complete_own_appends()
             case AppendCompleted():
                 self._complete_append(event.append_id, event.error)
+            case FailNextWrite():
+                if not self.complete_appends:
+                    raise UsageError(
+                        "FailNextWrite: this coordinator's driver completes its appends; "
+                        "answer AppendCompleted with the error instead"
+                    )
+                self.failing_writes.append(event.error)
             case LoadGroups():
                 self._load(event.records)
                 self.touched_groups.update(self.groups)
@@ -346,7 +356,15 @@ class GroupCoordinator:
 
     def _complete_own_appends(self) -> None:
         while self._unwritten:
-            self._complete_append(self._unwritten.pop(0), ErrorCode.NONE)
+            append_id = self._unwritten.pop(0)
+            error = self.failing_writes.pop(0) if self.failing_writes else ErrorCode.NONE
+            if error != ErrorCode.NONE:  # refused before any of it was written: not in the log
+                self._effects = [
+                    e
+                    for e in self._effects
+                    if not (isinstance(e, AppendRecords) and e.append_id == append_id)
+                ]
+            self._complete_append(append_id, error)
 
     def _complete_append(self, append_id: int, error: ErrorCode) -> None:
         if append_id not in self._pending_appends:

@@ -293,6 +293,23 @@ class AppendCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class FailNextWrite:
+    """The log will refuse this coordinator's next append with ``error``, before any of it
+    is written (GM-23, GM-44): for a coordinator that completes its own appends; a driver
+    that owns its log answers ``AppendCompleted`` with the error instead."""
+
+    error: ErrorCode
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("FailNextWrite", self.now_ms)
+        _require(
+            isinstance(self.error, ErrorCode) and self.error != ErrorCode.NONE,
+            f"FailNextWrite: error must be an ErrorCode other than NONE, got {self.error!r}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LoadGroups:
     """This coordinator now leads the partition holding ``records`` (read from its start)."""
 
@@ -313,5 +330,5 @@ class UnloadGroups:
         _check_time("UnloadGroups", self.now_ms)
 
 
-Event = Request | Tick | AppendCompleted | LoadGroups | UnloadGroups
+Event = Request | Tick | AppendCompleted | FailNextWrite | LoadGroups | UnloadGroups
 GROUP_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)

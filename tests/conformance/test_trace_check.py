@@ -218,19 +218,24 @@ def test_an_unknown_setting_is_one_line(catalog_trace, capsys, tmp_path):
     )
 
 
-def test_a_run_checks_unknown_partitions_against_the_topics_it_names(catalog_trace, tmp_path):
-    """GM-56: each run's trace names the broker's topics; without them every partition exists,
-    and Kafka's UNKNOWN_TOPIC_OR_PARTITION answers are violations."""
-    lines = [
-        line
-        for line in catalog_trace.read_text().splitlines()
-        if "commit-to-partitions-that-do-not-exist" in line
-    ]
-    assert any('"kind":"topics"' in line for line in lines)
+@pytest.mark.parametrize(
+    ("scenario", "record", "refusal"),
+    [
+        ("commit-to-partitions-that-do-not-exist", '"kind":"topics"', "UNKNOWN_TOPIC_OR_PARTITION"),
+        ("failed-write-of-a-simple-groups-first-commit", '"fault":"fail_next_write"', ""),
+    ],
+)
+def test_a_run_is_checked_against_what_its_trace_says_of_the_broker(
+    catalog_trace, tmp_path, scenario, record, refusal
+):
+    """GM-56, GM-44: each run's trace names the broker's topics, and the writes its log
+    refused; without those records, Kafka's answers to them are violations."""
+    lines = [line for line in catalog_trace.read_text().splitlines() if scenario in line]
+    assert any(record in line for line in lines)
     named = tmp_path / "named.jsonl"
     named.write_text("\n".join(lines) + "\n")
     assert check_files([named], settings(), out=io.StringIO()).violations == []
     unnamed = tmp_path / "unnamed.jsonl"
-    unnamed.write_text("\n".join(x for x in lines if '"kind":"topics"' not in x) + "\n")
+    unnamed.write_text("\n".join(x for x in lines if record not in x) + "\n")
     violations = check_files([unnamed], settings(), out=io.StringIO()).violations
-    assert violations and "UNKNOWN_TOPIC_OR_PARTITION" in str(violations[0])
+    assert violations and refusal in str(violations[0])

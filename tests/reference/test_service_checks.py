@@ -33,7 +33,7 @@ from __future__ import annotations
 import pytest
 from driver import GROUP_ID, Driver, kafka_test_config
 
-from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.errors import ErrorCode, UsageError, append_error_to_response_error
 from coordspec.reference.group import FetchTopic, OffsetFetch
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
@@ -340,3 +340,24 @@ def test_sync_group_leader_with_failed_append(append_error, expected):
     d.complete(d.appends[0], append_error)
     assert sync.response == SyncGroupResponse(expected)
     assert str(d.group().state) == "PreparingRebalance"
+
+
+def test_a_coordinator_that_writes_itself_can_be_told_its_next_write_fails():
+    """FailNextWrite: the same outcome as a driver failing the append (GM-23, GM-44), and the
+    refused records are not among the effects, so a driver's log never holds them."""
+    from coordspec.reference.group import FailNextWrite
+
+    d = Driver()
+    d._step(FailNextWrite(ErrorCode.NOT_ENOUGH_REPLICAS, d.now_ms))
+    reply = d.commit({("foo", 0): 5})  # a simple group's first commit
+    assert reply.response == OffsetCommitResponse(
+        (
+            CommitTopicResponse(
+                "foo", (CommitPartitionResponse(0, ErrorCode.COORDINATOR_NOT_AVAILABLE),)
+            ),
+        )
+    )
+    assert reply.records == [] and GROUP_ID not in d.coordinator.groups  # GM-44: reverted
+    assert d.commit({("foo", 0): 6}).response.topics[0].partitions[0].error_code == ErrorCode.NONE
+    with pytest.raises(UsageError, match="answer AppendCompleted"):
+        Driver(complete_appends=False)._step(FailNextWrite(ErrorCode.NOT_ENOUGH_REPLICAS, 0))
