@@ -8,7 +8,8 @@ keyed by group, then replays each on its own. The only work done outside the ref
 what Kafka does in KafkaApis before the coordinator: OffsetCommit of a partition that does
 not exist is answered UNKNOWN_TOPIC_OR_PARTITION (:mod:`coordspec.reference.group.topics`,
 as the reference answers it when it knows the topics), and ListGroups v5 filters by group type
-(every group here is classic).
+(every group here is classic). OffsetDelete goes to the coordinator with every topic it
+names: Kafka's filter of unknown topics is not applied to it yet.
 """
 
 from __future__ import annotations
@@ -112,3 +113,9 @@ async def delete_groups(
     ctx: BrokerContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
     return await _ask_each_group(ctx, client, "DeleteGroups", version, body)
+
+
+async def offset_delete(
+    ctx: BrokerContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    return await _ask(ctx, client, "OffsetDelete", version, body)

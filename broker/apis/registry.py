@@ -64,6 +64,7 @@ GROUP_APIS: dict[int, Api] = dict(
         _group_api("DescribeGroups", groups.describe_groups),
         _group_api("ListGroups", groups.list_groups),
         _group_api("DeleteGroups", groups.delete_groups),
+        _group_api("OffsetDelete", groups.offset_delete),
     ]
 )
 

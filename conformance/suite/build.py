@@ -116,19 +116,29 @@ def build(
         if f.partitions == "all":
             topics = None
         else:
-            by_topic: dict[str, list[int]] = {}
-            for name in f.partitions:
-                topic, partition = partition_of(name)
-                by_topic.setdefault(topic, []).append(partition)
-            topics = tuple(rq.FetchTopic(t, tuple(ps)) for t, ps in by_topic.items())
+            topics = tuple(rq.FetchTopic(t, ps) for t, ps in _by_topic(f.partitions).items())
         return rq.OffsetFetch(
             *envelope, group_id=r(f.group_id), topics=topics, require_stable=f.require_stable
         )
+    if step.api == "OffsetDelete":
+        deleted = tuple(
+            rq.OffsetDeleteTopic(t, tuple(rq.OffsetDeletePartition(p) for p in ps))
+            for t, ps in _by_topic(f.partitions).items()
+        )
+        return rq.OffsetDelete(*envelope, group_id=r(f.group_id), topics=deleted)
     if step.api == "DescribeGroups":
         return rq.DescribeGroups(*envelope, groups=tuple(r(g) for g in f.groups))
     if step.api == "ListGroups":
         return rq.ListGroups(*envelope, states_filter=tuple(f.states_filter))
     return rq.DeleteGroups(*envelope, groups_names=tuple(r(g) for g in f.groups))
+
+
+def _by_topic(partitions: list[str]) -> dict[str, tuple[int, ...]]:
+    by_topic: dict[str, tuple[int, ...]] = {}
+    for name in partitions:
+        topic, partition = partition_of(name)
+        by_topic[topic] = (*by_topic.get(topic, ()), partition)
+    return by_topic
 
 
 def _protocol(spec: str | sc.ProtocolSpec, topics: list[str]) -> rq.Protocol:

@@ -6,7 +6,7 @@ Each expectation key reads one view of the response, the same at every version:
   ListGroups: the error code. LeaveGroup: the top-level error, or when that is NONE the
   single member's (as v0-2 report it). OffsetCommit: the error every partition carries.
   OffsetFetch: the group error (top-level from v2, repeated on every partition below).
-  DescribeGroups, DeleteGroups: the first group's.
+  DescribeGroups, DeleteGroups: the first group's. OffsetDelete: the top-level error.
 * ``members``: member ids, in any order (JoinGroup's list for the leader, DescribeGroups').
 * ``instances`` / ``subscriptions``: JoinGroup's member list, each member's instance id / the
   topics its metadata subscribes to (decoded, in any order).
@@ -14,7 +14,7 @@ Each expectation key reads one view of the response, the same at every version:
   ``assignment_encoded``: whether the reply carries bytes at all (an encoded assignment of
   no partitions is not the empty one Kafka gives a member the leader left out).
 * ``offsets`` / ``leader_epochs`` / ``metadata`` / ``partitions``: OffsetFetch offsets, leader
-  epochs, metadata / OffsetCommit errors, per partition.
+  epochs, metadata / OffsetCommit and OffsetDelete errors, per partition.
 * ``leave``: LeaveGroup v3+ errors per member id (or group instance id, or "" for neither).
 * ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
   run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
@@ -158,7 +158,7 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             for t in r.topics
             for p in t.partitions
         }
-    if isinstance(r, rs.OffsetCommitResponse) and key == "partitions":
+    if isinstance(r, (rs.OffsetCommitResponse, rs.OffsetDeleteResponse)) and key == "partitions":
         return {
             f"{t.name}-{p.partition_index}": p.error_code.name
             for t in r.topics

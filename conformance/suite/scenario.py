@@ -206,6 +206,7 @@ EXPECTATIONS_BY_API = {
     "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
     "ListGroups": ("error", "listed", "state", "protocol_type"),
     "DeleteGroups": ("error",),
+    "OffsetDelete": ("error", "partitions"),
 }
 
 
@@ -332,6 +333,11 @@ class DeleteGroupsStep(StepCommon):
     groups: list[str | None] = Field(default_factory=lambda: ["$group"])
 
 
+class OffsetDeleteStep(StepCommon):
+    group_id: str = "$group"
+    partitions: list[PartitionName]
+
+
 REQUEST_STEPS: dict[str, type[StepCommon]] = {
     "JoinGroup": JoinGroupStep,
     "SyncGroup": SyncGroupStep,
@@ -342,6 +348,7 @@ REQUEST_STEPS: dict[str, type[StepCommon]] = {
     "DescribeGroups": DescribeGroupsStep,
     "ListGroups": ListGroupsStep,
     "DeleteGroups": DeleteGroupsStep,
+    "OffsetDelete": OffsetDeleteStep,
 }
 
 

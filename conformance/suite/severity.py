@@ -38,6 +38,8 @@ _UNSAFE_ACCEPTANCE = {
     },
     ("JoinGroup", "FENCED_INSTANCE_ID"): "a zombie takes over a static member's place",
     ("DeleteGroups", "NON_EMPTY_GROUP"): "a live group is deleted",
+    ("OffsetDelete", "NON_EMPTY_GROUP"): "offsets a live group uses are deleted",
+    ("OffsetDelete", "GROUP_SUBSCRIBED_TO_TOPIC"): "offsets a live group uses are deleted",
 }
 # Fields whose value matters to nobody's state: (API, field) -> why clients ignore it.
 _COSMETIC = {

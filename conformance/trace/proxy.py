@@ -4,9 +4,10 @@ Every request is forwarded unchanged, every response too, except Metadata and
 FindCoordinator, whose broker addresses are rewritten to listeners of this proxy (one per
 upstream broker, opened as brokers are named), so clients stay behind it. The group
 requests the reference models (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-OffsetFetch, DescribeGroups, ListGroups, DeleteGroups at the versions it answers) and their
-responses are decoded (kio) and written in the trace format, ``source: "proxy"``: one run
-for the proxy's life, ``client`` the connection, ``t_ms`` since the proxy started.
+OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete at the versions it
+answers) and their responses are decoded (kio) and written in the trace format, ``source:
+"proxy"``: one run for the proxy's life, ``client`` the connection, ``t_ms`` since the proxy
+started.
 
 Clients reach the proxy in plaintext; its connections upstream speak TLS and SASL as
 ``security`` says (coordspec.conformance.security), authenticated before the client's first

@@ -29,6 +29,7 @@ API_RULES = {
     "DescribeGroups": "GM-60",
     "ListGroups": "GM-61",
     "DeleteGroups": "GM-62",
+    "OffsetDelete": "GM-63",
 }
 _ANY_API_ERROR_RULES = {
     E.INVALID_SESSION_TIMEOUT: "GM-1",
@@ -49,6 +50,9 @@ _ERROR_RULES = {
     ("OffsetCommit", E.OFFSET_METADATA_TOO_LARGE): "GM-53",
     ("DeleteGroups", E.NON_EMPTY_GROUP): "GM-62",
     ("DeleteGroups", E.GROUP_ID_NOT_FOUND): "GM-62",
+    ("OffsetDelete", E.NON_EMPTY_GROUP): "GM-63",
+    ("OffsetDelete", E.GROUP_ID_NOT_FOUND): "GM-63",
+    ("OffsetDelete", E.GROUP_SUBSCRIBED_TO_TOPIC): "GM-63",
 }
 # The reference refused with this error and the broker accepted: the invariant that breaks.
 _ACCEPTED_REFUSAL = {

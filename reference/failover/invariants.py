@@ -44,6 +44,7 @@ from coordspec.reference.group.requests import (
     LeaveGroup,
     ListGroups,
     OffsetCommit,
+    OffsetDelete,
     OffsetFetch,
     Request,
     SyncGroup,
@@ -56,6 +57,7 @@ from coordspec.reference.group.responses import (
     LeaveGroupResponse,
     ListGroupsResponse,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     Response,
     SyncGroupResponse,
@@ -407,6 +409,9 @@ def _answers(request: Request, response: Response) -> list[tuple[str | None, Err
             return []  # an empty commit: a refusal and an answer look the same
         served = errors - _STATELESS_ERRORS
         return [(request.group_id, min(served) if served else min(errors))]
+    if isinstance(request, OffsetDelete):
+        assert isinstance(response, OffsetDeleteResponse)
+        return [(request.group_id, response.error_code)]
     if isinstance(request, OffsetFetch):
         assert isinstance(response, OffsetFetchResponse)
         if request.api_version < 2 and request.topics and not response.topics:

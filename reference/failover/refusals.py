@@ -19,6 +19,7 @@ from coordspec.reference.group.requests import (
     LeaveGroup,
     ListGroups,
     OffsetCommit,
+    OffsetDelete,
     OffsetFetch,
     Request,
     SyncGroup,
@@ -32,6 +33,7 @@ from coordspec.reference.group.responses import (
     JoinGroupResponse,
     LeaveGroupResponse,
     ListGroupsResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     Response,
     SyncGroupResponse,
@@ -41,7 +43,7 @@ from coordspec.reference.group.responses import (
 # record the partition wrote before is committed (CF-6). JoinGroup and SyncGroup are
 # writes too, but the classic group completes their futures itself. A stable OffsetFetch
 # is one as well; the host holds it before it reads (CoordinatorHost._forward).
-DEFERRED_REPLY_APIS = ("Heartbeat", "LeaveGroup", "OffsetCommit", "DeleteGroups")
+DEFERRED_REPLY_APIS = ("Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetDelete", "DeleteGroups")
 
 
 def is_deferred_write(request: Request) -> bool:
@@ -50,7 +52,10 @@ def is_deferred_write(request: Request) -> bool:
 
 def service_check(request: Request, config: GroupConfig) -> Response | None:
     """GM-1: the checks ``GroupCoordinatorService`` makes before it looks for the partition."""
-    if isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)) and not request.group_id:
+    if (
+        isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetDelete))
+        and not request.group_id
+    ):
         return refusal(request, ErrorCode.INVALID_GROUP_ID)
     if isinstance(request, JoinGroup) and not (
         config.min_session_timeout_ms <= request.session_timeout_ms <= config.max_session_timeout_ms
@@ -80,6 +85,8 @@ def refusal(request: Request, error: ErrorCode) -> Response:
         return commit_error_response(request, error)
     if isinstance(request, OffsetFetch):
         return OffsetFetchResponse(error)
+    if isinstance(request, OffsetDelete):
+        return OffsetDeleteResponse(error)
     if isinstance(request, ListGroups):
         return ListGroupsResponse(error)
     if isinstance(request, DescribeGroups):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.records import Record
-from coordspec.reference.group.requests import DeleteGroups, OffsetCommit, Protocol
-from coordspec.reference.group.responses import OffsetCommitResponse
+from coordspec.reference.group.requests import DeleteGroups, OffsetCommit, OffsetDelete, Protocol
+from coordspec.reference.group.responses import OffsetCommitResponse, OffsetDeleteResponse
 from coordspec.reference.group.state import Group
 
 
@@ -72,6 +72,15 @@ class OffsetsWritten:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetsDeleted:
+    """GM-63: the tombstones of an OffsetDelete, and the answer they wait for."""
+
+    request: OffsetDelete
+    records: tuple[Record, ...]
+    response: OffsetDeleteResponse
+
+
+@dataclass(frozen=True, slots=True)
 class GroupsDeleted:
     """GM-62: one group's tombstones, of the DeleteGroups request ``request_id``."""
 
@@ -94,6 +103,7 @@ AfterWrite = (
     | LeaderAssignmentWritten
     | StaticReplacementWritten
     | OffsetsWritten
+    | OffsetsDeleted
     | GroupsDeleted
     | OffsetsExpired
 )

@@ -42,6 +42,9 @@ class Context(Protocol):
     def write(self, group_id: str, records: tuple[Record, ...], after: AfterWrite | None) -> None:
         """Append records to the group's partition; ``after`` follows their outcome."""
 
+    def pending_writes(self) -> list[AfterWrite]:
+        """What follows each write not yet answered, in the order they were issued."""
+
     def create_group(self, group_id: str) -> Group: ...
 
     def drop_group(self, group_id: str) -> None: ...

@@ -13,8 +13,8 @@ separate step for a zero delay.
 By default the coordinator completes its own appends, as if every write succeeded at
 once. A driver that owns a log (the failover model, the broker) passes
 ``complete_appends=False`` and answers each ``AppendRecords`` with ``AppendCompleted``;
-replies that wait on a write (SyncGroup of the leader, OffsetCommit, DeleteGroups, a
-static member's rejoin) come only then, as in Kafka.
+replies that wait on a write (SyncGroup of the leader, OffsetCommit, OffsetDelete,
+DeleteGroups, a static member's rejoin) come only then, as in Kafka.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from coordspec.reference.group.after_write import (
     GroupsDeleted,
     LeaderAssignmentWritten,
     NewGroupWritten,
+    OffsetsDeleted,
     OffsetsExpired,
     OffsetsWritten,
     StaticReplacementWritten,
@@ -52,6 +53,7 @@ from coordspec.reference.group.requests import (
     ListGroups,
     LoadGroups,
     OffsetCommit,
+    OffsetDelete,
     OffsetFetch,
     Request,
     SyncGroup,
@@ -86,6 +88,7 @@ _HANDLERS: dict[type[object], Callable[..., None]] = {
     LeaveGroup: membership.leave_group,
     OffsetCommit: offsets.commit_offsets,
     OffsetFetch: offsets.fetch_offsets,
+    OffsetDelete: offsets.delete_offsets,
     DescribeGroups: lifecycle.describe_groups,
     ListGroups: lifecycle.list_groups,
     DeleteGroups: lifecycle.delete_groups,
@@ -97,6 +100,7 @@ _AFTER_WRITE: dict[type, Callable[..., None]] = {
     LeaderAssignmentWritten: membership.leader_assignment_written,
     StaticReplacementWritten: membership.static_replacement_written,
     OffsetsWritten: offsets.offsets_written,
+    OffsetsDeleted: offsets.offsets_deleted,
     GroupsDeleted: lifecycle.groups_deleted,
     OffsetsExpired: lifecycle.offsets_expired,
 }
@@ -353,6 +357,9 @@ class GroupCoordinator:
         self._effects.append(AppendRecords(append_id, group_id, records))
         if self.complete_appends:
             self._unwritten.append(append_id)
+
+    def pending_writes(self) -> list[AfterWrite]:
+        return [after for _, after in self._pending_appends.values() if after is not None]
 
     def _complete_own_appends(self) -> None:
         while self._unwritten:

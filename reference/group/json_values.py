@@ -84,6 +84,7 @@ RESPONSES = {
     "DescribeGroups": response_types.DescribeGroupsResponse,
     "ListGroups": response_types.ListGroupsResponse,
     "DeleteGroups": response_types.DeleteGroupsResponse,
+    "OffsetDelete": response_types.OffsetDeleteResponse,
 }
 
 

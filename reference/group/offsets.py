@@ -1,24 +1,33 @@
-"""OffsetCommit, OffsetFetch and offset expiry for classic groups.
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry for classic groups.
 
 Follows Kafka 4.x ``OffsetMetadataManager`` and ``ClassicGroup.validateOffsetCommit`` /
-``offsetExpirationCondition``. Spec rules GM-50..GM-55. A commit is acknowledged only
-once its records are appended, and becomes visible to OffsetFetch at the same moment.
+``validateOffsetDelete`` / ``offsetExpirationCondition``. Spec rules GM-50..GM-55 and GM-63.
+A commit or a deletion is acknowledged only once its records are appended, and becomes
+visible to OffsetFetch at the same moment.
 """
 
 from __future__ import annotations
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
-from coordspec.reference.group.after_write import OffsetsWritten, same_group
+from coordspec.reference.group.after_write import (
+    OffsetsDeleted,
+    OffsetsExpired,
+    OffsetsWritten,
+    same_group,
+)
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import reschedule_heartbeat
 from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
-from coordspec.reference.group.requests import OffsetCommit, OffsetFetch
+from coordspec.reference.group.requests import OffsetCommit, OffsetDelete, OffsetFetch
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     FetchPartitionResponse,
     FetchTopicResponse,
     OffsetCommitResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
     OffsetFetchResponse,
 )
 from coordspec.reference.group.state import Group
@@ -179,6 +188,82 @@ def fetched(partition: int, value: OffsetCommitValue | None) -> FetchPartitionRe
     if value is None:
         return FetchPartitionResponse(partition)
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
+
+
+# -- OffsetDelete ---------------------------------------------------------------------------
+
+
+def delete_offsets(c: Context, req: OffsetDelete) -> None:
+    """GM-63: offsets of topics the group does not subscribe to are deleted by tombstones."""
+    error = validate_offset_delete(c.groups.get(req.group_id), req)
+    if error is not None:
+        c.reply(req, OffsetDeleteResponse(error))
+        return
+    group = c.groups[req.group_id]
+    held = offsets_once_written(c, group)
+    topics = []
+    tombstones: list[Record] = []
+    for topic in req.topics:
+        subscribed = group.is_subscribed_to_topic(topic.name)
+        answers = []
+        for p in topic.partitions:
+            if subscribed:
+                answers.append(
+                    OffsetDeletePartitionResponse(
+                        p.partition_index, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                    )
+                )
+                continue
+            answers.append(OffsetDeletePartitionResponse(p.partition_index, ErrorCode.NONE))
+            if (topic.name, p.partition_index) in held:
+                key = OffsetCommitKey(req.group_id, topic.name, p.partition_index)
+                tombstones.append(Record(key, None))
+        topics.append(OffsetDeleteTopicResponse(topic.name, tuple(answers)))
+    response = OffsetDeleteResponse(ErrorCode.NONE, tuple(topics))
+    if not tombstones:
+        c.reply(req, response)
+        return
+    c.write(req.group_id, tuple(tombstones), OffsetsDeleted(req, tuple(tombstones), response))
+
+
+def offsets_once_written(c: Context, group: Group) -> set[tuple[str, int]]:
+    """The group's partitions with an offset once the writes in flight are done: Kafka's
+    write operations read the uncommitted state, so a commit still being written counts."""
+    held = set(group.offsets)
+    for after in c.pending_writes():
+        if isinstance(after, (OffsetsWritten, OffsetsDeleted)):
+            if after.request.group_id != group.group_id:
+                continue
+            for record in after.records:
+                assert isinstance(record.key, OffsetCommitKey)
+                key = (record.key.topic, record.key.partition)
+                if record.value is None:
+                    held.discard(key)
+                else:
+                    held.add(key)
+        elif isinstance(after, OffsetsExpired) and after.group_id == group.group_id:
+            held.difference_update(after.expired)
+    return held
+
+
+def validate_offset_delete(group: Group | None, req: OffsetDelete) -> ErrorCode | None:
+    """GM-63, in Kafka's order (GroupCoordinatorService, then ClassicGroup.validateOffsetDelete)."""
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if group is None or group.state == DEAD:
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    if group.state in (STABLE, PREPARING, COMPLETING) and not group.uses_consumer_protocol():
+        return ErrorCode.NON_EMPTY_GROUP
+    return None
+
+
+def offsets_deleted(c: Context, after: OffsetsDeleted, error: ErrorCode) -> None:
+    """The offsets are gone from OffsetFetch once their tombstones are written."""
+    if error != ErrorCode.NONE:
+        c.reply(after.request, OffsetDeleteResponse(append_error_to_response_error(error)))
+        return
+    apply_offset_records(c, after.records)
+    c.reply(after.request, after.response)
 
 
 # -- expiry ---------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ VERSIONS: dict[str, range] = {
     "DescribeGroups": range(6),
     "ListGroups": range(6),
     "DeleteGroups": range(3),
+    "OffsetDelete": range(1),
 }
 
 API_KEYS: dict[str, int] = {
@@ -38,6 +39,7 @@ API_KEYS: dict[str, int] = {
     "DescribeGroups": 15,
     "ListGroups": 16,
     "DeleteGroups": 42,
+    "OffsetDelete": 47,
 }
 
 
@@ -271,6 +273,30 @@ class DeleteGroups(Request):
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetDeletePartition:
+    partition_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteTopic:
+    name: str
+    partitions: tuple[OffsetDeletePartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDelete(Request):
+    group_id: str = ""
+    topics: tuple[OffsetDeleteTopic, ...] = ()
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(
+            all(isinstance(t, OffsetDeleteTopic) for t in self.topics),
+            "OffsetDelete: topics must be OffsetDeleteTopic values",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Time moves to ``now_ms``; timers due by then fire."""
 
@@ -331,4 +357,12 @@ class UnloadGroups:
 
 
 Event = Request | Tick | AppendCompleted | FailNextWrite | LoadGroups | UnloadGroups
-GROUP_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
+GROUP_REQUESTS = (
+    JoinGroup,
+    SyncGroup,
+    Heartbeat,
+    LeaveGroup,
+    OffsetCommit,
+    OffsetFetch,
+    OffsetDelete,
+)

@@ -240,6 +240,26 @@ class DeleteGroupsResponse:
     results: tuple[DeletableGroupResult, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetDeletePartitionResponse:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteTopicResponse:
+    name: str
+    partitions: tuple[OffsetDeletePartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetDeleteResponse:
+    """A group-level error is the top-level error, with no topics; otherwise each partition's."""
+
+    error_code: ErrorCode
+    topics: tuple[OffsetDeleteTopicResponse, ...] = ()
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -250,4 +270,5 @@ Response = (
     | DescribeGroupsResponse
     | ListGroupsResponse
     | DeleteGroupsResponse
+    | OffsetDeleteResponse
 )

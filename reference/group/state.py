@@ -244,6 +244,16 @@ class Group:
             for m in self.members.values()
         )
 
+    def uses_consumer_protocol(self) -> bool:
+        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """GM-63: by the generation's subscriptions when known; unknown ones count as
+        subscribed for a consumer group (ClassicGroup.isSubscribedToTopic)."""
+        if self.subscribed_topics is None:
+            return self.uses_consumer_protocol()
+        return topic in self.subscribed_topics
+
     def compute_subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to; None when unknown (ClassicGroup.computeSubscribedTopics)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:

@@ -295,6 +295,24 @@ def _read_delete_groups(body: Any, e: Envelope) -> rq.DeleteGroups:
     return rq.DeleteGroups(e.request_id, e.api_version, e.now_ms, groups_names=names)
 
 
+# -- OffsetDelete --------------------------------------------------------------------------
+
+
+def _read_offset_delete(body: Any, e: Envelope) -> rq.OffsetDelete:
+    return rq.OffsetDelete(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        topics=tuple(
+            rq.OffsetDeleteTopic(
+                t.name, tuple(rq.OffsetDeletePartition(p.partition_index) for p in t.partitions)
+            )
+            for t in body.topics
+        ),
+    )
+
+
 GROUP_APIS: dict[str, GroupApi] = {
     "JoinGroup": GroupApi(
         _read_join_group, _write_join_group, _response_values, _read_response("JoinGroup")
@@ -331,6 +349,9 @@ GROUP_APIS: dict[str, GroupApi] = {
     ),
     "DeleteGroups": GroupApi(
         _read_delete_groups, _request_values, _response_values, _read_response("DeleteGroups")
+    ),
+    "OffsetDelete": GroupApi(
+        _read_offset_delete, _request_values, _response_values, _read_response("OffsetDelete")
     ),
 }
 

@@ -56,6 +56,7 @@ def test_the_catalog_covers_every_api_the_reference_answers():
         "DescribeGroups",
         "ListGroups",
         "DeleteGroups",
+        "OffsetDelete",
     }
 
 

@@ -33,13 +33,15 @@ USER, PASSWORD = "alice", "alice-secret"
 # as the scenarios assume.
 SETTINGS = {"offsets.topic.num.partitions": 1, "zookeeper.session.timeout.ms": 4000}
 # Together these run every group API (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-# OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups) in a few seconds; the
-# whole catalog at the newest versions takes about a minute and runs on the embedded cluster.
+# OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete) in a few
+# seconds; the whole catalog at the newest versions takes about a minute and runs on the
+# embedded cluster.
 EVERY_API = [
     "describe-several-groups",
     "delete-several-groups",
     "commit-from-departed-member",
     "list-groups-after-delete",
+    "offset-delete-subscribed-topic",
 ]
 GROUP_APIS = {
     "JoinGroup",
@@ -51,6 +53,7 @@ GROUP_APIS = {
     "DescribeGroups",
     "ListGroups",
     "DeleteGroups",
+    "OffsetDelete",
 }
 
 

@@ -20,6 +20,7 @@ from coordspec.reference.group.responses import (
     DeleteGroupsResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
+    OffsetDeleteResponse,
 )
 
 
@@ -175,3 +176,38 @@ def test_fail_on_chosen_severities(planted):
 def test_fail_on_names_only_severities():
     with pytest.raises(SuiteError, match="--fail-on fatal: not a severity"):
         run("reference", tags=["member-id-required"], fail_on=["fatal"], out=io.StringIO())
+
+
+def deletes_subscribed_offsets(request, response):
+    """A broker that skips GM-63's subscription check (answers NONE where Kafka refuses)."""
+    if isinstance(response, OffsetDeleteResponse):
+        return dataclasses.replace(
+            response,
+            topics=tuple(
+                dataclasses.replace(
+                    t,
+                    partitions=tuple(
+                        dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions
+                    ),
+                )
+                for t in response.topics
+            ),
+        )
+    return response
+
+
+def test_deleting_offsets_a_live_group_uses_is_a_safety_divergence():
+    outcome = run(
+        RewritingTarget(deletes_subscribed_offsets),
+        tags=["offset-delete-subscribed-topic"],
+        out=io.StringIO(),
+    )
+    found = [(d.severity, d.signature.api, str(d.signature)) for d in outcome.divergences]
+    assert found == [
+        (
+            "safety",
+            "OffsetDelete",
+            "topics[].partitions[].error_code: expected GROUP_SUBSCRIBED_TO_TOPIC (86), got NONE (0)",
+        )
+    ]
+    assert outcome.divergences[0].rules[0] == "GM-63"

@@ -41,6 +41,9 @@ from coordspec.reference.group import (
     LoadGroups,
     MemberIdentity,
     OffsetCommit,
+    OffsetDelete,
+    OffsetDeletePartition,
+    OffsetDeleteTopic,
     OffsetFetch,
     Protocol,
     SyncGroup,
@@ -66,6 +69,7 @@ LATEST = {
     "DescribeGroups": 5,
     "ListGroups": 5,
     "DeleteGroups": 2,
+    "OffsetDelete": 0,
 }
 _TOPICS = ("foo", "bar", "baz")
 
@@ -314,6 +318,15 @@ class Driver:
 
     def delete(self, *group_ids: str | None, version: int | None = None) -> Pending:
         return self.send(DeleteGroups, version, groups_names=group_ids)
+
+    def delete_offsets(
+        self, partitions: dict[str, tuple[int, ...]], *, group_id: str = GROUP_ID
+    ) -> Pending:
+        topics = tuple(
+            OffsetDeleteTopic(t, tuple(OffsetDeletePartition(p) for p in ps))
+            for t, ps in partitions.items()
+        )
+        return self.send(OffsetDelete, group_id=group_id, topics=topics)
 
     # -- inspection -------------------------------------------------------------------
 

@@ -36,6 +36,9 @@ from coordspec.reference.group import (
     ListGroups,
     MemberIdentity,
     OffsetCommit,
+    OffsetDelete,
+    OffsetDeletePartition,
+    OffsetDeleteTopic,
     OffsetFetch,
     SyncGroup,
     Tick,
@@ -53,6 +56,7 @@ from coordspec.reference.group.responses import (
     LeaveGroupResponse,
     ListGroupsResponse,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     SyncGroupResponse,
 )
@@ -201,6 +205,10 @@ def _request(api: str, version: int, group_id: str = GROUP):
         "OffsetFetch": {"group_id": group_id, "topics": (FetchTopic("foo", (0,)),)},
         "DescribeGroups": {"groups": (group_id,)},
         "DeleteGroups": {"groups_names": (group_id,)},
+        "OffsetDelete": {
+            "group_id": group_id,
+            "topics": (OffsetDeleteTopic("foo", (OffsetDeletePartition(0),)),),
+        },
     }[api]
     cls = {
         c.__name__: c
@@ -213,6 +221,7 @@ def _request(api: str, version: int, group_id: str = GROUP):
             OffsetFetch,
             DescribeGroups,
             DeleteGroups,
+            OffsetDelete,
         )
     }[api]
     return cls(f"{api}-v{version}", version, 0, **fields)
@@ -251,6 +260,8 @@ def _expected_refusal(api: str, version: int, error: ErrorCode):
         return OffsetFetchResponse(error if version >= 2 else ErrorCode.NONE, ())
     if api == "DescribeGroups":
         return DescribeGroupsResponse((DescribedGroup(error, GROUP, "", "", "", ()),))
+    if api == "OffsetDelete":
+        return OffsetDeleteResponse(error, ())
     return DeleteGroupsResponse((DeletableGroupResult(GROUP, error),))
 
 
@@ -265,6 +276,7 @@ API_VERSIONS = [
         "OffsetFetch",
         "DescribeGroups",
         "DeleteGroups",
+        "OffsetDelete",
     )
     for v in VERSIONS[api]
 ]
@@ -342,6 +354,9 @@ def test_service_checks_come_before_the_partition():
         (None, ErrorCode.INVALID_GROUP_ID),
         (GROUP, ErrorCode.NOT_COORDINATOR),
     ]
+    # GroupCoordinatorService.deleteOffsets: an empty group id is refused before routing.
+    broker.step(OffsetDelete(5, 0, 0, group_id=""))
+    assert broker.reply(5) == OffsetDeleteResponse(ErrorCode.INVALID_GROUP_ID)
 
 
 def test_describe_and_delete_split_by_partition():
@@ -608,3 +623,18 @@ def test_stable_offset_fetch_fails_with_its_partition():
     )
     broker.resign()
     assert broker.reply(stable).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_offset_delete_acknowledged_only_after_replication():
+    """GM-63 under CF-6: the offset is gone from OffsetFetch once the tombstone is committed."""
+    broker = OneBroker()
+    broker.lead()
+    broker.commit(42)
+    broker.replicate()
+    topics = (OffsetDeleteTopic("foo", (OffsetDeletePartition(0),)),)
+    delete = broker.send(OffsetDelete, group_id=GROUP, topics=topics)
+    assert delete not in broker.replies
+    assert broker.reply(broker.fetch()).topics[0].partitions[0].committed_offset == 42
+    broker.replicate()
+    assert broker.reply(delete).topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert broker.reply(broker.fetch()).topics[0].partitions[0].committed_offset == -1

@@ -17,9 +17,7 @@ Skipped Kafka tests:
 - testGenericGroupTransactionalOffsetCommitWithIllegalGenerationId: TxnOffsetCommit is not modelled.
 - testFetchOffsetsWithPendingTransactionalOffsets: pending transactional offsets are not modelled.
 - testFetchAllOffsetsWithPendingTransactionalOffsets: pending transactional offsets are not modelled.
-- testGenericGroupOffsetDelete: the OffsetDelete API is not modelled.
-- testGenericGroupOffsetDeleteWithErrors: the OffsetDelete API is not modelled.
-- testGenericGroupOffsetDeleteWithPendingTransactionalOffsets: OffsetDelete and transactions are not modelled.
+- testGenericGroupOffsetDelete*: ported in test_offset_delete.py.
 - testDeleteGroupAllOffsets: internal helper of DeleteGroups; covered through DeleteGroups in test_describe_list_delete.py.
 - testDeleteGroupAllOffsetsWithPendingTransactionalOffsets: pending transactional offsets are not modelled.
 - testCleanupExpiredOffsetsGroupDoesNotExist: needs offsets without a group (a mocked group manager); the reference always has a group for its offsets.

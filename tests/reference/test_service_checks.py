@@ -6,7 +6,7 @@ the error mapping in coordspec.reference.errors.append_error_to_response_error; 
 fails when the driver completes its append with an error (``Driver(complete_appends=False)``).
 
 Skipped Kafka tests:
-- testJoinGroup / testSyncGroup / testHeartbeat / testLeaveGroup / testFetchOffsets / testDeleteOffsets /
+- testJoinGroup / testSyncGroup / testHeartbeat / testLeaveGroup / testFetchOffsets /
   testCommitTransactionalOffsets: check which runtime operation (name, partition, timeout) the service
   schedules; the reference has no runtime layer.
 - testJoinGroupWithException / testSyncGroupWithException / testHeartbeatCoordinatorNotAvailableException /
@@ -20,7 +20,8 @@ Skipped Kafka tests:
   reference is one partition's coordinator.
 - testFetchOffsetsWithWrappedError: the require-stable OffsetFetch is a write in Kafka; the reference's
   OffsetFetch never writes, so no append can fail.
-- testDeleteOffsets / testDeleteOffsetsInvalidGroupId / testDeleteOffsetsWithException: OffsetDelete is not modelled.
+- testDeleteOffsets / testDeleteOffsetsInvalidGroupId / testDeleteOffsetsWithException: ported in
+  test_offset_delete.py.
 - testCommitTransactionalOffsetsWithInvalidGroupId / testCommitTransactionalOffsetsWithWrappedError:
   TxnOffsetCommit is not modelled.
 - testDeleteGroups, the partition that fails with COORDINATOR_LOAD_IN_PROGRESS: runtime failure (the rest is ported).

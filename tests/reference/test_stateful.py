@@ -1,6 +1,6 @@
 """Hypothesis state machines: simulated consumers against the reference coordinator.
 
-Clients join, sync, heartbeat, commit, fetch and leave, crash and come back, and keep
+Clients join, sync, heartbeat, commit, fetch, delete offsets and leave, crash and come back, and keep
 sending with stale generations as zombies, while time advances and (in the second
 machine) the log fails some appends. The coordinator's Monitor checks the named
 invariants after every step (GenerationMonotonic, NoStaleGenerationCommit,
@@ -38,6 +38,9 @@ from coordspec.reference.group import (
     LeaveGroup,
     MemberIdentity,
     OffsetCommit,
+    OffsetDelete,
+    OffsetDeletePartition,
+    OffsetDeleteTopic,
     OffsetFetch,
     Protocol,
     SyncGroup,
@@ -156,6 +159,21 @@ class GroupMachine(RuleBasedStateMachine):
             and request.member_id == client.member_id
         ):
             client.member_id, client.generation_id = "", -1
+        elif isinstance(request, OffsetDelete):
+            self.check_offsets_deleted(request, response)
+
+    def check_offsets_deleted(self, request, response) -> None:
+        """GM-63: every member speaks the consumer protocol, so the group is never refused as
+        non-empty; a partition answered NONE holds no offset once the writes before the reply
+        are done (the bare coordinator may answer before an expiry's tombstone is written)."""
+        assert response.error_code != ErrorCode.NON_EMPTY_GROUP
+        group = self.coordinator.groups.get(GROUP)
+        if group is None or self.coordinator.pending_appends():
+            return
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.error_code == ErrorCode.NONE:
+                    assert (topic.name, p.partition_index) not in group.offsets
 
     def abandoned_by_kafka(self) -> None:
         """Kafka drops a parked JoinGroup/SyncGroup when the same member sends another."""
@@ -311,6 +329,16 @@ class GroupMachine(RuleBasedStateMachine):
         self.send(
             self.clients[name],
             lambda rid, now: OffsetFetch(rid, 9, now, group_id=GROUP, topics=None),
+        )
+
+    @rule(name=st.sampled_from([c[0] for c in CLIENTS]), topic=st.sampled_from([TOPIC, "other"]))
+    def delete_offsets(self, name, topic):
+        partitions = tuple(OffsetDeletePartition(p) for p in range(PARTITIONS))
+        self.send(
+            self.clients[name],
+            lambda rid, now: OffsetDelete(
+                rid, 0, now, group_id=GROUP, topics=(OffsetDeleteTopic(topic, partitions),)
+            ),
         )
 
     @precondition(lambda self: self.known_clients())

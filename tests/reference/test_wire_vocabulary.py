@@ -404,6 +404,53 @@ def delete_groups(v: int) -> Case:
     return Case(request, {"groups_names": ["g", "h"]}, response, kio_response)
 
 
+def offset_delete(v: int) -> Case:
+    request = rq.OffsetDelete(
+        ID,
+        v,
+        NOW,
+        group_id="g",
+        topics=(
+            rq.OffsetDeleteTopic("foo", (rq.OffsetDeletePartition(0),)),
+            rq.OffsetDeleteTopic("bar", (rq.OffsetDeletePartition(1), rq.OffsetDeletePartition(2))),
+        ),
+    )
+    kio_request = {
+        "group_id": "g",
+        "topics": [
+            {"name": "foo", "partitions": [{"partition_index": 0}]},
+            {"name": "bar", "partitions": [{"partition_index": 1}, {"partition_index": 2}]},
+        ],
+    }
+    response = rs.OffsetDeleteResponse(
+        E.NONE,
+        (
+            rs.OffsetDeleteTopicResponse(
+                "foo", (rs.OffsetDeletePartitionResponse(0, E.GROUP_SUBSCRIBED_TO_TOPIC),)
+            ),
+        ),
+    )
+    kio_response = {
+        "error_code": 0,
+        "topics": [
+            {
+                "name": "foo",
+                "partitions": [
+                    {"partition_index": 0, "error_code": int(E.GROUP_SUBSCRIBED_TO_TOPIC)}
+                ],
+            }
+        ],
+    }
+    return Case(request, kio_request, response, kio_response)
+
+
+def offset_delete_refused(v: int) -> Case:
+    request = rq.OffsetDelete(ID, v, NOW, group_id="g")
+    response = rs.OffsetDeleteResponse(E.GROUP_ID_NOT_FOUND)
+    kio_response = {"error_code": int(E.GROUP_ID_NOT_FOUND), "topics": []}
+    return Case(request, {"group_id": "g", "topics": []}, response, kio_response)
+
+
 SIMPLE_CASES: list[tuple[str, Callable[[int], Case | None]]] = [
     ("JoinGroup", join_group),
     ("JoinGroup", join_group_refused),
@@ -416,6 +463,8 @@ SIMPLE_CASES: list[tuple[str, Callable[[int], Case | None]]] = [
     ("DescribeGroups", describe_groups),
     ("ListGroups", list_groups),
     ("DeleteGroups", delete_groups),
+    ("OffsetDelete", offset_delete),
+    ("OffsetDelete", offset_delete_refused),
 ]
 AT_EVERY_VERSION = [
     pytest.param(api, made, id=f"{case.__name__}-v{v}")
@@ -539,6 +588,7 @@ def test_a_request_about_one_group_is_asked_as_it_is() -> None:
         (rq.OffsetFetch(ID, 7, NOW, group_id=None), ()),
         (rq.DescribeGroups(ID, 5, NOW, groups=("a", None, "b")), ("a", "b")),
         (rq.DeleteGroups(ID, 2, NOW, groups_names=(None,)), ()),
+        (rq.OffsetDelete(ID, 0, NOW, group_id="g"), ("g",)),
         (rq.ListGroups(ID, 4, NOW), ()),
     ],
 )
