@@ -5,11 +5,10 @@ The conversion both ways is the reference's wire vocabulary
 (OffsetFetch v8+, DescribeGroups, DeleteGroups) becomes one reference request per group,
 whose answers are merged: each group's answer depends on that group alone, and the trace,
 keyed by group, then replays each on its own. The only work done outside the reference is
-what Kafka does in KafkaApis before the coordinator: OffsetCommit of a partition that does
-not exist is answered UNKNOWN_TOPIC_OR_PARTITION (:mod:`coordspec.reference.group.topics`,
-as the reference answers it when it knows the topics), and ListGroups v5 filters by group type
-(every group here is classic). OffsetDelete goes to the coordinator with every topic it
-names: Kafka's filter of unknown topics is not applied to it yet.
+what Kafka does in KafkaApis before the coordinator: OffsetCommit and OffsetDelete of a
+partition that does not exist are answered UNKNOWN_TOPIC_OR_PARTITION
+(:mod:`coordspec.reference.group.topics`, as the reference answers them when it knows the
+topics), and ListGroups v5 filters by group type (every group here is classic).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 from coordspec.broker.context import BrokerContext, Client
 from coordspec.reference.group import topics
-from coordspec.reference.group.responses import OffsetCommitResponse, Response
+from coordspec.reference.group.responses import OffsetDeleteResponse, Response
 from coordspec.reference.wire.group_apis import (
     Envelope,
     merged,
@@ -78,7 +77,7 @@ async def offset_commit(
 ) -> dict[str, Any]:
     known, refused = topics.split_known(body.topics, ctx.topics.partition_count)
     if refused and not known:  # as KafkaApis: nothing left for the coordinator to do
-        response = OffsetCommitResponse(refused)
+        response: Response = topics.commit_refused(refused)
     else:
         response = await _call(
             ctx, client, "OffsetCommit", version, dataclasses.replace(body, topics=known)
@@ -118,4 +117,12 @@ async def delete_groups(
 async def offset_delete(
     ctx: BrokerContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
-    return await _ask(ctx, client, "OffsetDelete", version, body)
+    known, refused = topics.split_known(body.topics, ctx.topics.partition_count)
+    # As KafkaApis: the coordinator is asked even with nothing left, for the group's errors.
+    response = await _call(
+        ctx, client, "OffsetDelete", version, dataclasses.replace(body, topics=known)
+    )
+    if refused:
+        assert isinstance(response, OffsetDeleteResponse)
+        response = topics.merged(refused, response)
+    return response_values("OffsetDelete", version, body, response)

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from coordspec.reference.choices import Choices, SeededChoices
 from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
-from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance, topics
+from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
 from coordspec.reference.group.after_write import (
     AfterWrite,
     Deletion,
@@ -61,14 +61,15 @@ from coordspec.reference.group.requests import (
     UnloadGroups,
 )
 from coordspec.reference.group.responses import (
-    CommitTopicResponse,
     JoinGroupResponse,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     Response,
     SyncGroupResponse,
 )
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import TimerKey, Timers
+from coordspec.reference.group.topics import Refused, commit_refused, merged, split_known
 from coordspec.reference.group.transitions import DEAD
 from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
@@ -142,9 +143,9 @@ class GroupCoordinator:
         )
         self._effects: list[Effect] = []
         self._open_requests: set[int | str] = set()
-        # OffsetCommits that named partitions that do not exist: their answers, merged into
-        # the coordinator's when it replies (GM-56).
-        self._refused: dict[int | str, tuple[CommitTopicResponse, ...]] = {}
+        # OffsetCommits and OffsetDeletes that named partitions that do not exist: those
+        # partitions, answered in the coordinator's reply (GM-56).
+        self._refused: dict[int | str, Refused] = {}
         # Groups the current step may have changed, for observers that check invariants.
         self.touched_groups: set[str] = set()
         self.timers.schedule(
@@ -314,16 +315,16 @@ class GroupCoordinator:
 
     def _known_partitions(self, req: Request) -> Request | None:
         """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""
-        if self.topics is None or not isinstance(req, OffsetCommit):
+        if self.topics is None or not isinstance(req, (OffsetCommit, OffsetDelete)):
             return req
-        kept, refused = topics.split_known(req.topics, self.topics.get)
+        kept, refused = split_known(req.topics, self.topics.get)
         if not refused:
             return req
-        if not kept:
-            self.reply(req, OffsetCommitResponse(refused))
+        if not kept and isinstance(req, OffsetCommit):
+            self.reply(req, commit_refused(refused))
             return None
         self._refused[req.request_id] = refused
-        return dataclasses.replace(req, topics=kept)
+        return dataclasses.replace(req, topics=kept)  # type: ignore[arg-type]
 
     def _emit_reply(
         self, request_id: int | str, api: str, version: int, response: Response
@@ -336,8 +337,8 @@ class GroupCoordinator:
         self._open_requests.discard(request_id)
         refused = self._refused.pop(request_id, None)
         if refused is not None:
-            assert isinstance(response, OffsetCommitResponse)
-            response = topics.merged(refused, response)
+            assert isinstance(response, (OffsetCommitResponse, OffsetDeleteResponse))
+            response = merged(refused, response)
         at_version = getattr(response, "at_version", None)
         self._effects.append(
             Reply(

@@ -1,12 +1,14 @@
 """Partitions that do not exist, as Kafka's request layer answers them before the coordinator.
 
-Kafka 4.0's ``KafkaApis.handleOffsetCommitRequest`` answers UNKNOWN_TOPIC_OR_PARTITION for
-each partition of a topic the broker does not have, and for each partition a topic it has
-does not have, and gives the coordinator only the rest (nothing at all if nothing is left:
-the group is then neither created nor touched). The answer is built as
-``OffsetCommitResponse.Builder`` does: the refused partitions first, grouped by topic in the
-request's order, then the coordinator's topics merged in (a topic already there gets its
-partitions appended). Spec rule GM-56.
+Kafka 4.0's ``KafkaApis`` (``handleOffsetCommitRequest``, ``handleOffsetDeleteRequest``)
+answers UNKNOWN_TOPIC_OR_PARTITION for each partition of a topic the broker does not have,
+and for each partition a topic it has does not have, and gives the coordinator only the rest.
+An OffsetCommit with nothing left never reaches the coordinator (the group is then neither
+created nor touched); an OffsetDelete always does, so its group errors still come back. The
+answer is built as the responses' ``Builder`` does: the refused partitions first, grouped by
+topic in the request's order, then the coordinator's topics merged in (a topic already there
+gets its partitions appended); an OffsetDelete answered with a top-level error is that answer
+alone. Spec rule GM-56.
 
 The broker's request layer and the reference (``GroupCoordinator(topics=...)``) both use it.
 """
@@ -22,7 +24,12 @@ from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     OffsetCommitResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
 )
+
+UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class _Partition(Protocol):
@@ -39,42 +46,74 @@ class _Topic(Protocol):
 
 
 Topic = TypeVar("Topic", bound=_Topic)  # a request's topic: the reference's or the wire's
+Refused = tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partition indexes), request order
 
 
 def split_known(
     topics: Sequence[Topic], partition_count: Callable[[str], int | None]
-) -> tuple[tuple[Topic, ...], tuple[CommitTopicResponse, ...]]:
+) -> tuple[tuple[Topic, ...], Refused]:
     """The topics with the partitions that exist (``partition_count``: a topic's, or None when
-    the broker has no such topic), and the answers refusing the others."""
+    the broker has no such topic), and the partitions that do not."""
     kept: list[Topic] = []
-    refused: dict[str, list[CommitPartitionResponse]] = {}  # a topic named twice is one answer
+    refused: dict[str, list[int]] = {}  # a topic named twice is one answer
     for topic in topics:
         count = partition_count(topic.name) or 0
         known = [p for p in topic.partitions if 0 <= p.partition_index < count]
         if len(known) < len(topic.partitions):
             refused.setdefault(topic.name, []).extend(
-                CommitPartitionResponse(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                for p in topic.partitions
-                if not 0 <= p.partition_index < count
+                p.partition_index for p in topic.partitions if not 0 <= p.partition_index < count
             )
             if known:
                 kept.append(dataclasses.replace(topic, partitions=tuple(known)))  # type: ignore[type-var]
         else:
             kept.append(topic)
-    return tuple(kept), tuple(CommitTopicResponse(n, tuple(ps)) for n, ps in refused.items())
+    return tuple(kept), tuple((name, tuple(ps)) for name, ps in refused.items())
+
+
+def commit_refused(refused: Refused) -> OffsetCommitResponse:
+    """The OffsetCommit answer for partitions that do not exist, when nothing else is left."""
+    return OffsetCommitResponse(
+        tuple(
+            CommitTopicResponse(name, tuple(CommitPartitionResponse(p, UNKNOWN) for p in ps))
+            for name, ps in refused
+        )
+    )
 
 
 def merged(
-    refused: tuple[CommitTopicResponse, ...], answer: OffsetCommitResponse
-) -> OffsetCommitResponse:
-    """The refused partitions' answers with the coordinator's ``answer`` merged in."""
-    topics = list(refused)
+    refused: Refused, answer: OffsetCommitResponse | OffsetDeleteResponse
+) -> OffsetCommitResponse | OffsetDeleteResponse:
+    """The coordinator's ``answer`` with the refused partitions' answers before it."""
+    if isinstance(answer, OffsetCommitResponse):
+        return OffsetCommitResponse(
+            _merge(commit_refused(refused).topics, answer.topics, CommitTopicResponse)
+        )
+    if answer.error_code != ErrorCode.NONE:
+        return answer
+    ours = tuple(
+        OffsetDeleteTopicResponse(
+            name, tuple(OffsetDeletePartitionResponse(p, UNKNOWN) for p in ps)
+        )
+        for name, ps in refused
+    )
+    return OffsetDeleteResponse(
+        ErrorCode.NONE, _merge(ours, answer.topics, OffsetDeleteTopicResponse)
+    )
+
+
+Answer = TypeVar("Answer", CommitTopicResponse, OffsetDeleteTopicResponse)
+
+
+def _merge(
+    first: tuple[Answer, ...], then: tuple[Answer, ...], make: Callable[..., Answer]
+) -> tuple[Answer, ...]:
+    topics = list(first)
     at = {t.name: i for i, t in enumerate(topics)}
-    for topic in answer.topics:
+    for topic in then:
         if topic.name in at:
             i = at[topic.name]
-            topics[i] = CommitTopicResponse(topic.name, topics[i].partitions + topic.partitions)
+            topics[i] = make(topic.name, topics[i].partitions + topic.partitions)
         else:
             at[topic.name] = len(topics)
             topics.append(topic)
-    return OffsetCommitResponse(tuple(topics))
+    return tuple(topics)

@@ -8,13 +8,21 @@ from driver import GROUP_ID, Driver
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import CommitPartition, CommitTopic
-from coordspec.reference.group.requests import AppendCompleted
+from coordspec.reference.group.requests import (
+    AppendCompleted,
+    OffsetDelete,
+    OffsetDeletePartition,
+    OffsetDeleteTopic,
+)
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
     OffsetCommitResponse,
+    OffsetDeletePartitionResponse,
+    OffsetDeleteResponse,
+    OffsetDeleteTopicResponse,
 )
-from coordspec.reference.group.topics import merged, split_known
+from coordspec.reference.group.topics import split_known
 
 TOPICS = {"foo": 3, "bar": 3}
 NONE, UNKNOWN = ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -84,4 +92,44 @@ def test_split_keeps_a_topic_whole_when_all_its_partitions_exist():
     foo = CommitTopic("foo", (CommitPartition(0, 1, -1, ""),))
     kept, refused = split_known((foo,), TOPICS.get)
     assert kept[0] is foo and refused == ()
-    assert merged((), _answer(("foo", ((0, NONE),)))) == _answer(("foo", ((0, NONE),)))
+
+
+def _delete_answer(error: ErrorCode, *topics) -> OffsetDeleteResponse:
+    return OffsetDeleteResponse(
+        error,
+        tuple(
+            OffsetDeleteTopicResponse(n, tuple(OffsetDeletePartitionResponse(p, e) for p, e in ps))
+            for n, ps in topics
+        ),
+    )
+
+
+def _delete(d: Driver, *names: tuple[str, tuple[int, ...]], group_id: str = GROUP_ID):
+    return d.send(
+        OffsetDelete,
+        group_id=group_id,
+        topics=tuple(
+            OffsetDeleteTopic(n, tuple(OffsetDeletePartition(p) for p in ps)) for n, ps in names
+        ),
+    )
+
+
+def test_an_offset_delete_refuses_unknown_partitions_and_deletes_the_rest():
+    d = Driver(topics=TOPICS)
+    d.commit({("foo", 0): 1, ("bar", 0): 2})
+    reply = _delete(d, ("foo", (0, 9)), ("nope", (0,)), ("bar", (0,)))
+    assert reply.response == _delete_answer(
+        NONE, ("foo", ((9, UNKNOWN), (0, NONE))), ("nope", ((0, UNKNOWN),)), ("bar", ((0, NONE),))
+    )
+    fetched = d.fetch({"foo": (0,), "bar": (0,)}).response
+    assert [p.committed_offset for t in fetched.topics for p in t.partitions] == [-1, -1]
+
+
+def test_an_offset_delete_of_nothing_that_exists_still_asks_the_coordinator():
+    """Kafka calls the coordinator with no topics: the group's error is the whole answer."""
+    d = Driver(topics=TOPICS)
+    assert _delete(d, ("nope", (0,)), group_id="unknown").response == _delete_answer(
+        ErrorCode.GROUP_ID_NOT_FOUND
+    )
+    d.commit({("foo", 0): 1})
+    assert _delete(d, ("nope", (0,))).response == _delete_answer(NONE, ("nope", ((0, UNKNOWN),)))
