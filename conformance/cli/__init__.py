@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from coordspec.conformance.cli import cluster, conform, formal, isolated, trace
+from coordspec.conformance.cli import cluster, conform, formal, isolated, mutants, trace
 from coordspec.conformance.extras import load_kio_without_hypothesis, naming_extras
 from coordspec.reference.errors import UsageError
 
@@ -61,6 +61,7 @@ REGISTRARS = (
     _register_diagram,
     formal.register,
     conform.register,
+    mutants.register,
     trace.register,
     cluster.register,
 )

@@ -1,0 +1,65 @@
+"""Each mutant changes behaviour: its probe scenario, run on a reference target whose
+coordinator carries the patch (the oracle in this process does not: the patch acts only
+inside the mutated target's steps), fails. So a mutant the broker run misses is missed by
+the catalog, not a patch that does nothing."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from coordspec.conformance.mutants import catalog, patches
+from coordspec.conformance.suite import run
+from coordspec.conformance.suite.loader import SCENARIO_DIR
+from coordspec.conformance.suite.reference_target import ReferenceSession, ReferenceTarget
+
+
+class _MutatedSession(ReferenceSession):
+    def _handle(self, event) -> None:
+        with patches.active():
+            super()._handle(event)
+
+
+class MutatedTarget(ReferenceTarget):
+    async def open(self, group_id, config, *, faults=False):
+        plain = await super().open(group_id, config, faults=faults)
+        return _MutatedSession(config, plain.choices)
+
+
+def _probe(scenario: str):
+    return run(
+        MutatedTarget(),
+        scenarios=[SCENARIO_DIR / f"{scenario}.yaml"],
+        version_selection="all",
+        out=io.StringIO(),
+    )
+
+
+@pytest.mark.parametrize("mutant", catalog.MUTANTS, ids=lambda m: f"b{m.bug}")
+def test_each_mutant_fails_its_probe_on_a_mutated_reference(mutant):
+    assert _probe(mutant.probe).exit_code == 0  # the probe passes unmutated
+    patches.install(mutant.bug)
+    try:
+        outcome = _probe(mutant.probe)
+    finally:
+        patches.uninstall()
+    failed = [r for r in outcome.results if r.status == "failed"]
+    assert failed, f"#{mutant.bug}: {mutant.probe} passed on the mutated reference"
+
+
+def test_every_bug_of_the_catalog_is_a_mutant_or_says_why_not():
+    bugs = [m.bug for m in catalog.MUTANTS] + [n.bug for n in catalog.NOT_APPLICABLE]
+    assert sorted(bugs) == list(range(1, 79))
+    assert sorted(patches.PATCHES) == sorted(catalog.BY_BUG)
+
+
+def test_uninstall_restores_the_reference():
+    from coordspec.reference.group import coordinator, membership
+
+    before = (membership.join_group, coordinator._HANDLERS[coordinator.JoinGroup])
+    patches.install(28)
+    assert membership.join_group is not before[0]
+    assert coordinator._HANDLERS[coordinator.JoinGroup] is membership.join_group
+    patches.uninstall()
+    assert (membership.join_group, coordinator._HANDLERS[coordinator.JoinGroup]) == before
