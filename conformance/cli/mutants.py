@@ -61,6 +61,7 @@ def _bugs(only: str | None, known: dict) -> list[int]:
 def run_command(args: argparse.Namespace) -> int:
     from coordspec.conformance.mutants import catalog, measure, table
     from coordspec.conformance.suite.suite import SuiteError
+    from coordspec.conformance.suite.target import TargetError
 
     if args.table:
         print(table.render(), end="")
@@ -78,6 +79,9 @@ def run_command(args: argparse.Namespace) -> int:
     except SuiteError as exc:
         print(f"coordspec mutants: {exc}", file=sys.stderr)
         return 2
+    except (TargetError, RuntimeError) as exc:  # the broker did not start, or answer
+        print(f"coordspec mutants: {exc}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, measure.Interrupted):
         print(f"interrupted after {len(verdicts)} of {len(bugs)} mutants", file=sys.stdout)
         return 130

@@ -18,8 +18,8 @@ named is the first that caught it, not the only one.
 `tests/conformance/test_mutants.py` checks that each patch changes behaviour (its probe fails
 on a mutated reference target), and CI runs a sample on the broker
 (`tests/conformance/test_mutants_wire.py`). This page is generated from
-`conformance/mutants/catalog.py` (`coordspec mutants --table`); `tests/test_spec.py` keeps
-them equal.
+`conformance/mutants/catalog.py` (`coordspec mutants --table`);
+`tests/conformance/test_mutants.py` keeps them equal.
 
 """
 

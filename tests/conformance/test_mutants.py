@@ -6,10 +6,12 @@ the catalog, not a patch that does nothing."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
-from coordspec.conformance.mutants import catalog, patches
+from coordspec.conformance.cli import main
+from coordspec.conformance.mutants import catalog, patches, table
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.loader import SCENARIO_DIR
 from coordspec.conformance.suite.reference_target import ReferenceSession, ReferenceTarget
@@ -63,3 +65,23 @@ def test_uninstall_restores_the_reference():
     assert coordinator._HANDLERS[coordinator.JoinGroup] is membership.join_group
     patches.uninstall()
     assert (membership.join_group, coordinator._HANDLERS[coordinator.JoinGroup]) == before
+
+
+def test_the_spec_table_is_the_catalogs():
+    page = Path(__file__).resolve().parents[2] / "spec" / "conformance-power.md"
+    assert page.read_text() == table.render(), "run: coordspec mutants --table > " + str(page)
+
+
+def test_a_bug_without_a_mutant_is_one_line(capsys):
+    assert main(["mutants", "--only", "3,99"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("coordspec mutants: --only 3,99: no mutant for 99 (mutants: 1,2,3,")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_selection_of_no_scenario_is_one_line(capsys):
+    assert main(["mutants", "--only", "3", "--select", "no-such-scenario"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "coordspec mutants: no scenario matches --select no-such-scenario\n"
+    )
