@@ -86,7 +86,7 @@ MUTANTS = (
         "no join barrier",
         "514-labs/moosestack#4006",
         "the join phase completes without waiting for the known members to rejoin",
-        "two-members-join-and-sync",
+        "leader-rejoin-triggers-rebalance",
     ),
     Mutant(
         7,
@@ -134,7 +134,7 @@ MUTANTS = (
         16,
         "commits of a fenced member accepted",
         "franz-go CHANGELOG v1.21.3",
-        "a commit at the current generation from a member no longer in the group is accepted",
+        "a commit from a member no longer in the group is accepted",
         "expired-member-commit-is-fenced",
     ),
     Mutant(
@@ -149,7 +149,7 @@ MUTANTS = (
         "a new member parked in JoinGroup never expires",
         "KAFKA-9752 (apache/kafka#8339)",
         "a new member waiting in JoinGroup counts as heartbeating",
-        "abandoned-pending-member-does-not-block",
+        "new-member-join-timeout",
     ),
     Mutant(
         22,
@@ -163,7 +163,7 @@ MUTANTS = (
         "members never expire while PreparingRebalance",
         "redpanda-data/redpanda#3300",
         "a session that runs out during PreparingRebalance removes nobody",
-        "rebalance-timeout-removes-laggard",
+        "join-phase-completes-when-last-laggard-expires",
     ),
     Mutant(
         25,
@@ -282,7 +282,7 @@ MUTANTS = (
         "NOT_COORDINATOR after a restart",
         "AutoMQ/automq#308",
         "JoinGroup to a group loaded from the log answers NOT_COORDINATOR",
-        "failover-follower-syncs-after-failover",
+        "failover-keeps-latest-generation",
     ),
     Mutant(
         54,
@@ -296,7 +296,7 @@ MUTANTS = (
         "new member's JoinGroup answered NOT_COORDINATOR",
         "redpanda-data/redpanda#3655",
         "a JoinGroup without member id into a Stable group answers NOT_COORDINATOR",
-        "two-members-join-and-sync",
+        "new-member-rebalances-only-when-it-rejoins",
     ),
 )
 

@@ -294,8 +294,8 @@ def _b14() -> None:
 
 
 def _b16() -> None:
-    # franz-go's contract: a member no longer in the group commits at the current generation
-    # and is accepted, so it never learns it is a zombie.
+    # franz-go's contract: a member no longer in the group commits and is accepted, so it
+    # never learns it is a zombie.
     def commit(original, c, req):
         group = c.groups.get(req.group_id) if req.group_id is not None else None
         ghost = None
@@ -305,12 +305,14 @@ def _b16() -> None:
             and group.state in (STABLE, PREPARING)
             and req.member_id
             and req.member_id not in group.members
-            and req.generation_id == group.generation_id
+            and req.generation_id >= 0
         ):
             any_member = next(iter(group.members.values()))
             ghost = dataclasses.replace(any_member, member_id=req.member_id, group_instance_id=None)
             group.members[req.member_id] = ghost
-            req = dataclasses.replace(req, group_instance_id=None)
+            req = dataclasses.replace(
+                req, group_instance_id=None, generation_id=group.generation_id
+            )
         try:
             return original(c, req)
         finally:
