@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # When and at which commit the caught_by values were recorded (a full ``coordspec mutants`` run).
-RECORDED = "not yet"
+RECORDED = "2026-11-27 at commit 15fc5e8, each scenario at its latest version plan"
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ MUTANTS = (
         "kafka4beam/brod#465",
         "the join phase waits the shortest member rebalance timeout, not the largest",
         "rebalance-timeout-is-the-largest-members",
+        caught_by="rebalance-timeout-is-the-largest-members",
     ),
     Mutant(
         2,
@@ -59,6 +60,7 @@ MUTANTS = (
         "KAFKA-8653 (apache/kafka#7072)",
         "JoinGroup v0's rebalance timeout is 0 instead of its session timeout",
         "join-v0-rebalance-timeout-is-session-timeout",
+        caught_by="join-v0-rebalance-timeout-is-session-timeout",
     ),
     Mutant(
         3,
@@ -66,6 +68,7 @@ MUTANTS = (
         "nisshi-io/nisshi#679 (Tansu)",
         "a parked follower SyncGroup is answered after 3 s with its current assignment",
         "follower-sync-waits-for-a-slow-leader",
+        caught_by="follower-sync-waits-for-a-slow-leader",
     ),
     Mutant(
         4,
@@ -73,6 +76,7 @@ MUTANTS = (
         "seaweedfs/seaweedfs#9143",
         "a new member with the client.id of a member joins as that member",
         "same-client-id-two-members",
+        caught_by="same-client-id-two-members",
     ),
     Mutant(
         5,
@@ -80,6 +84,7 @@ MUTANTS = (
         "seaweedfs/seaweedfs#9162",
         "a join during CompletingRebalance is answered with the current generation, no rebalance",
         "stale-leader-sync-after-late-join",
+        caught_by="stale-leader-sync-after-late-join",
     ),
     Mutant(
         6,
@@ -87,6 +92,7 @@ MUTANTS = (
         "514-labs/moosestack#4006",
         "the join phase completes without waiting for the known members to rejoin",
         "leader-rejoin-triggers-rebalance",
+        caught_by="leader-rejoin-triggers-rebalance",
     ),
     Mutant(
         7,
@@ -94,6 +100,7 @@ MUTANTS = (
         "twmb/franz-go d4d15137 (kfake)",
         "a follower rejoining a Stable group with changed metadata gets the current generation",
         "changed-metadata-triggers-rebalance",
+        caught_by="changed-metadata-triggers-rebalance",
     ),
     Mutant(
         8,
@@ -101,6 +108,7 @@ MUTANTS = (
         "twmb/franz-go 7825098b (kfake)",
         "a joiner is admitted if any member supports one of its protocols, not all",
         "joiner-needs-a-protocol-every-member-supports",
+        caught_by="joiner-needs-a-protocol-every-member-supports",
     ),
     Mutant(
         9,
@@ -108,6 +116,7 @@ MUTANTS = (
         "tisonkun/kafka-api#8",
         "a follower's SyncGroup assignments are written as the leader's",
         "follower-assignment-ignored-in-completing-rebalance",
+        caught_by="follower-assignment-ignored-in-completing-rebalance",
     ),
     Mutant(
         11,
@@ -115,6 +124,7 @@ MUTANTS = (
         "KAFKA-2557 (apache/kafka#222)",
         "a heartbeat of an old generation during a rebalance hears REBALANCE_IN_PROGRESS",
         "old-generation-heartbeat-during-rebalance",
+        caught_by="old-generation-heartbeat-during-rebalance",
     ),
     Mutant(
         13,
@@ -122,6 +132,7 @@ MUTANTS = (
         "KAFKA-2555 (apache/kafka#221)",
         "an OffsetCommit of an old generation is accepted",
         "stale-generation-commit",
+        caught_by="stale-generation-commit",
     ),
     Mutant(
         14,
@@ -129,6 +140,7 @@ MUTANTS = (
         "KAFKA-8421 (apache/kafka#7312)",
         "a current-generation commit during CompletingRebalance hears ILLEGAL_GENERATION",
         "commit-during-completing-rebalance",
+        caught_by="commit-during-completing-rebalance",
     ),
     Mutant(
         16,
@@ -136,6 +148,7 @@ MUTANTS = (
         "franz-go CHANGELOG v1.21.3",
         "a commit from a member no longer in the group is accepted",
         "expired-member-commit-is-fenced",
+        caught_by="expired-member-commit-is-fenced",
     ),
     Mutant(
         20,
@@ -143,6 +156,7 @@ MUTANTS = (
         "KAFKA-7610 (apache/kafka#5962)",
         "a v4+ dynamic member with no member id joins at once",
         "member-id-required",
+        caught_by="member-id-required",
     ),
     Mutant(
         21,
@@ -150,6 +164,7 @@ MUTANTS = (
         "KAFKA-9752 (apache/kafka#8339)",
         "a new member waiting in JoinGroup counts as heartbeating",
         "new-member-join-timeout",
+        caught_by="new-member-join-timeout",
     ),
     Mutant(
         22,
@@ -157,6 +172,7 @@ MUTANTS = (
         "redpanda-data/redpanda#22749",
         "members waiting in JoinGroup or SyncGroup expire as if silent",
         "parked-join-outlives-its-session",
+        caught_by="parked-join-outlives-its-session",
     ),
     Mutant(
         23,
@@ -164,6 +180,7 @@ MUTANTS = (
         "redpanda-data/redpanda#3300",
         "a session that runs out during PreparingRebalance removes nobody",
         "join-phase-completes-when-last-laggard-expires",
+        caught_by="join-phase-completes-when-last-laggard-expires",
     ),
     Mutant(
         25,
@@ -171,6 +188,7 @@ MUTANTS = (
         "streamnative/kop#380",
         "a LeaveGroup does not re-check whether the join phase can complete",
         "last-laggard-leaves-completes-join",
+        caught_by="last-laggard-leaves-completes-join",
     ),
     Mutant(
         26,
@@ -178,6 +196,7 @@ MUTANTS = (
         "seaweedfs/seaweedfs#9243",
         "a member of a Stable group whose session runs out stays",
         "session-expiry",
+        caught_by="session-expiry",
     ),
     Mutant(
         27,
@@ -185,6 +204,7 @@ MUTANTS = (
         "confluentinc/librdkafka#5570",
         "a member id handed out with MEMBER_ID_REQUIRED never expires",
         "pending-member-expires",
+        caught_by="pending-member-expires",
     ),
     Mutant(
         28,
@@ -192,6 +212,7 @@ MUTANTS = (
         "Azure/azure-event-hubs-for-kafka#22",
         "JoinGroup v0 is answered INVALID_SESSION_TIMEOUT",
         "join-v0-rebalance-timeout-is-session-timeout",
+        caught_by="join-v0-rebalance-timeout-is-session-timeout",
     ),
     Mutant(
         29,
@@ -199,6 +220,7 @@ MUTANTS = (
         "KAFKA-8500 (apache/kafka#6899)",
         "during PreparingRebalance a known instance id joining again is another member",
         "concurrent-static-joins-same-instance",
+        caught_by="concurrent-static-joins-same-instance",
     ),
     Mutant(
         30,
@@ -206,6 +228,7 @@ MUTANTS = (
         "KAFKA-9801 (apache/kafka#8405)",
         "a static member rejoining in CompletingRebalance gets its new id and the current generation",
         "static-takeover-in-completing-rebalance",
+        caught_by="static-takeover-in-completing-rebalance",
     ),
     Mutant(
         31,
@@ -213,6 +236,7 @@ MUTANTS = (
         "KAFKA-10284 (apache/kafka#9270)",
         "the record written for a static takeover keeps the old member id",
         "static-takeover-survives-failover",
+        caught_by="static-takeover-survives-failover",
     ),
     Mutant(
         33,
@@ -220,6 +244,7 @@ MUTANTS = (
         "KAFKA-14009 (apache/kafka#12308)",
         "a static member's rejoin does not update its rebalance timeout",
         "static-rejoin-updates-rebalance-timeout",
+        caught_by="static-rejoin-updates-rebalance-timeout",
     ),
     Mutant(
         35,
@@ -227,6 +252,7 @@ MUTANTS = (
         "redpanda-data/redpanda#4189",
         "a JoinGroup with a group.instance.id is answered UNSUPPORTED_VERSION",
         "static-member-joins-without-member-id-required",
+        caught_by="static-member-joins-without-member-id-required",
     ),
     Mutant(
         38,
@@ -234,6 +260,7 @@ MUTANTS = (
         "KAFKA-8069 (apache/kafka#6401)",
         "offsets without an expire timestamp are loaded as expiring at their commit time",
         "offsets-expire-only-after-retention-after-restart",
+        caught_by="offsets-expire-only-after-retention-after-restart",
     ),
     Mutant(
         39,
@@ -241,6 +268,7 @@ MUTANTS = (
         "KAFKA-13636 (apache/kafka#11742)",
         "during a rebalance offsets expire counted from their commit",
         "offsets-kept-while-rebalancing",
+        caught_by="offsets-kept-while-rebalancing",
     ),
     Mutant(
         41,
@@ -248,6 +276,7 @@ MUTANTS = (
         "KAFKA-4704 (apache/kafka#2455)",
         "offsets committed after the group's tombstone are dropped on load",
         "reused-group-id-offsets-survive-restart",
+        caught_by="reused-group-id-offsets-survive-restart",
     ),
     Mutant(
         44,
@@ -255,6 +284,7 @@ MUTANTS = (
         "redpanda-data/redpanda#10363",
         "loading drops groups that have no members",
         "failover-empty-group-keeps-generation",
+        caught_by="failover-empty-group-keeps-generation",
     ),
     Mutant(
         45,
@@ -262,6 +292,7 @@ MUTANTS = (
         "redpanda-data/redpanda#4900",
         "tombstones are ignored on load",
         "failover-deleted-group-stays-deleted",
+        caught_by="failover-deleted-group-stays-deleted",
     ),
     Mutant(
         48,
@@ -269,6 +300,7 @@ MUTANTS = (
         "twmb/franz-go 12889e13 (kfake)",
         "members loaded from the log get no session timer",
         "failover-forgets-a-leave-in-progress",
+        caught_by="failover-forgets-a-leave-in-progress",
     ),
     Mutant(
         52,
@@ -276,6 +308,7 @@ MUTANTS = (
         "redpanda-data/redpanda#10195",
         "commits to a group loaded from the log are acknowledged but not applied",
         "commit-after-restart-is-fetched",
+        caught_by="commit-after-restart-is-fetched",
     ),
     Mutant(
         53,
@@ -283,6 +316,7 @@ MUTANTS = (
         "AutoMQ/automq#308",
         "JoinGroup to a group loaded from the log answers NOT_COORDINATOR",
         "failover-keeps-latest-generation",
+        caught_by="failover-keeps-latest-generation",
     ),
     Mutant(
         54,
@@ -290,6 +324,7 @@ MUTANTS = (
         "streamnative/kop#1550",
         "OffsetCommit to a group loaded from the log answers COORDINATOR_LOAD_IN_PROGRESS",
         "failover-simple-group-offsets-survive",
+        caught_by="failover-simple-group-offsets-survive",
     ),
     Mutant(
         55,
@@ -297,6 +332,7 @@ MUTANTS = (
         "redpanda-data/redpanda#3655",
         "a JoinGroup without member id into a Stable group answers NOT_COORDINATOR",
         "new-member-rebalances-only-when-it-rejoins",
+        caught_by="new-member-rebalances-only-when-it-rejoins",
     ),
 )
 
