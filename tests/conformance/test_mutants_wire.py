@@ -15,8 +15,9 @@ from coordspec.conformance.mutants import catalog
 pytestmark = [pytest.mark.slow, pytest.mark.wire]
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each a different kind: a parked SyncGroup, a commit's checks, the join phase, a restart.
-SAMPLE = (9, 13, 25, 45)
+# Each a different kind: a parked SyncGroup, a commit's checks, a restart. (A join-phase
+# mutant such as #25 takes 35 s, its scenario waiting out a rebalance timeout: CI's budget.)
+SAMPLE = (9, 13, 45)
 
 
 def test_a_sample_of_mutants_recorded_as_caught_is_still_caught():
