@@ -331,19 +331,21 @@ class Connection:
         self._detached = True
         if self._reauthentication is not None:
             self._reauthentication.cancel()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await self._stop_reading()
         return self._reader, self._writer
 
     async def close(self) -> None:
         if self._reauthentication is not None:
             self._reauthentication.cancel()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await self._stop_reading()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+    async def _stop_reading(self) -> None:
+        self._task.cancel()
+        # Not ``await self._task``: a cancel of the caller (Ctrl-C, the run stopping) would go
+        # to the reader, which ends quietly, and the caller, its cancel lost, would go on.
+        await asyncio.wait({self._task})
 
 
 async def _speaks_tls(host: str, port: int, timeout_s: float = 2.0) -> bool:
