@@ -18,21 +18,26 @@ from coordspec.reference.group.responses import (
 )
 
 
+def every_partition_none(response):
+    """``response`` (per-topic, per-partition errors) with every partition answered NONE."""
+    return dataclasses.replace(
+        response,
+        topics=tuple(
+            dataclasses.replace(
+                t,
+                partitions=tuple(
+                    dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions
+                ),
+            )
+            for t in response.topics
+        ),
+    )
+
+
 def accepts_stale_commits(request, response):
     """Every commit succeeds, from whatever generation (breaks GM-50, NoStaleGenerationCommit)."""
     if isinstance(response, OffsetCommitResponse):
-        return dataclasses.replace(
-            response,
-            topics=tuple(
-                dataclasses.replace(
-                    t,
-                    partitions=tuple(
-                        dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions
-                    ),
-                )
-                for t in response.topics
-            ),
-        )
+        return every_partition_none(response)
     return response
 
 

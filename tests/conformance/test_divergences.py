@@ -11,6 +11,7 @@ import shlex
 import pytest
 from test_conformance_oracle import RewritingTarget
 
+from coordspec.conformance.simulate.planted import every_partition_none
 from coordspec.conformance.suite import run
 from coordspec.conformance.suite.divergences import rerun_command
 from coordspec.conformance.suite.suite import SuiteError
@@ -181,18 +182,7 @@ def test_fail_on_names_only_severities():
 def deletes_subscribed_offsets(request, response):
     """A broker that skips GM-63's subscription check (answers NONE where Kafka refuses)."""
     if isinstance(response, OffsetDeleteResponse):
-        return dataclasses.replace(
-            response,
-            topics=tuple(
-                dataclasses.replace(
-                    t,
-                    partitions=tuple(
-                        dataclasses.replace(p, error_code=ErrorCode.NONE) for p in t.partitions
-                    ),
-                )
-                for t in response.topics
-            ),
-        )
+        return every_partition_none(response)
     return response
 
 
