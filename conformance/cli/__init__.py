@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command not in runners:
         parser.print_help()
         return 2
+    # Ctrl-C stops any command, also one started as a background job of a shell without job
+    # control: such a shell passes SIGINT on ignored, and Python keeps it so.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if _has_children(args) and isolated.wanted():
         return isolated.run(argv, _name(args))
     try:

@@ -151,6 +151,9 @@ def _wait_for(predicate, timeout_s: float, what: str) -> None:
 def _start_conform(broker: BrokerProcess, out: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [
+            # As a background job of a shell without job control starts it, SIGINT ignored:
+            # Ctrl-C must stop it all the same.
+            *("sh", "-c", "trap '' INT; exec \"$@\"", "sh"),
             *COORDSPEC,
             "conform",
             "--target",
