@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 from coordspec.reference.group.records import (
+    EndTransactionMarker,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -35,7 +36,10 @@ def _bytes(value: bytes) -> bytes:
     return struct.pack(">i", len(value)) + value
 
 
-def encode_key(key: GroupMetadataKey | OffsetCommitKey) -> bytes:
+def encode_key(key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker) -> bytes:
+    if isinstance(key, EndTransactionMarker):
+        # A marker is a control batch, and the broker serves no transactions to write one.
+        raise TypeError("a transaction marker is not a group record: it has no key bytes")
     if isinstance(key, GroupMetadataKey):
         return struct.pack(">h", 2) + _string(key.group)
     return (

@@ -95,7 +95,7 @@ def build(
                 for m in f.members
             )
         return rq.LeaveGroup(*envelope, group_id=r(f.group_id), members=members)
-    if step.api == "OffsetCommit":
+    if step.api in ("OffsetCommit", "TxnOffsetCommit"):
         topics: dict[str, list[rq.CommitPartition]] = {}
         for name, value in f.offsets.items():
             topic, partition = partition_of(name)
@@ -103,6 +103,22 @@ def build(
             topics.setdefault(topic, []).append(
                 rq.CommitPartition(partition, commit.offset, commit.leader_epoch, commit.metadata)
             )
+        committed = tuple(rq.CommitTopic(t, tuple(ps)) for t, ps in topics.items())
+    if step.api == "TxnOffsetCommit":
+        # Below v3 the request has no member fields (KIP-447 added them).
+        member = version >= INSTANCE_ID_SINCE["TxnOffsetCommit"]
+        return rq.TxnOffsetCommit(
+            *envelope,
+            transactional_id=f.transactional_id,
+            group_id=r(f.group_id),
+            producer_id=f.producer_id,
+            producer_epoch=f.producer_epoch,
+            generation_id=generation() if member else -1,
+            member_id=member_id() if member else "",
+            group_instance_id=instance_id(),
+            topics=committed,
+        )
+    if step.api == "OffsetCommit":
         return rq.OffsetCommit(
             *envelope,
             group_id=r(f.group_id),
@@ -110,7 +126,7 @@ def build(
             member_id=member_id(),
             group_instance_id=instance_id(),
             retention_time_ms=f.retention_time_ms,
-            topics=tuple(rq.CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+            topics=committed,
         )
     if step.api == "OffsetFetch":
         if f.partitions == "all":

@@ -4,7 +4,7 @@ Each expectation key reads one view of the response, the same at every version:
 
 * ``error``: the error of the request as a whole. JoinGroup, SyncGroup, Heartbeat,
   ListGroups: the error code. LeaveGroup: the top-level error, or when that is NONE the
-  single member's (as v0-2 report it). OffsetCommit: the error every partition carries.
+  single member's (as v0-2 report it). (Txn)OffsetCommit: the error every partition carries.
   OffsetFetch: the group error (top-level from v2, repeated on every partition below).
   DescribeGroups, DeleteGroups: the first group's. OffsetDelete: the top-level error.
 * ``members``: member ids, in any order (JoinGroup's list for the leader, DescribeGroups').
@@ -13,8 +13,9 @@ Each expectation key reads one view of the response, the same at every version:
 * ``assignment``: the partitions a SyncGroup reply assigns, decoded, in any order;
   ``assignment_encoded``: whether the reply carries bytes at all (an encoded assignment of
   no partitions is not the empty one Kafka gives a member the leader left out).
-* ``offsets`` / ``leader_epochs`` / ``metadata`` / ``partitions``: OffsetFetch offsets, leader
-  epochs, metadata / OffsetCommit and OffsetDelete errors, per partition.
+* ``offsets`` / ``leader_epochs`` / ``metadata``: OffsetFetch offsets, leader epochs, metadata,
+  per partition; ``partitions``: the errors per partition of OffsetFetch (such as
+  UNSTABLE_OFFSET_COMMIT), (Txn)OffsetCommit and OffsetDelete.
 * ``leave``: LeaveGroup v3+ errors per member id (or group instance id, or "" for neither).
 * ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
   run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
@@ -158,7 +159,18 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             for t in r.topics
             for p in t.partitions
         }
-    if isinstance(r, (rs.OffsetCommitResponse, rs.OffsetDeleteResponse)) and key == "partitions":
+    if (
+        isinstance(
+            r,
+            (
+                rs.OffsetCommitResponse,
+                rs.TxnOffsetCommitResponse,
+                rs.OffsetDeleteResponse,
+                rs.OffsetFetchResponse,
+            ),
+        )
+        and key == "partitions"
+    ):
         return {
             f"{t.name}-{p.partition_index}": p.error_code.name
             for t in r.topics
@@ -206,7 +218,7 @@ def _error(version: int, r: rs.Response) -> str:
         if r.error_code == ErrorCode.NONE and len(r.members) == 1:
             return r.members[0].error_code.name
         return r.error_code.name
-    if isinstance(r, rs.OffsetCommitResponse):
+    if isinstance(r, (rs.OffsetCommitResponse, rs.TxnOffsetCommitResponse)):
         return _common([p.error_code for t in r.topics for p in t.partitions])
     if isinstance(r, rs.OffsetFetchResponse):
         if version >= 2:

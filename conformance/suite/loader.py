@@ -24,6 +24,8 @@ from coordspec.conformance.suite.scenario import (
     Scenario,
     Sleep,
     SleepStep,
+    WriteTxnMarker,
+    WriteTxnMarkerStep,
     parse_expectation,
 )
 from coordspec.conformance.suite.versions import parse_range
@@ -179,9 +181,14 @@ class _Builder:
         if "fail_next_write" in raw:
             step = self.validate(FailNextWriteStep, raw, where, "fail_next_write: ")
             return FailNextWrite(ErrorCode[step.fail_next_write])
+        if "write_txn_marker" in raw:
+            marker = self.validate(WriteTxnMarkerStep, raw, where, "write_txn_marker: ")
+            m = marker.write_txn_marker
+            return WriteTxnMarker(m.producer_id, m.result)
         raise self.fail(
             where,
-            "a step starts with a client (c1: ...), await, sleep, fault or fail_next_write; "
+            "a step starts with a client (c1: ...), await, sleep, fault, fail_next_write or "
+            "write_txn_marker; "
             f"got {', '.join(map(str, raw))}",
         )
 

@@ -49,6 +49,7 @@ from coordspec.reference.group import (
     GroupCoordinator,
     LoadGroups,
     Tick,
+    WriteTxnMarker,
     json_values,
 )
 from coordspec.reference.group.coordinator import Observer
@@ -410,6 +411,17 @@ class Oracle:
         self.hypotheses = self._expand(
             self.hypotheses,
             lambda h: FailNextWrite(error, max(h.coordinator.now_ms, at_ms - self.latency_ms)),
+        )
+
+    def write_txn_marker(self, group_id: str, producer_id: int, result: str, at_ms: int) -> None:
+        """At ``at_ms`` the transaction coordinator (the harness) ends ``producer_id``'s
+        transaction on the partition of ``group_id`` (GM-58)."""
+        self.advance(at_ms)
+        self.hypotheses = self._expand(
+            self.hypotheses,
+            lambda h: WriteTxnMarker(
+                group_id, producer_id, result, max(h.coordinator.now_ms, at_ms - self.latency_ms)
+            ),
         )
 
     # -- inputs -------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from coordspec.reference.group import (
     GroupCoordinator,
     LoadGroups,
     Tick,
+    WriteTxnMarker,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.invariants import Monitor
@@ -47,6 +48,7 @@ class ReferenceTarget:
     latency_ms = 0
     supports_faults = True
     fails_writes = True
+    completes_transactions = True
     faults_are_shared = False  # each session has a coordinator of its own
     partitions = CATALOG_TOPICS
 
@@ -139,3 +141,6 @@ class ReferenceSession:
 
     async def fail_next_write(self, error: ErrorCode) -> None:
         self._handle(FailNextWrite(error, self.now_ms()))
+
+    async def write_txn_marker(self, group_id: str, producer_id: int, result: str) -> None:
+        self._handle(WriteTxnMarker(group_id, producer_id, result, self.now_ms()))

@@ -26,6 +26,7 @@ from coordspec.conformance.suite.scenario import (
     RequestStep,
     Scenario,
     Sleep,
+    WriteTxnMarker,
 )
 from coordspec.conformance.suite.symbols import Symbols, Unbound
 from coordspec.conformance.suite.target import Session, Target, TargetError
@@ -49,6 +50,8 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
     if scenario.fails_writes and not target.fails_writes:
         return f"needs to make the coordinator's writes fail (fail_next_write), which target {target.name} cannot"
+    if scenario.uses_transactions and not target.completes_transactions:
+        return f"needs to act as the transaction coordinator (TxnOffsetCommit, write_txn_marker), which target {target.name} does not let it"
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
         return wanted
@@ -216,6 +219,13 @@ class _Run:
             await self.session.faults.fail_next_write(step.error)
             self.record(kind="fault", fault="fail_next_write", error=step.error.name)
             self.oracle.fail_next_write(step.error, at_ms)
+        elif isinstance(step, WriteTxnMarker):
+            assert self.session.faults is not None  # config_for: the target takes markers
+            at_ms = self.session.now_ms()
+            group_id = self.result.group_id
+            await self.session.faults.write_txn_marker(group_id, step.producer_id, step.result)
+            self.record(kind="txn_marker", producer_id=step.producer_id, result=step.result)
+            self.oracle.write_txn_marker(group_id, step.producer_id, step.result, at_ms)
         elif isinstance(step, Fault):
             # On a real broker or cluster the hook takes time: the coordinator stops when it
             # begins and its successor has loaded the group when it returns.

@@ -202,11 +202,12 @@ EXPECTATIONS_BY_API = {
     "Heartbeat": ("error",),
     "LeaveGroup": ("error", "leave"),
     "OffsetCommit": ("error", "partitions"),
-    "OffsetFetch": ("error", "offsets", "leader_epochs", "metadata"),
+    "OffsetFetch": ("error", "offsets", "leader_epochs", "metadata", "partitions"),
     "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
     "ListGroups": ("error", "listed", "state", "protocol_type"),
     "DeleteGroups": ("error",),
     "OffsetDelete": ("error", "partitions"),
+    "TxnOffsetCommit": ("error", "partitions"),
 }
 
 
@@ -315,6 +316,18 @@ class OffsetCommitStep(StepCommon):
     offsets: dict[PartitionName, int | CommitOffset]
 
 
+class TxnOffsetCommitStep(StepCommon):
+    # The harness acts as the transaction coordinator: the producer is its own (GM-57).
+    producer_id: int = Field(default=1000, ge=0)
+    producer_epoch: int = 0
+    transactional_id: str = "txn"
+    group_id: str | None = "$group"
+    generation_id: IntOrSymbol | None = None
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    offsets: dict[PartitionName, int | CommitOffset]
+
+
 class OffsetFetchStep(StepCommon):
     group_id: str | None = "$group"
     partitions: list[PartitionName] | Literal["all"]
@@ -349,6 +362,7 @@ REQUEST_STEPS: dict[str, type[StepCommon]] = {
     "ListGroups": ListGroupsStep,
     "DeleteGroups": DeleteGroupsStep,
     "OffsetDelete": OffsetDeleteStep,
+    "TxnOffsetCommit": TxnOffsetCommitStep,
 }
 
 
@@ -370,6 +384,17 @@ class FaultStep(_Strict):
 class FailNextWriteStep(_Strict):
     # The log refuses the coordinator's next write with this error (GM-23, GM-44).
     fail_next_write: Annotated[str, BeforeValidator(_error_name)]
+
+
+class TxnMarkerSpec(_Strict):
+    # The marker goes to the partition of the run's group.
+    producer_id: int = Field(default=1000, ge=0)
+    result: Literal["COMMIT", "ABORT"]
+
+
+class WriteTxnMarkerStep(_Strict):
+    # The transaction coordinator ends the producer's transaction (GM-58).
+    write_txn_marker: TxnMarkerSpec
 
 
 # -- the scenario ---------------------------------------------------------------------------
@@ -460,7 +485,13 @@ class FailNextWrite:
     error: ErrorCode
 
 
-Step = RequestStep | Await | Sleep | Fault | FailNextWrite
+@dataclass(frozen=True)
+class WriteTxnMarker:
+    producer_id: int
+    result: str
+
+
+Step = RequestStep | Await | Sleep | Fault | FailNextWrite | WriteTxnMarker
 
 
 @dataclass(frozen=True)
@@ -488,3 +519,12 @@ class Scenario:
     @property
     def fails_writes(self) -> bool:
         return any(isinstance(s, FailNextWrite) for s in self.steps)
+
+    @property
+    def uses_transactions(self) -> bool:
+        """Whether the harness acts as a transaction coordinator (GM-57, GM-58)."""
+        return any(
+            isinstance(s, WriteTxnMarker)
+            or (isinstance(s, RequestStep) and s.api == "TxnOffsetCommit")
+            for s in self.steps
+        )

@@ -29,6 +29,13 @@ _UNSAFE_ACCEPTANCE = {
         for e in (*_FENCES_A_MEMBER, "REBALANCE_IN_PROGRESS")
     },
     **{
+        (
+            "TxnOffsetCommit",
+            e,
+        ): "a transaction's commit from a stale generation or a zombie is accepted"
+        for e in _FENCES_A_MEMBER
+    },
+    **{
         ("Heartbeat", e): "a stale generation or a zombie is told it still belongs"
         for e in _FENCES_A_MEMBER
     },

@@ -44,6 +44,10 @@ class FaultHooks(Protocol):
         """The coordinator's log refuses its next write with ``error`` (only on a target whose
         ``fails_writes`` is True)."""
 
+    async def write_txn_marker(self, group_id: str, producer_id: int, result: str) -> None:
+        """As the transaction coordinator, end ``producer_id``'s transaction on the partition
+        of ``group_id`` (only on a target whose ``completes_transactions`` is True)."""
+
 
 class Session(Protocol):
     faults: FaultHooks | None  # None when the target cannot inject faults
@@ -86,6 +90,9 @@ class Target(Protocol):
     latency_ms: int
     supports_faults: bool  # whether sessions have fault hooks
     fails_writes: bool  # whether their hooks can make the coordinator's next write fail
+    # Whether the harness can act as the transaction coordinator: send TxnOffsetCommit for a
+    # producer of its own and write the transaction's markers (GM-57, GM-58).
+    completes_transactions: bool
     # A fault hits every session at once (one real broker or cluster holds every group): the
     # suite runs the scenarios with faults alone, one at a time, after the others. A target
     # that gives a session opened with ``faults`` brokers no other session uses meanwhile

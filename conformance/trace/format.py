@@ -100,6 +100,14 @@ class FaultRecord(_Record):
         return self
 
 
+class TxnMarkerRecord(_Record):
+    kind: Literal["txn_marker"]
+    # The transaction coordinator ended producer ``producer_id``'s transaction on the partition
+    # of ``group_id`` at ``t_ms``: the marker the broker then writes (GM-58).
+    producer_id: int = Field(ge=0)
+    result: Literal["COMMIT", "ABORT"]
+
+
 class TopicsRecord(_Record):
     kind: Literal["topics"]
     # The broker's topics a run's commits may name, with their partition counts: a commit to
@@ -183,10 +191,16 @@ class PartitionRecord(_Envelope):
         return self
 
 
-TraceRecord = Annotated[
-    RequestRecord | ResponseRecord | TimeRecord | FaultRecord | TopicsRecord | PartitionRecord,
-    Field(discriminator="kind"),
-]
+AnyRecord = (
+    RequestRecord
+    | ResponseRecord
+    | TimeRecord
+    | FaultRecord
+    | TxnMarkerRecord
+    | TopicsRecord
+    | PartitionRecord
+)
+TraceRecord = Annotated[AnyRecord, Field(discriminator="kind")]
 _ADAPTER: TypeAdapter = TypeAdapter(TraceRecord)
 
 
@@ -194,9 +208,7 @@ class TraceError(ValueError):
     """A trace line that is not a valid record; ``str()`` is ``file:line: what``."""
 
 
-def parse_line(
-    line: str,
-) -> RequestRecord | ResponseRecord | TimeRecord | FaultRecord | TopicsRecord | PartitionRecord:
+def parse_line(line: str) -> AnyRecord:
     return _ADAPTER.validate_json(line)
 
 

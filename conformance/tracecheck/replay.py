@@ -30,6 +30,7 @@ from coordspec.conformance.trace.format import (
     ResponseRecord,
     TimeRecord,
     TopicsRecord,
+    TxnMarkerRecord,
 )
 from coordspec.conformance.trace.records import Line, order, parse
 from coordspec.conformance.tracecheck import partitions, rules
@@ -109,6 +110,8 @@ def summary(line: Line, record) -> str:
         text += f" +{record.advance_ms} ms"
     elif isinstance(record, FaultRecord):
         text += f" {record.fault}"
+    elif isinstance(record, TxnMarkerRecord):
+        text += f" {record.result} of producer {record.producer_id}"
     elif isinstance(record, PartitionRecord):
         text += f" {record.topic}-{record.partition} {partitions.describe(record)}"
     return text
@@ -256,6 +259,10 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 else:
                     oracle.fault(down_ms, record.t_ms)
                     open_requests.clear()
+            elif isinstance(record, TxnMarkerRecord):
+                oracle.write_txn_marker(
+                    record.group_id, record.producer_id, record.result, record.t_ms
+                )
         except (OracleOverflow, InvariantViolation, UsageError) as exc:
             violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
             break

@@ -30,6 +30,7 @@ API_RULES = {
     "ListGroups": "GM-61",
     "DeleteGroups": "GM-62",
     "OffsetDelete": "GM-63",
+    "TxnOffsetCommit": "GM-57",
 }
 _ANY_API_ERROR_RULES = {
     E.INVALID_SESSION_TIMEOUT: "GM-1",
@@ -53,6 +54,9 @@ _ERROR_RULES = {
     ("OffsetDelete", E.NON_EMPTY_GROUP): "GM-63",
     ("OffsetDelete", E.GROUP_ID_NOT_FOUND): "GM-63",
     ("OffsetDelete", E.GROUP_SUBSCRIBED_TO_TOPIC): "GM-63",
+    ("TxnOffsetCommit", E.ILLEGAL_GENERATION): "GM-57",
+    ("TxnOffsetCommit", E.OFFSET_METADATA_TOO_LARGE): "GM-53",
+    ("OffsetFetch", E.UNSTABLE_OFFSET_COMMIT): "GM-59",
 }
 # The reference refused with this error and the broker accepted: the invariant that breaks.
 _ACCEPTED_REFUSAL = {
@@ -60,6 +64,9 @@ _ACCEPTED_REFUSAL = {
     ("OffsetCommit", E.UNKNOWN_MEMBER_ID): "NoStaleGenerationCommit",
     ("OffsetCommit", E.FENCED_INSTANCE_ID): "NoStaleGenerationCommit",
     ("OffsetCommit", E.REBALANCE_IN_PROGRESS): "NoStaleGenerationCommit",
+    ("TxnOffsetCommit", E.ILLEGAL_GENERATION): "NoStaleGenerationCommit",
+    ("TxnOffsetCommit", E.UNKNOWN_MEMBER_ID): "NoStaleGenerationCommit",
+    ("TxnOffsetCommit", E.FENCED_INSTANCE_ID): "NoStaleGenerationCommit",
 }
 
 

@@ -30,7 +30,9 @@ from coordspec.reference.group.requests import (
     Protocol,
     SyncGroup,
     Tick,
+    TxnOffsetCommit,
     UnloadGroups,
+    WriteTxnMarker,
 )
 from coordspec.reference.group.transitions import GroupState
 
@@ -63,5 +65,7 @@ __all__ = [
     "Reply",
     "SyncGroup",
     "Tick",
+    "TxnOffsetCommit",
     "UnloadGroups",
+    "WriteTxnMarker",
 ]

@@ -16,8 +16,18 @@ from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.records import Record
-from coordspec.reference.group.requests import DeleteGroups, OffsetCommit, OffsetDelete, Protocol
-from coordspec.reference.group.responses import OffsetCommitResponse, OffsetDeleteResponse
+from coordspec.reference.group.requests import (
+    DeleteGroups,
+    OffsetCommit,
+    OffsetDelete,
+    Protocol,
+    TxnOffsetCommit,
+)
+from coordspec.reference.group.responses import (
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    TxnOffsetCommitResponse,
+)
 from coordspec.reference.group.state import Group
 
 
@@ -60,15 +70,23 @@ class StaticReplacementWritten:
 
 @dataclass(frozen=True, slots=True)
 class OffsetsWritten:
-    """GM-50..GM-52: the accepted partitions of an OffsetCommit; ``created`` when the
-    commit created the (simple) group."""
+    """GM-50..GM-52, GM-57: the accepted partitions of a (Txn)OffsetCommit; ``created`` when
+    the commit created the (simple) group."""
 
     group_id: str
     incarnation: int
     created: bool
-    request: OffsetCommit
+    request: OffsetCommit | TxnOffsetCommit
     records: tuple[Record, ...]
-    response: OffsetCommitResponse
+    response: OffsetCommitResponse | TxnOffsetCommitResponse
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerWritten:
+    """GM-58: a transaction's marker; once written, the producer's offsets end with it."""
+
+    producer_id: int
+    result: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +121,7 @@ AfterWrite = (
     | LeaderAssignmentWritten
     | StaticReplacementWritten
     | OffsetsWritten
+    | MarkerWritten
     | OffsetsDeleted
     | GroupsDeleted
     | OffsetsExpired

@@ -42,6 +42,10 @@ class Context(Protocol):
     def write(self, group_id: str, records: tuple[Record, ...], after: AfterWrite | None) -> None:
         """Append records to the group's partition; ``after`` follows their outcome."""
 
+    def next_position(self) -> int:
+        """The log position of the next record applied (Kafka's record offset): it orders
+        plain and transactional commits of a partition (GM-58)."""
+
     def pending_writes(self) -> list[AfterWrite]:
         """What follows each write not yet answered, in the order they were issued."""
 

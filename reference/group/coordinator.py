@@ -26,12 +26,20 @@ from typing import Protocol
 
 from coordspec.reference.choices import Choices, SeededChoices
 from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
-from coordspec.reference.group import lifecycle, loader, membership, offsets, rebalance
+from coordspec.reference.group import (
+    lifecycle,
+    loader,
+    membership,
+    offsets,
+    rebalance,
+    txn_offsets,
+)
 from coordspec.reference.group.after_write import (
     AfterWrite,
     Deletion,
     GroupsDeleted,
     LeaderAssignmentWritten,
+    MarkerWritten,
     NewGroupWritten,
     OffsetsDeleted,
     OffsetsExpired,
@@ -58,7 +66,9 @@ from coordspec.reference.group.requests import (
     Request,
     SyncGroup,
     Tick,
+    TxnOffsetCommit,
     UnloadGroups,
+    WriteTxnMarker,
 )
 from coordspec.reference.group.responses import (
     JoinGroupResponse,
@@ -66,6 +76,7 @@ from coordspec.reference.group.responses import (
     OffsetDeleteResponse,
     Response,
     SyncGroupResponse,
+    TxnOffsetCommitResponse,
 )
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import TimerKey, Timers
@@ -90,6 +101,7 @@ _HANDLERS: dict[type[object], Callable[..., None]] = {
     OffsetCommit: offsets.commit_offsets,
     OffsetFetch: offsets.fetch_offsets,
     OffsetDelete: offsets.delete_offsets,
+    TxnOffsetCommit: txn_offsets.commit_txn_offsets,
     DescribeGroups: lifecycle.describe_groups,
     ListGroups: lifecycle.list_groups,
     DeleteGroups: lifecycle.delete_groups,
@@ -101,6 +113,7 @@ _AFTER_WRITE: dict[type, Callable[..., None]] = {
     LeaderAssignmentWritten: membership.leader_assignment_written,
     StaticReplacementWritten: membership.static_replacement_written,
     OffsetsWritten: offsets.offsets_written,
+    MarkerWritten: txn_offsets.marker_written,
     OffsetsDeleted: offsets.offsets_deleted,
     GroupsDeleted: lifecycle.groups_deleted,
     OffsetsExpired: lifecycle.offsets_expired,
@@ -130,6 +143,7 @@ class GroupCoordinator:
         self.now_ms = now_ms
         self.complete_appends = complete_appends
         self.appends_issued = 0
+        self.log_end = 0  # the position the next record applied takes (next_position)
         self.groups_created = 0  # numbers each group's incarnation (Group.incarnation)
         self.deletions: dict[int | str, Deletion] = {}  # DeleteGroups awaiting their writes
         self.observer = observer  # see Observer; a reloaded coordinator is given the same one
@@ -178,7 +192,7 @@ class GroupCoordinator:
         """Apply one event; return the effects it caused, in order."""
         handler = _HANDLERS.get(type(event))
         if handler is None and not isinstance(
-            event, (Tick, AppendCompleted, FailNextWrite, LoadGroups, UnloadGroups)
+            event, (Tick, AppendCompleted, FailNextWrite, WriteTxnMarker, LoadGroups, UnloadGroups)
         ):
             raise UsageError(
                 f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event"
@@ -215,6 +229,10 @@ class GroupCoordinator:
                         "answer AppendCompleted with the error instead"
                     )
                 self.failing_writes.append(event.error)
+            case WriteTxnMarker():
+                self.touched_groups.update(self.groups)
+                txn_offsets.write_txn_marker(self, event)
+                self._complete_own_appends()
             case LoadGroups():
                 self._load(event.records)
                 self.touched_groups.update(self.groups)
@@ -270,6 +288,7 @@ class GroupCoordinator:
                 lifecycle.RETENTION_TIMER,
                 self.now_ms + self.config.offsets_retention_check_interval_ms,
             )
+        self.log_end = max(self.log_end, len(records))  # positions go on after the loaded ones
         for group_id, group in loader.replay(records).items():
             if group_id in self.groups:
                 raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
@@ -315,13 +334,18 @@ class GroupCoordinator:
 
     def _known_partitions(self, req: Request) -> Request | None:
         """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""
-        if self.topics is None or not isinstance(req, (OffsetCommit, OffsetDelete)):
+        if self.topics is None or not isinstance(
+            req, (OffsetCommit, TxnOffsetCommit, OffsetDelete)
+        ):
             return req
         kept, refused = split_known(req.topics, self.topics.get)
         if not refused:
             return req
         if not kept and isinstance(req, OffsetCommit):
             self.reply(req, commit_refused(refused))
+            return None
+        if not kept and isinstance(req, TxnOffsetCommit):
+            self.reply(req, commit_refused(refused, TxnOffsetCommitResponse))
             return None
         self._refused[req.request_id] = refused
         return dataclasses.replace(req, topics=kept)  # type: ignore[arg-type]
@@ -337,7 +361,9 @@ class GroupCoordinator:
         self._open_requests.discard(request_id)
         refused = self._refused.pop(request_id, None)
         if refused is not None:
-            assert isinstance(response, (OffsetCommitResponse, OffsetDeleteResponse))
+            assert isinstance(
+                response, (OffsetCommitResponse, TxnOffsetCommitResponse, OffsetDeleteResponse)
+            )
             response = merged(refused, response)
         at_version = getattr(response, "at_version", None)
         self._effects.append(
@@ -358,6 +384,11 @@ class GroupCoordinator:
         self._effects.append(AppendRecords(append_id, group_id, records))
         if self.complete_appends:
             self._unwritten.append(append_id)
+
+    def next_position(self) -> int:
+        p = self.log_end
+        self.log_end += 1
+        return p
 
     def pending_writes(self) -> list[AfterWrite]:
         return [after for _, after in self._pending_appends.values() if after is not None]

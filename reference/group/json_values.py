@@ -85,6 +85,7 @@ RESPONSES = {
     "ListGroups": response_types.ListGroupsResponse,
     "DeleteGroups": response_types.DeleteGroupsResponse,
     "OffsetDelete": response_types.OffsetDeleteResponse,
+    "TxnOffsetCommit": response_types.TxnOffsetCommitResponse,
 }
 
 

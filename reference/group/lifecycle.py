@@ -83,7 +83,12 @@ def list_groups(c: Context, req: ListGroups) -> None:
 
 
 def group_tombstones(group: Group) -> tuple[Record, ...]:
-    offsets = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in group.offsets)
+    """The group's offsets, then the partitions only a transaction holds (GM-59), then the
+    group (Kafka's ``deleteAllOffsets``, then the group's tombstone)."""
+    partitions = dict.fromkeys(group.offsets)
+    for pending in group.pending_offsets.values():
+        partitions.update(dict.fromkeys(pending))
+    offsets = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in partitions)
     return (*offsets, Record(GroupMetadataKey(group.group_id), None))
 
 

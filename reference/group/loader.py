@@ -3,8 +3,9 @@
 The last record per key wins and tombstones delete. A group whose last metadata record
 lists members comes back Stable, otherwise Empty; groups known only through offsets come
 back as Empty simple groups. An in-flight rebalance is not in the log, so a loaded group
-resumes its last written generation. Follows Kafka 4.x ``GroupMetadataManager.replay``
-and ``onLoaded``.
+resumes its last written generation. A transaction's offsets stay pending until its marker
+is read (GM-57, GM-58). Follows Kafka 4.x ``GroupMetadataManager.replay``,
+``OffsetMetadataManager.replay`` / ``replayEndTransactionMarker`` and ``onLoaded``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from coordspec.reference.errors import UsageError
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
 from coordspec.reference.group.records import (
+    EndTransactionMarker,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -27,7 +29,8 @@ from coordspec.reference.group.transitions import EMPTY, STABLE
 
 
 def replay(records: Iterable[Record]) -> dict[str, Group]:
-    """The groups that ``records``, read from the start of a partition, describe."""
+    """The groups that ``records``, read from the start of a partition, describe. A record's
+    index is its position in the log."""
     groups: dict[str, Group] = {}
     for index, record in enumerate(records):
         key, value = record.key, record.value
@@ -35,35 +38,31 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
             if value is None:
                 groups.pop(key.group, None)
             elif isinstance(value, GroupMetadataValue):
-                previous = groups.get(key.group)
-                groups[key.group] = group_from_value(
-                    key.group, value, previous.offsets if previous else {}
-                )
+                groups[key.group] = group_from_value(key.group, value, groups.get(key.group))
             else:
                 raise UsageError(
                     f"record {index}: a group metadata key with a {type(value).__name__} value"
                 )
         elif isinstance(key, OffsetCommitKey):
-            group = groups.get(key.group)
-            if value is None:
-                if group is not None:
-                    group.offsets.pop((key.topic, key.partition), None)
-            elif isinstance(value, OffsetCommitValue):
-                if group is None:
-                    group = groups[key.group] = Group(key.group, in_log=True)
-                group.offsets[(key.topic, key.partition)] = value
-            else:
+            if not (value is None or isinstance(value, OffsetCommitValue)):
                 raise UsageError(
                     f"record {index}: an offset commit key with a {type(value).__name__} value"
                 )
+            group = groups.get(key.group)
+            if group is None and value is not None:
+                group = groups[key.group] = Group(key.group, in_log=True)
+            if group is not None:
+                group.replay_offset(key, value, record.producer_id, index)
+        elif isinstance(key, EndTransactionMarker):
+            for group in groups.values():
+                group.end_transaction(record.producer_id, key.result)
         else:
             raise UsageError(f"record {index}: unknown key {key!r}")
     return groups
 
 
-def group_from_value(
-    group_id: str, value: GroupMetadataValue, offsets: dict[tuple[str, int], OffsetCommitValue]
-) -> Group:
+def group_from_value(group_id: str, value: GroupMetadataValue, previous: Group | None) -> Group:
+    """The group a metadata record describes, keeping the offsets read before it."""
     group = Group(
         group_id,
         state=STABLE if value.members else EMPTY,
@@ -74,9 +73,12 @@ def group_from_value(
         protocol_name=value.protocol,
         generation_id=value.generation,
         leader_id=value.leader,
-        offsets=dict(offsets),
         in_log=True,
     )
+    if previous is not None:
+        group.offsets = previous.offsets
+        group.offset_positions = previous.offset_positions
+        group.pending_offsets = previous.pending_offsets
     for m in value.members:
         member = Member(
             member_id=m.member_id,

@@ -1,7 +1,8 @@
 """OffsetCommit, OffsetFetch, OffsetDelete and offset expiry for classic groups.
 
 Follows Kafka 4.x ``OffsetMetadataManager`` and ``ClassicGroup.validateOffsetCommit`` /
-``validateOffsetDelete`` / ``offsetExpirationCondition``. Spec rules GM-50..GM-55 and GM-63.
+``validateOffsetDelete`` / ``offsetExpirationCondition``. Spec rules GM-50..GM-55, GM-59 and
+GM-63; transactional offsets (GM-57, GM-58) are in :mod:`txn_offsets`.
 A commit or a deletion is acknowledged only once its records are appended, and becomes
 visible to OffsetFetch at the same moment.
 """
@@ -17,8 +18,18 @@ from coordspec.reference.group.after_write import (
 )
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import reschedule_heartbeat
-from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue, Record
-from coordspec.reference.group.requests import OffsetCommit, OffsetDelete, OffsetFetch
+from coordspec.reference.group.records import (
+    NO_PRODUCER_ID,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
+from coordspec.reference.group.requests import (
+    OffsetCommit,
+    OffsetDelete,
+    OffsetFetch,
+    TxnOffsetCommit,
+)
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
@@ -29,6 +40,7 @@ from coordspec.reference.group.responses import (
     OffsetDeleteResponse,
     OffsetDeleteTopicResponse,
     OffsetFetchResponse,
+    TxnOffsetCommitResponse,
 )
 from coordspec.reference.group.state import Group
 from coordspec.reference.group.transitions import (
@@ -41,9 +53,11 @@ from coordspec.reference.group.transitions import (
 )
 
 
-def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitResponse:
-    """OffsetCommit has no top-level error: a group-level error goes on every partition."""
-    return OffsetCommitResponse(
+def commit_error_response(
+    req: OffsetCommit | TxnOffsetCommit, error: ErrorCode
+) -> OffsetCommitResponse | TxnOffsetCommitResponse:
+    """(Txn)OffsetCommit has no top-level error: a group-level error goes on every partition."""
+    return _response_type(req)(
         tuple(
             CommitTopicResponse(
                 t.name,
@@ -52,6 +66,12 @@ def commit_error_response(req: OffsetCommit, error: ErrorCode) -> OffsetCommitRe
             for t in req.topics
         )
     )
+
+
+def _response_type(
+    req: OffsetCommit | TxnOffsetCommit,
+) -> type[OffsetCommitResponse | TxnOffsetCommitResponse]:
+    return TxnOffsetCommitResponse if isinstance(req, TxnOffsetCommit) else OffsetCommitResponse
 
 
 def commit_offsets(c: Context, req: OffsetCommit) -> None:
@@ -79,6 +99,21 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if group.state in (STABLE, PREPARING):
         # GM-52: in the classic protocol a commit also keeps the member's session alive.
         reschedule_heartbeat(c, group, group.members[req.member_id])
+    expire_timestamp = c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1
+    write_accepted(c, req, group, created, req.api_version >= 6, expire_timestamp)
+
+
+def write_accepted(
+    c: Context,
+    req: OffsetCommit | TxnOffsetCommit,
+    group: Group,
+    created: bool,
+    with_leader_epochs: bool,
+    expire_timestamp: int,
+) -> None:
+    """Write the offsets a validated (Txn)OffsetCommit carries; their answer waits for it."""
+    assert req.group_id is not None
+    producer_id = req.producer_id if isinstance(req, TxnOffsetCommit) else NO_PRODUCER_ID
     topics = []
     accepted: list[Record] = []
     for topic in req.topics:
@@ -93,18 +128,15 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
             answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.NONE))
             value = OffsetCommitValue(
                 offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch if req.api_version >= 6 else -1,
+                leader_epoch=p.committed_leader_epoch if with_leader_epochs else -1,
                 metadata=metadata or "",
                 commit_timestamp=c.now_ms,
-                expire_timestamp=c.now_ms + req.retention_time_ms
-                if req.retention_time_ms != -1
-                else -1,
+                expire_timestamp=expire_timestamp,
             )
-            accepted.append(
-                Record(OffsetCommitKey(req.group_id, topic.name, p.partition_index), value)
-            )
+            key = OffsetCommitKey(req.group_id, topic.name, p.partition_index)
+            accepted.append(Record(key, value, producer_id))
         topics.append(CommitTopicResponse(topic.name, tuple(answers)))
-    response = OffsetCommitResponse(tuple(topics))
+    response = _response_type(req)(tuple(topics))
     if not accepted:
         c.reply(req, response)
         return
@@ -127,8 +159,11 @@ def offsets_written(c: Context, after: OffsetsWritten, error: ErrorCode) -> None
     c.reply(req, after.response)
 
 
-def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:
-    """GM-50..GM-52, in Kafka's order (ClassicGroup.validateOffsetCommit)."""
+def validate_offset_commit(group: Group, req: OffsetCommit | TxnOffsetCommit) -> ErrorCode | None:
+    """GM-50..GM-52 and GM-57, in Kafka's order (ClassicGroup.validateOffsetCommit). A
+    transactional commit without member id and generation (below v3) is accepted in any
+    state, and one from a member is accepted while the group completes its rebalance."""
+    transactional = isinstance(req, TxnOffsetCommit)
     if group.state == DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if req.generation_id < 0 and group.state == EMPTY:
@@ -139,9 +174,9 @@ def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:
             return error
         if req.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-    elif group.state != EMPTY:
+    elif group.state != EMPTY and not transactional:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.state == COMPLETING:
+    if group.state == COMPLETING and not transactional:
         outcome = OUTCOMES[("OffsetCommit", COMPLETING)]
         assert isinstance(outcome, ErrorCode)
         return outcome
@@ -150,17 +185,14 @@ def validate_offset_commit(group: Group, req: OffsetCommit) -> ErrorCode | None:
 
 def apply_offset_records(c: Context, records: list[Record] | tuple[Record, ...]) -> None:
     for record in records:
-        key = record.key
+        key, value = record.key, record.value
         assert isinstance(key, OffsetCommitKey)
+        assert value is None or isinstance(value, OffsetCommitValue)
         group = c.groups.get(key.group)
-        if record.value is None:
-            if group is not None:
-                group.offsets.pop((key.topic, key.partition), None)
-            continue
-        if group is None:
+        if group is None and value is not None:
             group = c.create_group(key.group)
-        assert isinstance(record.value, OffsetCommitValue)
-        group.offsets[(key.topic, key.partition)] = record.value
+        if group is not None:
+            group.replay_offset(key, value, record.producer_id, c.next_position())
 
 
 def fetch_offsets(c: Context, req: OffsetFetch) -> None:
@@ -168,23 +200,40 @@ def fetch_offsets(c: Context, req: OffsetFetch) -> None:
         c.reply(req, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
         return
     group = c.groups.get(req.group_id)
-    offsets = group.offsets if group is not None and group.state != DEAD else {}
+    if group is None or group.state == DEAD:
+        group = None
+    offsets = group.offsets if group is not None else {}
+    # GM-59: a stable fetch does not answer a partition a transaction may still change.
+    unstable = group.has_pending_offset if group is not None and req.require_stable else _never
     if req.topics is None:
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
         for (topic, partition), value in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(fetched(partition, value))
+            answer = fetched(partition, value, unstable((topic, partition)))
+            by_topic.setdefault(topic, []).append(answer)
         topics = tuple(FetchTopicResponse(t, tuple(ps)) for t, ps in by_topic.items())
     else:
         topics = tuple(
             FetchTopicResponse(
-                t.name, tuple(fetched(p, offsets.get((t.name, p))) for p in t.partition_indexes)
+                t.name,
+                tuple(
+                    fetched(p, offsets.get((t.name, p)), unstable((t.name, p)))
+                    for p in t.partition_indexes
+                ),
             )
             for t in req.topics
         )
     c.reply(req, OffsetFetchResponse(ErrorCode.NONE, topics))
 
 
-def fetched(partition: int, value: OffsetCommitValue | None) -> FetchPartitionResponse:
+def _never(partition: tuple[str, int]) -> bool:
+    return False
+
+
+def fetched(
+    partition: int, value: OffsetCommitValue | None, unstable: bool = False
+) -> FetchPartitionResponse:
+    if unstable:
+        return FetchPartitionResponse(partition, error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
     if value is None:
         return FetchPartitionResponse(partition)
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
@@ -227,9 +276,11 @@ def delete_offsets(c: Context, req: OffsetDelete) -> None:
 
 
 def offsets_once_written(c: Context, group: Group) -> set[tuple[str, int]]:
-    """The group's partitions with an offset once the writes in flight are done: Kafka's
-    write operations read the uncommitted state, so a commit still being written counts."""
+    """The group's partitions with an offset, committed or pending in a transaction (GM-59),
+    once the writes in flight are done: Kafka's write operations read the uncommitted state,
+    so a commit still being written counts."""
     held = set(group.offsets)
+    held.update(p for pending in group.pending_offsets.values() for p in pending)
     for after in c.pending_writes():
         if isinstance(after, (OffsetsWritten, OffsetsDeleted)):
             if after.request.group_id != group.group_id:
@@ -285,17 +336,19 @@ def expiration_base(group: Group) -> str | None:
 
 
 def expired_offset_keys(c: Context, group: Group) -> tuple[list[tuple[str, int]], bool]:
-    """GM-55: the offsets due to expire now, and whether that is all of them."""
+    """GM-55: the offsets due to expire now, and whether that is all of them. GM-59: an
+    offset a transaction may still change does not expire, and a group with a transaction
+    open is not all expired (KAFKA-19163, Kafka 4.0.1)."""
     if not group.offsets:
-        return [], True
+        return [], not group.pending_offsets
     base = expiration_base(group)
     if base is None:
         return [], False
     subscribed = group.subscribed_topics or set()
     expired = []
-    all_expired = True
+    all_expired = not group.pending_offsets
     for (topic, partition), value in group.offsets.items():
-        if topic in subscribed:
+        if topic in subscribed or group.has_pending_offset((topic, partition)):
             all_expired = False
             continue
         if value.expire_timestamp != -1:

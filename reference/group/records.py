@@ -2,7 +2,9 @@
 
 Keys and values follow Kafka's schemas (GroupMetadataKey/Value, OffsetCommitKey/Value
 in ``group-coordinator/src/main/resources/common/message``): key version 2 is a group's
-metadata, key version 1 an offset commit; a ``None`` value is a tombstone.
+metadata, key version 1 an offset commit; a ``None`` value is a tombstone. A record written
+by a transaction carries its producer id (Kafka keeps it in the batch header), and the
+transaction ends with a control record, :class:`EndTransactionMarker` (GM-57, GM-58).
 """
 
 from __future__ import annotations
@@ -64,6 +66,19 @@ class OffsetCommitValue:
 
 
 @dataclass(frozen=True, slots=True)
+class EndTransactionMarker:
+    """The control record that ends a producer's transaction: its offsets become committed
+    (``COMMIT``) or are dropped (``ABORT``). It has no value."""
+
+    result: str  # "COMMIT" or "ABORT", Kafka's TransactionResult
+
+
+NO_PRODUCER_ID = -1  # a record outside any transaction
+TRANSACTION_RESULTS = ("COMMIT", "ABORT")
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
-    key: GroupMetadataKey | OffsetCommitKey
-    value: GroupMetadataValue | OffsetCommitValue | None  # None: a tombstone
+    key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker
+    value: GroupMetadataValue | OffsetCommitValue | None  # None: a tombstone (or a marker)
+    producer_id: int = NO_PRODUCER_ID  # a transactional offset commit's producer, or a marker's

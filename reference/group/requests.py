@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
-from coordspec.reference.group.records import Record
+from coordspec.reference.group.records import TRANSACTION_RESULTS, Record
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
 VERSIONS: dict[str, range] = {
@@ -27,6 +27,7 @@ VERSIONS: dict[str, range] = {
     "ListGroups": range(6),
     "DeleteGroups": range(3),
     "OffsetDelete": range(1),
+    "TxnOffsetCommit": range(6),
 }
 
 API_KEYS: dict[str, int] = {
@@ -38,6 +39,7 @@ API_KEYS: dict[str, int] = {
     "SyncGroup": 14,
     "DescribeGroups": 15,
     "ListGroups": 16,
+    "TxnOffsetCommit": 28,
     "DeleteGroups": 42,
     "OffsetDelete": 47,
 }
@@ -238,6 +240,41 @@ class OffsetCommit(Request):
 
 
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommit(Request):
+    """GM-57: offsets committed by producer ``producer_id``'s transaction, pending until the
+    transaction's marker (WriteTxnMarker). The transaction coordinator's own checks (the
+    producer's epoch, whether the group was added to the transaction) are not the group
+    coordinator's: a driver that models them answers before this request reaches it."""
+
+    transactional_id: str = ""
+    group_id: str | None = ""
+    producer_id: int = 0
+    producer_epoch: int = 0
+    generation_id: int = -1  # v3+
+    member_id: str = ""  # v3+
+    group_instance_id: str | None = None  # v3+
+    topics: tuple[CommitTopic, ...] = ()
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(
+            all(isinstance(t, CommitTopic) for t in self.topics),
+            "TxnOffsetCommit: topics must be CommitTopic values",
+        )
+        _require(
+            isinstance(self.producer_id, int) and self.producer_id >= 0,
+            f"TxnOffsetCommit: producer_id must be a producer's id (>= 0), got {self.producer_id!r}",
+        )
+        if self.api_version < 3 and (
+            self.generation_id != -1 or self.member_id or self.group_instance_id is not None
+        ):
+            raise UsageError(
+                "TxnOffsetCommit: generation_id, member_id and group_instance_id need v3+, "
+                f"got v{self.api_version}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class FetchTopic:
     name: str
     partition_indexes: tuple[int, ...]
@@ -336,6 +373,29 @@ class FailNextWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteTxnMarker:
+    """GM-58: the transaction coordinator ends producer ``producer_id``'s transaction on the
+    partition of ``group_id`` (WriteTxnMarkers): the marker is written to the log, and once
+    it is, the producer's pending offsets are committed or dropped in every group there."""
+
+    group_id: str
+    producer_id: int
+    result: str  # "COMMIT" or "ABORT"
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("WriteTxnMarker", self.now_ms)
+        _require(
+            self.result in TRANSACTION_RESULTS,
+            f"WriteTxnMarker: result must be COMMIT or ABORT, got {self.result!r}",
+        )
+        _require(
+            isinstance(self.producer_id, int) and self.producer_id >= 0,
+            f"WriteTxnMarker: producer_id must be a producer's id (>= 0), got {self.producer_id!r}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LoadGroups:
     """This coordinator now leads the partition holding ``records`` (read from its start)."""
 
@@ -356,7 +416,9 @@ class UnloadGroups:
         _check_time("UnloadGroups", self.now_ms)
 
 
-Event = Request | Tick | AppendCompleted | FailNextWrite | LoadGroups | UnloadGroups
+Event = (
+    Request | Tick | AppendCompleted | FailNextWrite | WriteTxnMarker | LoadGroups | UnloadGroups
+)
 GROUP_REQUESTS = (
     JoinGroup,
     SyncGroup,

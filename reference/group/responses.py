@@ -111,6 +111,13 @@ class OffsetCommitResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommitResponse:
+    """TxnOffsetCommit answers per partition too (GM-57)."""
+
+    topics: tuple[CommitTopicResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FetchPartitionResponse:
     partition_index: int
     committed_offset: int = -1
@@ -271,4 +278,5 @@ Response = (
     | ListGroupsResponse
     | DeleteGroupsResponse
     | OffsetDeleteResponse
+    | TxnOffsetCommitResponse
 )

@@ -13,7 +13,11 @@ from typing import TypeVar
 from coordspec.reference.choices import Choices
 from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
 from coordspec.reference.errors import ErrorCode, InvariantViolation
-from coordspec.reference.group.records import OffsetCommitValue
+from coordspec.reference.group.records import (
+    NO_PRODUCER_ID,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 from coordspec.reference.group.requests import Protocol
 from coordspec.reference.group.responses import JoinGroupMember
 from coordspec.reference.group.transitions import EMPTY, GroupState, is_allowed
@@ -31,6 +35,14 @@ def _copy_slots(obj: _T) -> _T:
     for name in cls.__slots__:  # type: ignore[attr-defined]
         setattr(other, name, getattr(obj, name))
     return other
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOffset:
+    """An offset a transaction wrote, not yet committed or aborted (GM-57)."""
+
+    value: OffsetCommitValue
+    position: int  # its record's place in the log (Kafka's record offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +134,12 @@ class Group:
     # The generation whose leader's assignment is in the members' ``assignment``.
     assignment_generation: int | None = None
     offsets: dict[tuple[str, int], OffsetCommitValue] = field(default_factory=dict)
+    # Where each committed offset's record is in the log: a transaction that commits after a
+    # newer plain commit of the same partition does not replace it (GM-58).
+    offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+    # GM-57: offsets of transactions not yet ended, by producer id. A producer stays listed
+    # (its transaction open) when tombstones removed its offsets, until its marker.
+    pending_offsets: dict[int, dict[tuple[str, int], PendingOffset]] = field(default_factory=dict)
     # Which of the groups this coordinator created or loaded: a group deleted (or reverted)
     # and created again under the same id is another incarnation.
     incarnation: int = 0
@@ -138,6 +156,8 @@ class Group:
             None if self.subscribed_topics is None else set(self.subscribed_topics)
         )
         other.offsets = dict(self.offsets)
+        other.offset_positions = dict(self.offset_positions)
+        other.pending_offsets = {p: dict(o) for p, o in self.pending_offsets.items()}
         return other
 
     # -- state -----------------------------------------------------------------
@@ -246,6 +266,43 @@ class Group:
 
     def uses_consumer_protocol(self) -> bool:
         return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    # -- offsets ---------------------------------------------------------------
+
+    def replay_offset(
+        self, key: OffsetCommitKey, value: OffsetCommitValue | None, producer_id: int, position: int
+    ) -> None:
+        """One offset record, written or loaded (Kafka's ``OffsetMetadataManager.replay``): a
+        transaction's offset waits for its marker; a tombstone removes the partition's
+        committed offset and every transaction's pending one."""
+        partition = (key.topic, key.partition)
+        if value is None:
+            self.offsets.pop(partition, None)
+            self.offset_positions.pop(partition, None)
+            for pending in self.pending_offsets.values():
+                pending.pop(partition, None)
+        elif producer_id == NO_PRODUCER_ID:
+            self.offsets[partition] = value
+            self.offset_positions[partition] = position
+        else:
+            self.pending_offsets.setdefault(producer_id, {})[partition] = PendingOffset(
+                value, position
+            )
+
+    def end_transaction(self, producer_id: int, result: str) -> None:
+        """GM-58: a marker ends the producer's transaction. On COMMIT each pending offset
+        becomes the committed one unless a newer record already committed that partition."""
+        pending = self.pending_offsets.pop(producer_id, None)
+        if pending is None or result != "COMMIT":
+            return
+        for partition, offset in pending.items():
+            current = self.offset_positions.get(partition)
+            if current is None or offset.position > current:
+                self.offsets[partition] = offset.value
+                self.offset_positions[partition] = offset.position
+
+    def has_pending_offset(self, partition: tuple[str, int]) -> bool:
+        return any(partition in pending for pending in self.pending_offsets.values())
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         """GM-63: by the generation's subscriptions when known; unknown ones count as

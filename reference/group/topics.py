@@ -1,9 +1,10 @@
 """Partitions that do not exist, as Kafka's request layer answers them before the coordinator.
 
-Kafka 4.0's ``KafkaApis`` (``handleOffsetCommitRequest``, ``handleOffsetDeleteRequest``)
+Kafka 4.0's ``KafkaApis`` (``handleOffsetCommitRequest``, ``handleTxnOffsetCommitRequest``,
+``handleOffsetDeleteRequest``)
 answers UNKNOWN_TOPIC_OR_PARTITION for each partition of a topic the broker does not have,
 and for each partition a topic it has does not have, and gives the coordinator only the rest.
-An OffsetCommit with nothing left never reaches the coordinator (the group is then neither
+An (Txn)OffsetCommit with nothing left never reaches the coordinator (the group is then neither
 created nor touched); an OffsetDelete always does, so its group errors still come back. The
 answer is built as the responses' ``Builder`` does: the refused partitions first, grouped by
 topic in the request's order, then the coordinator's topics merged in (a topic already there
@@ -27,7 +28,10 @@ from coordspec.reference.group.responses import (
     OffsetDeletePartitionResponse,
     OffsetDeleteResponse,
     OffsetDeleteTopicResponse,
+    TxnOffsetCommitResponse,
 )
+
+CommitResponse = OffsetCommitResponse | TxnOffsetCommitResponse
 
 UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -70,9 +74,11 @@ def split_known(
     return tuple(kept), tuple((name, tuple(ps)) for name, ps in refused.items())
 
 
-def commit_refused(refused: Refused) -> OffsetCommitResponse:
-    """The OffsetCommit answer for partitions that do not exist, when nothing else is left."""
-    return OffsetCommitResponse(
+def commit_refused(
+    refused: Refused, response: type[CommitResponse] = OffsetCommitResponse
+) -> CommitResponse:
+    """The (Txn)OffsetCommit answer for partitions that do not exist, when nothing else is left."""
+    return response(
         tuple(
             CommitTopicResponse(name, tuple(CommitPartitionResponse(p, UNKNOWN) for p in ps))
             for name, ps in refused
@@ -81,11 +87,11 @@ def commit_refused(refused: Refused) -> OffsetCommitResponse:
 
 
 def merged(
-    refused: Refused, answer: OffsetCommitResponse | OffsetDeleteResponse
-) -> OffsetCommitResponse | OffsetDeleteResponse:
+    refused: Refused, answer: CommitResponse | OffsetDeleteResponse
+) -> CommitResponse | OffsetDeleteResponse:
     """The coordinator's ``answer`` with the refused partitions' answers before it."""
-    if isinstance(answer, OffsetCommitResponse):
-        return OffsetCommitResponse(
+    if isinstance(answer, (OffsetCommitResponse, TxnOffsetCommitResponse)):
+        return type(answer)(
             _merge(commit_refused(refused).topics, answer.topics, CommitTopicResponse)
         )
     if answer.error_code != ErrorCode.NONE:

@@ -10,4 +10,5 @@ INSTANCE_ID_SINCE: dict[str, int] = {
     "Heartbeat": 3,
     "LeaveGroup": 3,
     "OffsetCommit": 7,
+    "TxnOffsetCommit": 3,  # with member_id and generation_id (KIP-447)
 }

@@ -57,6 +57,7 @@ def test_the_catalog_covers_every_api_the_reference_answers():
         "ListGroups",
         "DeleteGroups",
         "OffsetDelete",
+        "TxnOffsetCommit",
     }
 
 

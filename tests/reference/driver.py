@@ -48,7 +48,9 @@ from coordspec.reference.group import (
     Protocol,
     SyncGroup,
     Tick,
+    TxnOffsetCommit,
     UnloadGroups,
+    WriteTxnMarker,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.invariants import Monitor
@@ -70,6 +72,7 @@ LATEST = {
     "ListGroups": 5,
     "DeleteGroups": 2,
     "OffsetDelete": 0,
+    "TxnOffsetCommit": 5,
 }
 _TOPICS = ("foo", "bar", "baz")
 
@@ -298,17 +301,53 @@ class Driver:
             topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
         )
 
+    def txn_commit(
+        self,
+        offsets: dict[tuple[str, int], int],
+        *,
+        producer_id: int = 10,
+        group_id: str | None = GROUP_ID,
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        version: int | None = None,
+        metadata: str | None = "",
+        leader_epoch: int = -1,
+    ) -> Pending:
+        topics: dict[str, list[CommitPartition]] = {}
+        for (topic, partition), offset in offsets.items():
+            topics.setdefault(topic, []).append(
+                CommitPartition(partition, offset, leader_epoch, metadata)
+            )
+        return self.send(
+            TxnOffsetCommit,
+            version,
+            transactional_id=f"txn-{producer_id}",
+            group_id=group_id,
+            producer_id=producer_id,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+        )
+
+    def marker(self, producer_id: int, result: str, *, group_id: str = GROUP_ID) -> list[Record]:
+        return self._step(WriteTxnMarker(group_id, producer_id, result, self.now_ms))
+
     def fetch(
         self,
         partitions: dict[str, tuple[int, ...]] | None,
         *,
         group_id: str | None = GROUP_ID,
         version: int | None = None,
+        require_stable: bool = False,
     ) -> Pending:
         topics = (
             None if partitions is None else tuple(FetchTopic(t, ps) for t, ps in partitions.items())
         )
-        return self.send(OffsetFetch, version, group_id=group_id, topics=topics)
+        return self.send(
+            OffsetFetch, version, group_id=group_id, topics=topics, require_stable=require_stable
+        )
 
     def describe(self, *group_ids: str | None, version: int | None = None) -> Pending:
         return self.send(DescribeGroups, version, groups=group_ids)

@@ -8,7 +8,7 @@ subscription comes from the members' JoinGroup metadata. Kafka's test reads the 
 the response of one coordinator step; the reference answers once the tombstones are written.
 
 Skipped Kafka tests:
-- testGenericGroupOffsetDeleteWithPendingTransactionalOffsets: transactions are not modelled.
+- testGenericGroupOffsetDeleteWithPendingTransactionalOffsets: ported in test_txn_offsets.py.
 - testConsumerGroupOffsetDelete / testConsumerGroupOffsetDeleteWithErrors /
   testConsumerGroupOffsetDeleteWithPendingTransactionalOffsets: KIP-848 consumer groups are not modelled.
 - GroupCoordinatorServiceTest.testDeleteOffsetsWhenNotStarted: the "not started" service state is
