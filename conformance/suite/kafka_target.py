@@ -139,6 +139,7 @@ class KafkaTarget:
         self.faults_are_shared = True
         self.fails_writes = False  # a broker's log: no hook refuses a chosen write
         self.completes_transactions = False  # a broker needs its transaction coordinator for that
+        self.moves_coordinator = False  # no hook stops a broker at each step of a move
         self.versions: dict[str, range] = {}
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []

@@ -14,6 +14,8 @@ from coordspec.conformance.suite.scenario import (
     REQUEST_STEPS,
     Await,
     AwaitStep,
+    CoordinatorEvent,
+    CoordinatorStep,
     ExpectationError,
     FailNextWrite,
     FailNextWriteStep,
@@ -33,6 +35,16 @@ from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.requests import VERSIONS
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+# The coordinator: step each one must follow; a scenario starts with the group's partition
+# loaded (as after LoadGroup).
+_FOLLOWS = {
+    "ResignCoordinator": "LoadGroup",
+    "BecomeCoordinator": "ResignCoordinator",
+    "LoadGroup": "BecomeCoordinator",
+}
+# Steps a broker that does not serve the group cannot take in the model: faults and markers
+# act on its coordinator, and its host does not answer TxnOffsetCommit.
+_SERVED_ONLY = {"fault", "fail_next_write", "write_txn_marker", "TxnOffsetCommit"}
 
 
 class ScenarioError(ValueError):
@@ -87,6 +99,7 @@ class _Builder:
     def __init__(self, path: Path, lines: dict) -> None:
         self.path = path
         self.lines = lines
+        self.coordinator = "LoadGroup"  # the last coordinator: step; LoadGroup: serving
 
     def fail(self, where: tuple, message: str) -> ScenarioError:
         for cut in range(len(where), -1, -1):
@@ -158,6 +171,13 @@ class _Builder:
         actors = [k for k in raw if isinstance(k, str) and CLIENT.match(k)]
         if len(actors) > 1:
             raise self.fail(where, f"one client per step, got {', '.join(actors)}")
+        kind = raw[actors[0]] if actors else next(iter(raw))
+        if self.coordinator != "LoadGroup" and kind in _SERVED_ONLY:
+            raise self.fail(
+                where,
+                f"{kind}: the broker is not serving the group after coordinator: "
+                f"{self.coordinator}; load it first (coordinator: LoadGroup)",
+            )
         if actors:
             return self.request(raw, actors[0], where, clients, waiting)
         if "await" in raw:
@@ -175,6 +195,8 @@ class _Builder:
             return Await(client, api, parsed.within, expect, parsed.rule)
         if "sleep" in raw:
             return Sleep(self.validate(SleepStep, raw, where, "sleep: ").sleep)
+        if "coordinator" in raw:
+            return self.coordinator_event(raw, where, waiting)
         if "fault" in raw:
             waiting.clear()  # requests in flight are lost with their connections
             return Fault(self.validate(FaultStep, raw, where, "fault: ").fault)
@@ -187,10 +209,28 @@ class _Builder:
             return WriteTxnMarker(m.producer_id, m.result)
         raise self.fail(
             where,
-            "a step starts with a client (c1: ...), await, sleep, fault, fail_next_write or "
-            "write_txn_marker; "
+            "a step starts with a client (c1: ...), await, sleep, fault, fail_next_write, "
+            "write_txn_marker or coordinator; "
             f"got {', '.join(map(str, raw))}",
         )
+
+    def coordinator_event(self, raw: dict, where: tuple, waiting: dict) -> CoordinatorEvent:
+        event = self.validate(CoordinatorStep, raw, where, "coordinator: ").coordinator
+        if self.coordinator != _FOLLOWS[event]:
+            raise self.fail(
+                where,
+                f"coordinator: {event} must follow {_FOLLOWS[event]}, not {self.coordinator} "
+                "(the order is ResignCoordinator, BecomeCoordinator, LoadGroup)",
+            )
+        if event == "LoadGroup" and waiting:
+            client = next(iter(waiting))
+            raise self.fail(
+                where,
+                f"coordinator: LoadGroup while {client}'s {waiting[client][0]} is parked; "
+                f"await it first",
+            )
+        self.coordinator = event
+        return CoordinatorEvent(event)
 
     def request(
         self, raw: dict, client: str, where: tuple, clients: list[str], waiting: dict

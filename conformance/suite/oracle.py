@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from coordspec.conformance.suite.unify import TOKEN, Binding, Mismatch, unify
+from coordspec.conformance.suite.unserved import Unserved
 from coordspec.reference.errors import ErrorCode, Invariant
 from coordspec.reference.group import (
     FailNextWrite,
@@ -49,6 +50,7 @@ from coordspec.reference.group import (
     GroupCoordinator,
     LoadGroups,
     Tick,
+    UnloadGroups,
     WriteTxnMarker,
     json_values,
 )
@@ -303,6 +305,7 @@ class Oracle:
         self.in_flight: dict[str, int | str] = {}  # client -> request id
         self.asked: dict[str, tuple[str, int]] = {}  # client -> (API, version) in flight
         self.pauses: list[tuple[int, int]] = []  # (down_ms, up_ms) of the coordinator's pauses
+        self.unserved: Unserved | None = None  # answers from ResignCoordinator until a load
 
     # -- time -----------------------------------------------------------------------------
 
@@ -424,6 +427,23 @@ class Oracle:
             ),
         )
 
+    def resign_coordinator(self, at_ms: int) -> None:
+        """CF-7: the broker no longer leads the group's partition. The groups unload, which
+        answers parked JoinGroups and SyncGroups (GM-43), and until a load (:meth:`fault`)
+        every request is answered NOT_COORDINATOR."""
+        self.advance(at_ms)
+        self.hypotheses = self._expand(
+            self.hypotheses,
+            lambda h: UnloadGroups(max(h.coordinator.now_ms, at_ms - self.latency_ms)),
+        )
+        self.unserved = Unserved(self.config, at_ms, loading=False)
+
+    def become_coordinator(self, at_ms: int) -> None:
+        """CF-3, CF-5: the broker leads the partition again and loads it: until the load,
+        requests are answered COORDINATOR_LOAD_IN_PROGRESS."""
+        self.advance(at_ms)
+        self.unserved = Unserved(self.config, at_ms, loading=True)
+
     # -- inputs -------------------------------------------------------------------------
 
     def request(self, client: str, request: Request) -> None:
@@ -434,6 +454,9 @@ class Oracle:
         self._maybe_fired(sent + self.latency_ms)
         self.in_flight[client] = request.request_id
         self.asked[client] = (request.api, request.api_version)
+        if self.unserved is not None:
+            self._answer_unserved(self.unserved, request)
+            return
 
         def arrive(h: Hypothesis) -> Request:
             # Not before the timers this hypothesis has fired, nor before those that surely fired.
@@ -443,11 +466,19 @@ class Oracle:
 
         self.hypotheses = self._expand(self.hypotheses, arrive)
 
+    def _answer_unserved(self, unserved: Unserved, request: Request) -> None:
+        """Every hypothesis answers at once as the broker's host does, with no group to ask."""
+        for h in self.hypotheses:
+            at = max(h.coordinator.now_ms, request.now_ms - self.latency_ms)
+            translated = dataclasses.replace(h.binding.translate(request), now_ms=at)
+            h.replies[request.request_id] = unserved.answer(translated)
+            h.deadlines[request.request_id] = Deadline(at, translated)
+
     def fault(self, down_ms: int, up_ms: int | None = None) -> None:
         """The coordinator stopped at ``down_ms`` and a coordinator (a new one, or the same one
-        restarted) loaded the group from its log at ``up_ms`` (default: at once). Requests in
-        flight are lost; no timer fires in between, and the loaded members' sessions start
-        again from the load.
+        restarted, or one that resigned: LoadGroup) loaded the group from its log at ``up_ms``
+        (default: at once), and serves it. Requests in flight are lost; no timer fires in
+        between, and the loaded members' sessions start again from the load.
 
         The log loaded holds every write the broker answered as written, and every write before
         those; of the writes after, the first few or none may have reached it (a crash before
@@ -456,6 +487,7 @@ class Oracle:
         up_ms = down_ms if up_ms is None else max(up_ms, down_ms)
         self.advance(down_ms)
         self.in_flight.clear()
+        self.unserved = None
         reloaded = []
         for hypothesis in self.hypotheses:
             ends = sorted(

@@ -8,8 +8,10 @@ watches every step.
 
 Fault hooks: a restart (or a coordinator kill, which this single-coordinator target
 treats the same) drops the requests in flight, as their connections would be, and a new
-coordinator loads the group's records from the log at the same instant. The coordinator
-failover rules (CF-…, issue 4) refine what clients see while a new coordinator loads.
+coordinator loads the group's records from the log at the same instant. The ``coordinator:``
+steps go through what clients see meanwhile (CF-2, CF-5, CF-7): ResignCoordinator unloads the
+group, and until LoadGroup reloads it from the log the broker answers as a coordinator host
+that does not lead, or is loading, the group's partition (:mod:`unserved`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from coordspec.conformance.suite.target import CATALOG_TOPICS
+from coordspec.conformance.suite.unserved import Unserved
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import (
@@ -29,6 +32,7 @@ from coordspec.reference.group import (
     GroupCoordinator,
     LoadGroups,
     Tick,
+    UnloadGroups,
     WriteTxnMarker,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
@@ -49,6 +53,7 @@ class ReferenceTarget:
     supports_faults = True
     fails_writes = True
     completes_transactions = True
+    moves_coordinator = True
     faults_are_shared = False  # each session has a coordinator of its own
     partitions = CATALOG_TOPICS
 
@@ -80,6 +85,7 @@ class ReferenceSession:
         self.inbox: dict[str, deque[tuple[Response, int]]] = {}
         self.owner: dict[int | str, str] = {}  # request id -> client
         self.faults = self
+        self.unserved: Unserved | None = None  # from ResignCoordinator until LoadGroup
 
     def now_ms(self) -> int:
         return self.coordinator.now_ms
@@ -102,10 +108,13 @@ class ReferenceSession:
             self._handle(Tick(until_ms))
 
     async def send(self, client: str, request: Request) -> None:
+        request = dataclasses.replace(request, now_ms=self.now_ms())  # the target's clock
+        if self.unserved is not None:
+            answer = self.unserved.answer(request)
+            self.inbox.setdefault(client, deque()).append((answer, request.now_ms))
+            return
         self.owner[request.request_id] = client
-        self._handle(
-            dataclasses.replace(request, now_ms=self.now_ms())
-        )  # the target's clock, as on a broker
+        self._handle(request)
 
     async def receive(self, client: str, within_ms: int) -> tuple[Response, int] | None:
         until = self.now_ms() + within_ms
@@ -131,6 +140,7 @@ class ReferenceSession:
         self.owner.clear()
         self.inbox.clear()
         self.monitor = Monitor()
+        self.unserved = None
         self.coordinator = GroupCoordinator(
             self.config, self.choices, now_ms=now, observer=self.monitor, topics=self.topics
         )
@@ -144,3 +154,13 @@ class ReferenceSession:
 
     async def write_txn_marker(self, group_id: str, producer_id: int, result: str) -> None:
         self._handle(WriteTxnMarker(group_id, producer_id, result, self.now_ms()))
+
+    async def resign_coordinator(self) -> None:
+        self._handle(UnloadGroups(self.now_ms()))  # answers the parked requests (GM-43)
+        self.unserved = Unserved(self.config, self.now_ms(), loading=False)
+
+    async def become_coordinator(self) -> None:
+        self.unserved = Unserved(self.config, self.now_ms(), loading=True)
+
+    async def load_group(self) -> None:
+        await self.restart()

@@ -21,6 +21,7 @@ from coordspec.conformance.suite.oracle import (
 from coordspec.conformance.suite.results import Failure, RunResult, ToleratedStep
 from coordspec.conformance.suite.scenario import (
     Await,
+    CoordinatorEvent,
     FailNextWrite,
     Fault,
     RequestStep,
@@ -52,6 +53,8 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs to make the coordinator's writes fail (fail_next_write), which target {target.name} cannot"
     if scenario.uses_transactions and not target.completes_transactions:
         return f"needs to act as the transaction coordinator (TxnOffsetCommit, write_txn_marker), which target {target.name} does not let it"
+    if scenario.moves_coordinator and not target.moves_coordinator:
+        return f"needs to resign, become and load the group's coordinator step by step (coordinator: ...), which target {target.name} cannot"
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
         return wanted
@@ -226,6 +229,15 @@ class _Run:
             await self.session.faults.write_txn_marker(group_id, step.producer_id, step.result)
             self.record(kind="txn_marker", producer_id=step.producer_id, result=step.result)
             self.oracle.write_txn_marker(group_id, step.producer_id, step.result, at_ms)
+        elif isinstance(step, CoordinatorEvent):
+            assert self.session.faults is not None  # config_for: the target moves its coordinator
+            at_ms = self.session.now_ms()
+            await getattr(self.session.faults, step.fault)()
+            self.record(kind="fault", fault=step.fault)
+            if step.event == "LoadGroup":
+                self.oracle.fault(at_ms)  # the loader allows no request in flight here
+            else:
+                getattr(self.oracle, step.fault)(at_ms)
         elif isinstance(step, Fault):
             # On a real broker or cluster the hook takes time: the coordinator stops when it
             # begins and its successor has loaded the group when it returns.

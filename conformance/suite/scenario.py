@@ -397,6 +397,15 @@ class WriteTxnMarkerStep(_Strict):
     write_txn_marker: TxnMarkerSpec
 
 
+# The broker's events as the coordinator of the group's offsets partition (CF-3, CF-4, CF-7),
+# named as CoordinatorHost's.
+CoordinatorEventName = Literal["ResignCoordinator", "BecomeCoordinator", "LoadGroup"]
+
+
+class CoordinatorStep(_Strict):
+    coordinator: CoordinatorEventName
+
+
 # -- the scenario ---------------------------------------------------------------------------
 
 
@@ -491,7 +500,24 @@ class WriteTxnMarker:
     result: str
 
 
-Step = RequestStep | Await | Sleep | Fault | FailNextWrite | WriteTxnMarker
+@dataclass(frozen=True)
+class CoordinatorEvent:
+    event: CoordinatorEventName
+
+    @property
+    def fault(self) -> str:
+        """Its name as a fault hook and in a trace's fault record."""
+        return _FAULT_NAMES[self.event]
+
+
+_FAULT_NAMES = {
+    "ResignCoordinator": "resign_coordinator",
+    "BecomeCoordinator": "become_coordinator",
+    "LoadGroup": "load_group",
+}
+
+
+Step = RequestStep | Await | Sleep | Fault | FailNextWrite | WriteTxnMarker | CoordinatorEvent
 
 
 @dataclass(frozen=True)
@@ -528,3 +554,7 @@ class Scenario:
             or (isinstance(s, RequestStep) and s.api == "TxnOffsetCommit")
             for s in self.steps
         )
+
+    @property
+    def moves_coordinator(self) -> bool:
+        return any(isinstance(s, CoordinatorEvent) for s in self.steps)

@@ -48,6 +48,18 @@ class FaultHooks(Protocol):
         """As the transaction coordinator, end ``producer_id``'s transaction on the partition
         of ``group_id`` (only on a target whose ``completes_transactions`` is True)."""
 
+    # Only on a target whose ``moves_coordinator`` is True: the broker's events as the
+    # coordinator of the group's offsets partition (scenario steps ``coordinator:``).
+    async def resign_coordinator(self) -> None:
+        """It no longer leads the partition: parked JoinGroup and SyncGroup requests are
+        answered NOT_COORDINATOR, and every request after them."""
+
+    async def become_coordinator(self) -> None:
+        """It leads the partition again and loads it: COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+
+    async def load_group(self) -> None:
+        """The load is done: it serves the group as the log holds it."""
+
 
 class Session(Protocol):
     faults: FaultHooks | None  # None when the target cannot inject faults
@@ -93,6 +105,7 @@ class Target(Protocol):
     # Whether the harness can act as the transaction coordinator: send TxnOffsetCommit for a
     # producer of its own and write the transaction's markers (GM-57, GM-58).
     completes_transactions: bool
+    moves_coordinator: bool  # whether their hooks can resign, become and load the coordinator
     # A fault hits every session at once (one real broker or cluster holds every group): the
     # suite runs the scenarios with faults alone, one at a time, after the others. A target
     # that gives a session opened with ``faults`` brokers no other session uses meanwhile

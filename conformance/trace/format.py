@@ -84,8 +84,18 @@ class FaultRecord(_Record):
     # restart, kill_coordinator: the runner's faults; load_group: a cluster broker became the
     # group's coordinator and loaded it from its log; pause: the coordinator did nothing from
     # down_ms to t_ms, and kept its state; fail_next_write: from t_ms the coordinator's log
-    # refuses its next write with ``error`` (spec/trace-format.md)
-    fault: Literal["kill_coordinator", "restart", "load_group", "pause", "fail_next_write"]
+    # refuses its next write with ``error``; resign_coordinator, become_coordinator: the broker
+    # stops leading the group's partition, then leads and loads it, until a load_group
+    # (spec/trace-format.md)
+    fault: Literal[
+        "kill_coordinator",
+        "restart",
+        "load_group",
+        "pause",
+        "fail_next_write",
+        "resign_coordinator",
+        "become_coordinator",
+    ]
     # When the coordinator stopped; ``t_ms`` is when the group was loaded again (when the
     # coordinator resumed, for a pause). Absent: the same.
     down_ms: int | None = Field(default=None, ge=0)

@@ -256,6 +256,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                     oracle.pause(down_ms, record.t_ms)
                 elif record.fault == "fail_next_write":
                     oracle.fail_next_write(ErrorCode[record.error], record.t_ms)
+                elif record.fault in ("resign_coordinator", "become_coordinator"):
+                    getattr(oracle, record.fault)(record.t_ms)
                 else:
                     oracle.fault(down_ms, record.t_ms)
                     open_requests.clear()

@@ -57,8 +57,10 @@ def test_a_trace_of_the_whole_catalog_passes_with_coverage(catalog_trace):
         "PreparingRebalance",
         "CompletingRebalance",
         "Stable",
+        "Dead",  # the coordinator: ResignCoordinator scenarios unload their groups
     }
     assert "Empty -> PreparingRebalance (JoinGroup) GM-10" in findings.covered("transition")
+    assert "Stable -> Dead (UnloadGroups) GM-43" in findings.covered("transition")
     assert "CompletingRebalance -> Stable (AppendCompleted) GM-22" in findings.covered("transition")
 
 
@@ -223,6 +225,8 @@ def test_an_unknown_setting_is_one_line(catalog_trace, capsys, tmp_path):
     [
         ("commit-to-partitions-that-do-not-exist", '"kind":"topics"', "UNKNOWN_TOPIC_OR_PARTITION"),
         ("failed-write-of-a-simple-groups-first-commit", '"fault":"fail_next_write"', ""),
+        ("not-coordinator-after-resigning", '"fault":"resign_coordinator"', "NOT_COORDINATOR"),
+        ("commit-while-loading", '"fault":"become_coordinator"', "COORDINATOR_LOAD_IN_PROGRESS"),
     ],
 )
 def test_a_run_is_checked_against_what_its_trace_says_of_the_broker(
