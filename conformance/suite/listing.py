@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from coordspec.conformance.suite import broker_settings
-from coordspec.conformance.suite.scenario import Fault, Scenario
+from coordspec.conformance.suite.scenario import CoordinatorEvent, Fault, Scenario
 from coordspec.conformance.suite.versions import label, plans
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.requests import VERSIONS
@@ -28,7 +28,7 @@ def listing(scenarios: list[Scenario]) -> str:
         needs = [
             f"tags: {', '.join(s.tags) or '-'}",
             f"broker settings: {', '.join(broker_settings.named(dataclasses.replace(GroupConfig(), **s.broker), s.broker)) or '-'}",
-            f"fault hooks: {', '.join(sorted({f.fault for f in s.steps if isinstance(f, Fault)})) or '-'}",
+            f"fault hooks: {', '.join(sorted({f.fault for f in s.steps if isinstance(f, (Fault, CoordinatorEvent))})) or '-'}",
         ]
         lines.append(f"    {'; '.join(needs)}")
     runs = sum(len(plans(s.versions)) for s in scenarios)

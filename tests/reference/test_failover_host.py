@@ -529,6 +529,103 @@ def test_leave_group_waits_for_its_write():
     assert broker.reply(leave).members[0].error_code == ErrorCode.NONE
 
 
+# -- Kafka's CoordinatorRuntimeTest load and unload cases, ported (CF-2, CF-3, CF-4, CF-7) ----
+# apache/kafka 1eb7644349cb, coordinator-common/src/test/java/org/apache/kafka/coordinator/
+# common/runtime/CoordinatorRuntimeTest.java. Kafka's context states map to the host's:
+# none (contextOrThrow throws NotCoordinatorException) is no hosted partition, LOADING is
+# Loading, ACTIVE is Serving, CLOSED is none again. A failed load (FAILED) is not modelled
+# (spec/coordinator-failover.md), so testScheduleLoadingWithFailure and
+# testScheduleLoadingAfterLoadingFailure have no port.
+
+
+def test_schedule_loading():
+    """Kafka: CoordinatorRuntimeTest.testScheduleLoading"""
+    broker = OneBroker()
+    assert broker.host.state(0) is None
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
+    broker.become(epoch=0)
+    assert broker.loads == [LoadPartition(0, 0)]
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch) == (PartitionState.LOADING, 0)
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    broker.load()
+    assert broker.host.state(0) is PartitionState.SERVING
+    # onLoaded: the partition has a coordinator of its own, which answers.
+    assert broker.host.serving(0) is not None
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.NONE
+
+
+def test_schedule_loading_with_stale_partition_epoch():
+    """Kafka: CoordinatorRuntimeTest.testScheduleLoadingWithStalePartitionEpoch"""
+    broker = OneBroker()
+    broker.become(epoch=10)
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch) == (
+        PartitionState.LOADING,
+        10,
+    )
+    broker.load()
+    assert broker.host.state(0) is PartitionState.SERVING
+    broker.step(BecomeCoordinator(0, 0, broker.now_ms))  # an older epoch: nothing happens
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch) == (
+        PartitionState.SERVING,
+        10,
+    )
+    assert broker.loads == [LoadPartition(0, 10)]
+
+
+@pytest.mark.parametrize(
+    "epoch", [11, None], ids=["testScheduleUnloading", "testScheduleUnloadingWithEmptyEpoch"]
+)
+def test_schedule_unloading(epoch):
+    """Kafka: CoordinatorRuntimeTest.testScheduleUnloading, testScheduleUnloadingWithEmptyEpoch
+    (no epoch: the partition was deleted)"""
+    broker = OneBroker()
+    broker.lead(epoch=10)
+    join = broker.join()  # parked: onUnloaded must answer it
+    broker.step(ResignCoordinator(0, epoch, broker.now_ms))
+    assert broker.host.state(0) is None and broker.host.next_deadline_ms() is None
+    assert broker.reply(join).error_code == ErrorCode.NOT_COORDINATOR
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_schedule_unloading_when_context_doesnt_exist():
+    """Kafka: CoordinatorRuntimeTest.testScheduleUnloadingWhenContextDoesntExist"""
+    broker = OneBroker()
+    assert broker.step(ResignCoordinator(0, 11, 0)) == []  # a follower that never led: skipped
+    assert broker.host.state(0) is None
+    assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_schedule_unloading_with_stale_partition_epoch():
+    """Kafka: CoordinatorRuntimeTest.testScheduleUnloadingWithStalePartitionEpoch"""
+    broker = OneBroker()
+    broker.lead(epoch=10)
+    join = broker.join()
+    broker.step(ResignCoordinator(0, 0, broker.now_ms))  # an older epoch: nothing happens
+    assert (broker.host.state(0), broker.host.hosted[0].leader_epoch) == (
+        PartitionState.SERVING,
+        10,
+    )
+    assert join not in broker.replies  # the parked join still waits
+
+
+@pytest.mark.parametrize(
+    "write",
+    [True, False],
+    ids=["testScheduleWriteOpWhenInactive", "testScheduleReadOpWhenPartitionInactive"],
+)
+def test_schedule_operation_when_inactive(write):
+    """Kafka: CoordinatorRuntimeTest.testScheduleWriteOpWhenInactive,
+    testScheduleReadOpWhenPartitionInactive: a write (OffsetCommit) and a read (OffsetFetch)
+    for a partition the broker does not coordinate fail with NOT_COORDINATOR."""
+    broker = OneBroker()
+    if write:
+        response = broker.reply(broker.commit(5))
+        assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+    else:
+        assert broker.reply(broker.fetch()).error_code == ErrorCode.NOT_COORDINATOR
+    assert broker.appends == []
+
+
 # -- misuse ---------------------------------------------------------------------------------
 
 
