@@ -436,13 +436,13 @@ class Oracle:
             self.hypotheses,
             lambda h: UnloadGroups(max(h.coordinator.now_ms, at_ms - self.latency_ms)),
         )
-        self.unserved = Unserved(self.config, at_ms, loading=False)
+        self.unserved = Unserved(self.config, at_ms, loading=False, topics=self.topics)
 
     def become_coordinator(self, at_ms: int) -> None:
         """CF-3, CF-5: the broker leads the partition again and loads it: until the load,
         requests are answered COORDINATOR_LOAD_IN_PROGRESS."""
         self.advance(at_ms)
-        self.unserved = Unserved(self.config, at_ms, loading=True)
+        self.unserved = Unserved(self.config, at_ms, loading=True, topics=self.topics)
 
     # -- inputs -------------------------------------------------------------------------
 

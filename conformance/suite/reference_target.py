@@ -157,10 +157,10 @@ class ReferenceSession:
 
     async def resign_coordinator(self) -> None:
         self._handle(UnloadGroups(self.now_ms()))  # answers the parked requests (GM-43)
-        self.unserved = Unserved(self.config, self.now_ms(), loading=False)
+        self.unserved = Unserved(self.config, self.now_ms(), loading=False, topics=self.topics)
 
     async def become_coordinator(self) -> None:
-        self.unserved = Unserved(self.config, self.now_ms(), loading=True)
+        self.unserved = Unserved(self.config, self.now_ms(), loading=True, topics=self.topics)
 
     async def load_group(self) -> None:
         await self.restart()
