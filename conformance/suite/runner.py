@@ -53,7 +53,7 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs to make the coordinator's writes fail (fail_next_write), which target {target.name} cannot"
     if scenario.uses_transactions and not target.completes_transactions:
         return f"needs to act as the transaction coordinator (TxnOffsetCommit, write_txn_marker), which target {target.name} does not let it"
-    if scenario.moves_coordinator and not target.moves_coordinator:
+    if scenario.moves_coordinator and not (target.supports_faults and target.moves_coordinator):
         return f"needs to resign, become and load the group's coordinator step by step (coordinator: ...), which target {target.name} cannot"
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
