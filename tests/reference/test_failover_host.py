@@ -626,6 +626,36 @@ def test_schedule_operation_when_inactive(write):
     assert broker.appends == []
 
 
+def test_list_groups_failed_with_not_coordinator_exception():
+    """Kafka: GroupCoordinatorServiceTest.testListGroupsFailedWithNotCoordinatorException: of
+    three partitions, the two the broker serves answer with their groups; the one it does not
+    lead is left out, and the answer is NONE."""
+    broker = OneBroker()
+    broker.lead(0)
+    broker.lead(1)
+    broker.stable_group()  # GROUP, on partition 0
+    broker.commit(5, group_id=OTHER)  # a simple group on partition 1
+    broker.replicate(1)
+    broker.step(ListGroups("all", LATEST["ListGroups"], broker.now_ms))
+    listed = broker.reply("all")
+    assert listed.error_code == ErrorCode.NONE
+    assert [(g.group_id, g.group_state) for g in listed.groups] == [
+        (GROUP, "Stable"),
+        (OTHER, "Empty"),
+    ]
+
+
+def test_describe_group_coordinator_load_in_progress():
+    """Kafka: GroupCoordinatorServiceTest.testDescribeGroupCoordinatorLoadInProgress: one
+    offsets partition, loading; the group is described with its id and the error only."""
+    host = CoordinatorHost(1, offsets_partitions=1, config=kafka_test_config())
+    host.handle(BecomeCoordinator(0, 0, 0))
+    (reply,) = host.handle(DescribeGroups("d", LATEST["DescribeGroups"], 0, groups=(GROUP,)))
+    assert reply.response == DescribeGroupsResponse(
+        (DescribedGroup(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, GROUP, ""),)
+    )
+
+
 # -- misuse ---------------------------------------------------------------------------------
 
 
