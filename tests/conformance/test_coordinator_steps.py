@@ -129,6 +129,11 @@ HEAD = "checks: the coordinator's lifecycle\nrules: [CF-7]\nclients: [c1]\nsteps
             9,
             "coordinator: LoadGroup while c1's JoinGroup is parked; await it first",
         ),
+        (
+            "  - coordinator: ResignCoordinator\n  - c1: TxnOffsetCommit\n",
+            6,
+            "TxnOffsetCommit: the broker is not serving the group after coordinator: Resign",
+        ),
         ("  - coordinator: Elect\n", 5, "coordinator: coordinator: Input should be"),
     ],
 )
