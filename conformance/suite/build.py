@@ -129,12 +129,25 @@ def build(
             topics=committed,
         )
     if step.api == "OffsetFetch":
-        if f.partitions == "all":
-            topics = None
-        else:
-            topics = tuple(rq.FetchTopic(t, ps) for t, ps in _by_topic(f.partitions).items())
+        if f.groups is None:
+            return rq.OffsetFetch(
+                *envelope,
+                group_id=r(f.group_id),
+                topics=_fetched(f.partitions),
+                require_stable=f.require_stable,
+            )
+        first, *others = (
+            rq.FetchGroup(r(g.group_id), _fetched(g.partitions), r(g.member_id), g.member_epoch)
+            for g in f.groups
+        )
         return rq.OffsetFetch(
-            *envelope, group_id=r(f.group_id), topics=topics, require_stable=f.require_stable
+            *envelope,
+            group_id=first.group_id,
+            topics=first.topics,
+            require_stable=f.require_stable,
+            member_id=first.member_id,
+            member_epoch=first.member_epoch,
+            other_groups=tuple(others),
         )
     if step.api == "OffsetDelete":
         deleted = tuple(
@@ -147,6 +160,12 @@ def build(
     if step.api == "ListGroups":
         return rq.ListGroups(*envelope, states_filter=tuple(f.states_filter))
     return rq.DeleteGroups(*envelope, groups_names=tuple(r(g) for g in f.groups))
+
+
+def _fetched(partitions: list[str] | str) -> tuple[rq.FetchTopic, ...] | None:
+    if partitions == "all":
+        return None
+    return tuple(rq.FetchTopic(t, ps) for t, ps in _by_topic(list(partitions)).items())
 
 
 def _by_topic(partitions: list[str]) -> dict[str, tuple[int, ...]]:

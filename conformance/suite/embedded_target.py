@@ -193,6 +193,7 @@ class EmbeddedTarget:
     fails_writes = False  # a real log: no hook refuses a chosen write
     completes_transactions = False  # a broker needs its transaction coordinator for that
     moves_coordinator = False  # no hook holds a broker at each step of a move
+    shows_records = False  # its __consumer_offsets is not read
     faults_are_shared = False  # a session with faults has a cluster to itself
     answer_ms, settle_ms = KafkaTarget.answer_ms, KafkaTarget.settle_ms
     latency_ms = KafkaTarget.latency_ms

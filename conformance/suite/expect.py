@@ -14,8 +14,9 @@ Each expectation key reads one view of the response, the same at every version:
   ``assignment_encoded``: whether the reply carries bytes at all (an encoded assignment of
   no partitions is not the empty one Kafka gives a member the leader left out).
 * ``offsets`` / ``leader_epochs`` / ``metadata``: OffsetFetch offsets, leader epochs, metadata,
-  per partition; ``partitions``: the errors per partition of OffsetFetch (such as
-  UNSTABLE_OFFSET_COMMIT), (Txn)OffsetCommit and OffsetDelete.
+  per partition (of the first group it names); ``partitions``: the errors per partition of
+  OffsetFetch (such as UNSTABLE_OFFSET_COMMIT), (Txn)OffsetCommit and OffsetDelete.
+* ``groups``: OffsetFetch v8+, each group's answer by group id, read by the keys above.
 * ``leave``: LeaveGroup v3+ errors per member id (or group instance id, or "" for neither).
 * ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
   run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
@@ -25,7 +26,9 @@ Each expectation key reads one view of the response, the same at every version:
 
 from __future__ import annotations
 
-from coordspec.conformance.suite.scenario import Matcher, Pairs
+from collections.abc import Sequence
+
+from coordspec.conformance.suite.scenario import Matcher, Pairs, RecordSpec
 from coordspec.conformance.suite.symbols import ANY, Symbols, Unbound
 from coordspec.reference.consumer_protocol import (
     MalformedConsumerProtocol,
@@ -34,6 +37,12 @@ from coordspec.reference.consumer_protocol import (
 )
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import responses as rs
+from coordspec.reference.group.records import (
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
 
 _SAME_ORDERLESS = ("members", "assignment")
 
@@ -45,16 +54,46 @@ def check(
     response: rs.Response,
     symbols: Symbols,
     tolerated: frozenset[str] = frozenset(),
+    first_group: str | None = None,
 ) -> str | None:
     """None if every expectation holds (binding new names as it goes); else the first that
-    fails. Keys in ``tolerated`` (fields an ``--allow`` entry accepted here) are not checked."""
+    fails. Keys in ``tolerated`` (fields an ``--allow`` entry accepted here) are not checked.
+    ``first_group``: the group an OffsetFetch names first (its answer names no group)."""
     for key, matcher in expected.items():
         if key in tolerated:
             continue
-        actual = view(key, version, response, symbols.group_id)
-        problem = _match(key, matcher, actual, symbols)
+        if key == "groups":
+            assert isinstance(response, rs.OffsetFetchResponse)
+            problem = _each_group(version, matcher, response, symbols, first_group)
+        else:
+            problem = _match(key, matcher, view(key, version, response, symbols.group_id), symbols)
         if problem:
             return problem
+    return None
+
+
+def _each_group(
+    version: int,
+    matcher: Matcher,
+    r: rs.OffsetFetchResponse,
+    symbols: Symbols,
+    first_group: str | None,
+) -> str | None:
+    """OffsetFetch v8+: each group's expectations against that group's answer."""
+    answers = {first_group: rs.OffsetFetchResponse(r.error_code, r.topics)}
+    answers.update(
+        (g.group_id, rs.OffsetFetchResponse(g.error_code, g.topics)) for g in r.other_groups
+    )
+    for group, expected in matcher.value:
+        try:
+            group_id = symbols.resolve(group)
+        except Unbound as exc:
+            return f"expect.groups: {exc}"
+        if group_id not in answers:
+            return f"expect.groups: the answer has no group {symbols.describe(group_id)}"
+        problem = check("OffsetFetch", version, expected, answers[group_id], symbols)
+        if problem:
+            return problem.replace("expect.", f"expect.groups.{group}.", 1)
     return None
 
 
@@ -196,6 +235,76 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             return "absent"
         return {"state": mine[0].group_state, "protocol_type": mine[0].protocol_type}[key]
     return getattr(r, key)
+
+
+def check_records(
+    expected: tuple[RecordSpec, ...], written: Sequence[Record], symbols: Symbols
+) -> str | None:
+    """None if the records a step wrote are those ``expected``, in any order; else what differs."""
+    try:
+        wanted = [(spec, symbols.resolve(spec.group)) for spec in expected]
+    except Unbound as exc:
+        return f"expect.records: {exc}"
+    left = list(written)
+    for spec, group in wanted:
+        match = next((r for r in left if _is_record(spec, group, r)), None)
+        if match is None:
+            break
+        left.remove(match)
+    else:
+        if not left:
+            return None
+    shown = ", ".join(_shown_spec(spec, group, symbols) for spec, group in wanted)
+    got = ", ".join(_shown_record(r, symbols) for r in written)
+    return f"expect.records: expected [{shown}], got [{got}]"
+
+
+def _kind(record: Record) -> str:
+    offsets = isinstance(record.key, OffsetCommitKey)
+    if record.value is None:
+        return "offset_tombstone" if offsets else "group_tombstone"
+    return "offset_commit" if offsets else "group_metadata"
+
+
+def _is_record(spec: RecordSpec, group: object, record: Record) -> bool:
+    key, value = record.key, record.value
+    if _kind(record) != spec.kind or key.group != group:
+        return False
+    if isinstance(key, OffsetCommitKey) and spec.partition != f"{key.topic}-{key.partition}":
+        return False
+    if spec.offset is not None and not (
+        isinstance(value, OffsetCommitValue) and value.offset == spec.offset
+    ):
+        return False
+    return spec.generation is None or (
+        isinstance(value, GroupMetadataValue) and value.generation == spec.generation
+    )
+
+
+def _group_name(group: object, symbols: Symbols) -> str:
+    """A group id as the scenario names it: ``$group``, ``$group-b``."""
+    if isinstance(group, str) and group.startswith(symbols.group_id):
+        return "$group" + group[len(symbols.group_id) :]
+    return repr(group)
+
+
+def _shown_spec(spec: RecordSpec, group: object, symbols: Symbols) -> str:
+    details = [_group_name(group, symbols), spec.partition]
+    details += [f"offset {spec.offset}" if spec.offset is not None else None]
+    details += [f"generation {spec.generation}" if spec.generation is not None else None]
+    return f"{spec.kind} ({', '.join(d for d in details if d)})"
+
+
+def _shown_record(record: Record, symbols: Symbols) -> str:
+    key, value = record.key, record.value
+    details = [_group_name(key.group, symbols)]
+    if isinstance(key, OffsetCommitKey):
+        details.append(f"{key.topic}-{key.partition}")
+    if isinstance(value, OffsetCommitValue):
+        details.append(f"offset {value.offset}")
+    if isinstance(value, GroupMetadataValue):
+        details.append(f"generation {value.generation}")
+    return f"{_kind(record)} ({', '.join(details)})"
 
 
 _FETCHED = {

@@ -140,6 +140,7 @@ class KafkaTarget:
         self.fails_writes = False  # a broker's log: no hook refuses a chosen write
         self.completes_transactions = False  # a broker needs its transaction coordinator for that
         self.moves_coordinator = False  # no hook stops a broker at each step of a move
+        self.shows_records = False  # its __consumer_offsets is not read
         self.versions: dict[str, range] = {}
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []
@@ -618,14 +619,24 @@ def _target_error(client: str, request: Request, exc: WireError) -> TargetError:
 
 
 def _renamed(message: Any, names: dict[str, str]) -> Any:
-    """``message`` with its topics renamed (OffsetCommit, OffsetFetch and their answers)."""
-    topics = getattr(message, "topics", None)
-    if not topics or all(a == b for a, b in names.items()):
+    """``message`` with its topics renamed (OffsetCommit, OffsetFetch and their answers, the
+    other groups of an OffsetFetch v8+ included)."""
+    if all(a == b for a, b in names.items()):
         return message
-    return dataclasses.replace(
-        message,
-        topics=tuple(dataclasses.replace(t, name=names.get(t.name, t.name)) for t in topics),
-    )
+
+    def renamed(topics):
+        return topics and tuple(
+            dataclasses.replace(t, name=names.get(t.name, t.name)) for t in topics
+        )
+
+    changes = {}
+    if getattr(message, "topics", None):
+        changes["topics"] = renamed(message.topics)
+    if getattr(message, "other_groups", None):
+        changes["other_groups"] = tuple(
+            dataclasses.replace(g, topics=renamed(g.topics)) for g in message.other_groups
+        )
+    return dataclasses.replace(message, **changes) if changes else message
 
 
 def _error_codes(response: Any) -> set[int]:

@@ -22,6 +22,8 @@ from coordspec.conformance.suite.scenario import (
     Fault,
     FaultStep,
     Header,
+    OffsetFetchStep,
+    RecordSpec,
     RequestStep,
     Scenario,
     Sleep,
@@ -124,7 +126,7 @@ class _Builder:
                 message = (
                     f"{field}: {error['msg'].removeprefix('Value error, ')}"
                     if field
-                    else error["msg"]
+                    else error["msg"].removeprefix("Value error, ")
                 )
             raise self.fail((*where, *loc), f"{what}{message}") from None
 
@@ -149,6 +151,16 @@ class _Builder:
             versions[api] = parse_range(api, spec)
         for api in sorted(used - set(versions)):
             versions[api] = VERSIONS[api]
+        for index, step in enumerate(steps):
+            if not (isinstance(step, RequestStep) and isinstance(step.fields, OffsetFetchStep)):
+                continue
+            lowest = step.fields.v if step.fields.v is not None else versions[step.api].start
+            if step.fields.groups is not None and lowest < 8:
+                raise self.fail(
+                    ("steps", index, "groups"),
+                    "OffsetFetch: several groups need v8+ "
+                    "(versions: {OffsetFetch: 8+}, or v: 8 on the step)",
+                )
         return Scenario(
             name=self.path.stem,
             path=self.path,
@@ -189,10 +201,10 @@ class _Builder:
                     f"await: {client} has no parked request (a request whose expect is 'parked')",
                 )
             api, _ = waiting[client]
-            expect = self.expectation(api, parsed.expect, where)
+            expect, records = self.expectation(api, parsed.expect, where)
             if expect != "parked":
                 del waiting[client]
-            return Await(client, api, parsed.within, expect, parsed.rule)
+            return Await(client, api, parsed.within, expect, parsed.rule, records)
         if "sleep" in raw:
             return Sleep(self.validate(SleepStep, raw, where, "sleep: ").sleep)
         if "coordinator" in raw:
@@ -257,21 +269,34 @@ class _Builder:
                 (*where, "v"),
                 f"{api}: v{parsed.v} is not modelled (v{known.start}-v{known.stop - 1})",
             )
-        expect = self.expectation(api, parsed.expect, where)
+        expect, records = self.expectation(api, parsed.expect, where)
         if expect == "parked":
             waiting[client] = (api, self.lines.get(where, 0))
-        return RequestStep(client, api, parsed, expect)
+        return RequestStep(client, api, parsed, expect, records)
 
     def expectation(self, api: str, raw: object, where: tuple):
+        """The expectations of the response, and the records the step writes (or None)."""
         if raw is None:
-            return None
+            return None, None
+        records = None
+        if isinstance(raw, dict) and "records" in raw:
+            raw = dict(raw)
+            records = self.records(raw.pop("records"), (*where, "expect", "records"))
         try:
             parsed = parse_expectation(api, raw)
         except ExpectationError as exc:
             raise self.fail(
                 (*where, "expect", *((exc.key,) if exc.key else ())), f"{api}: {exc}"
             ) from None
-        return parsed
+        return parsed, records
+
+    def records(self, raw: object, where: tuple) -> tuple[RecordSpec, ...]:
+        if not isinstance(raw, list):
+            raise self.fail(where, f"expect.records: expected a list of records, got {raw!r}")
+        return tuple(
+            self.validate(RecordSpec, item, (*where, i), "expect.records: ")
+            for i, item in enumerate(raw)
+        )
 
 
 def _keys(data: object, loc: tuple) -> set:

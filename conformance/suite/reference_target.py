@@ -54,6 +54,7 @@ class ReferenceTarget:
     fails_writes = True
     completes_transactions = True
     moves_coordinator = True
+    shows_records = True  # the log of its AppendRecords
     faults_are_shared = False  # each session has a coordinator of its own
     partitions = CATALOG_TOPICS
 
@@ -129,6 +130,9 @@ class ReferenceSession:
 
     async def sleep(self, ms: int) -> None:
         self._advance_to(self.now_ms() + ms)
+
+    async def records(self) -> list[Record]:
+        return list(self.log)
 
     async def close(self) -> None:
         pass

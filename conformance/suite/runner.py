@@ -10,7 +10,7 @@ import time
 from coordspec.conformance.suite.allow import ScenarioTolerance
 from coordspec.conformance.suite.broker_settings import named
 from coordspec.conformance.suite.build import build, learn
-from coordspec.conformance.suite.expect import check
+from coordspec.conformance.suite.expect import check, check_records
 from coordspec.conformance.suite.oracle import (
     TIMERS_FIRE_ON_TIME,
     TIMING_TOLERANCE_MS,
@@ -55,6 +55,8 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs to act as the transaction coordinator (TxnOffsetCommit, write_txn_marker), which target {target.name} does not let it"
     if scenario.moves_coordinator and not (target.supports_faults and target.moves_coordinator):
         return f"needs to resign, become and load the group's coordinator step by step (coordinator: ...), which target {target.name} cannot"
+    if scenario.expects_records and not target.shows_records:
+        return f"needs the records the coordinator writes (expect.records), which target {target.name} does not show"
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
         return wanted
@@ -153,6 +155,7 @@ class _Run:
         self.symbols = Symbols(result.group_id, scenario.clients)
         self.oracle = oracle
         self.in_flight: dict[str, Request] = {}  # client -> its request awaiting a reply
+        self.sent: dict[str, Request] = {}  # client -> its last request
         self.request_ids = 0
         self.tolerance = tolerance
         self.listen_ms = listen_ms
@@ -187,6 +190,15 @@ class _Run:
             self.result.steps_run += 1
 
     async def step(self, index: int, step) -> None:
+        expected = getattr(step, "records", None)
+        before = len(await self.session.records()) if expected is not None else 0
+        await self.take(index, step)
+        if expected is not None:
+            written = (await self.session.records())[before:]
+            if problem := check_records(expected, written, self.symbols):
+                self.fail(index, "expectation", problem, request=self.sent[step.client])
+
+    async def take(self, index: int, step) -> None:
         if isinstance(step, RequestStep):
             await self.request(index, step)
         elif isinstance(step, Await):
@@ -257,7 +269,7 @@ class _Run:
         self.record(kind="request", client=step.client, **self.message(request))
         await self.session.send(step.client, request)
         self.oracle.request(step.client, request)
-        self.in_flight[step.client] = request
+        self.in_flight[step.client] = self.sent[step.client] = request
         if step.expect == "parked":
             got = await self.session.receive(step.client, self.target.settle_ms)
             self.still_parked(
@@ -315,7 +327,13 @@ class _Run:
         )
         if expect and (
             problem := check(
-                request.api, request.api_version, expect, response, self.symbols, accepted
+                request.api,
+                request.api_version,
+                expect,
+                response,
+                self.symbols,
+                accepted,
+                getattr(request, "group_id", None),
             )
         ):
             self.fail(index, "expectation", problem, request=request, response=response)

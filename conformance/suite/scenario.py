@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from coordspec.conformance.suite.versions import VersionError, parse_range
 from coordspec.reference.errors import ErrorCode, UsageError
@@ -161,6 +168,22 @@ def _topic(value: object) -> str:
     return value
 
 
+def _group_answers(value: object) -> Pairs:
+    """OffsetFetch v8+: each named group's own expectations, by group id."""
+    if not isinstance(value, dict) or not value:
+        raise Invalid(f"expected a mapping of group ids to their expectations, got {value!r}")
+    answers = []
+    for group, expected in value.items():
+        if not isinstance(group, str) or not isinstance(expected, dict):
+            raise Invalid(f"expected a group id and a mapping of expectations, got {group!r}")
+        try:
+            parsed = parse_expectation("OffsetFetch", expected, _FETCHED_GROUP)
+        except ExpectationError as exc:
+            raise Invalid(f"{group}: {exc}") from None
+        answers.append((group, parsed))
+    return Pairs(answers)
+
+
 # What each expectation key means is in conformance/scenarios/README.md; ``expect.py`` reads it.
 EXPECTATIONS = {
     "error": _error_name,
@@ -183,7 +206,9 @@ EXPECTATIONS = {
     "state": _state,
     "protocol": _str_or_null,
     "listed": _bool,
+    "groups": _group_answers,
 }
+_FETCHED_GROUP = ("error", "offsets", "leader_epochs", "metadata", "partitions")  # a group's
 
 EXPECTATIONS_BY_API = {
     "JoinGroup": (
@@ -202,7 +227,7 @@ EXPECTATIONS_BY_API = {
     "Heartbeat": ("error",),
     "LeaveGroup": ("error", "leave"),
     "OffsetCommit": ("error", "partitions"),
-    "OffsetFetch": ("error", "offsets", "leader_epochs", "metadata", "partitions"),
+    "OffsetFetch": (*_FETCHED_GROUP, "groups"),
     "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
     "ListGroups": ("error", "listed", "state", "protocol_type"),
     "DeleteGroups": ("error",),
@@ -211,23 +236,28 @@ EXPECTATIONS_BY_API = {
 }
 
 
-def parse_expectation(api: str, raw: object) -> dict[str, Matcher] | Literal["parked"]:
-    """``parked`` or a mapping of expectation keys to matchers; raises ValueError(key, message)."""
+def parse_expectation(
+    api: str, raw: object, keys: tuple[str, ...] | None = None
+) -> dict[str, Matcher] | Literal["parked"]:
+    """``parked`` or a mapping of expectation keys (``keys``, by default the API's) to
+    matchers; raises ExpectationError(key, message)."""
     if raw == "parked":
         return "parked"
     if not isinstance(raw, dict):
         raise ExpectationError(None, f"expect must be 'parked' or a mapping, got {raw!r}")
+    keys = EXPECTATIONS_BY_API[api] if keys is None else keys
     parsed = {}
     for key, value in raw.items():
-        if key not in EXPECTATIONS_BY_API[api]:
+        if key not in keys:
             raise ExpectationError(
-                key,
-                f"{api} has no expectation {key!r} (it has: {', '.join(EXPECTATIONS_BY_API[api])})",
+                key, f"{api} has no expectation {key!r} (it has: {', '.join(keys)})"
             )
         try:
             parsed[key] = _matcher(value, EXPECTATIONS[key])
         except ValueError as exc:
             raise ExpectationError(key, f"expect.{key}: {exc}") from None
+        if key == "groups" and parsed[key].kind != "equal":
+            raise ExpectationError(key, "expect.groups: a mapping of group ids, not one_of or not")
     return parsed
 
 
@@ -328,10 +358,28 @@ class TxnOffsetCommitStep(StepCommon):
     offsets: dict[PartitionName, int | CommitOffset]
 
 
+class FetchGroupSpec(_Strict):
+    group_id: str = "$group"
+    partitions: list[PartitionName] | Literal["all"]
+    member_id: str | None = None  # v9+
+    member_epoch: int = -1  # v9+
+
+
 class OffsetFetchStep(StepCommon):
     group_id: str | None = "$group"
-    partitions: list[PartitionName] | Literal["all"]
+    partitions: list[PartitionName] | Literal["all"] | None = None
+    groups: list[FetchGroupSpec] | None = None  # v8+: several groups, instead of the two above
     require_stable: bool = False
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        if self.groups is None and self.partitions is None:
+            raise Invalid("missing field 'partitions' (or 'groups', v8+, for several groups)")
+        if self.groups is not None and {"group_id", "partitions"} & self.model_fields_set:
+            raise Invalid("give 'groups' or 'group_id' and 'partitions', not both")
+        if self.groups == []:
+            raise Invalid("groups: name one group at least")
+        return self
 
 
 class DescribeGroupsStep(StepCommon):
@@ -364,6 +412,29 @@ REQUEST_STEPS: dict[str, type[StepCommon]] = {
     "OffsetDelete": OffsetDeleteStep,
     "TxnOffsetCommit": TxnOffsetCommitStep,
 }
+
+
+class RecordSpec(_Strict):
+    """A record a step writes to ``__consumer_offsets`` (``expect.records``); ``offset`` and
+    ``generation`` are compared only when given."""
+
+    kind: Literal["offset_commit", "offset_tombstone", "group_metadata", "group_tombstone"]
+    group: str = "$group"
+    partition: PartitionName | None = None  # the offset records'
+    offset: int | None = None  # offset_commit
+    generation: int | None = None  # group_metadata
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self):
+        of_offsets = self.kind.startswith("offset_")
+        if of_offsets != (self.partition is not None):
+            needs = "needs a partition (topic-N)" if of_offsets else "has no partition"
+            raise Invalid(f"{self.kind} {needs}")
+        if self.offset is not None and self.kind != "offset_commit":
+            raise Invalid(f"{self.kind} has no offset")
+        if self.generation is not None and self.kind != "group_metadata":
+            raise Invalid(f"{self.kind} has no generation")
+        return self
 
 
 class AwaitStep(_Strict):
@@ -468,6 +539,7 @@ class RequestStep:
     api: str
     fields: StepCommon
     expect: dict[str, Matcher] | Literal["parked"] | None
+    records: tuple[RecordSpec, ...] | None = None  # expect.records: what the step writes
 
 
 @dataclass(frozen=True)
@@ -477,6 +549,7 @@ class Await:
     within_ms: int
     expect: dict[str, Matcher] | Literal["parked"] | None  # parked: still no reply after within_ms
     rule: str | None
+    records: tuple[RecordSpec, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -558,3 +631,7 @@ class Scenario:
     @property
     def moves_coordinator(self) -> bool:
         return any(isinstance(s, CoordinatorEvent) for s in self.steps)
+
+    @property
+    def expects_records(self) -> bool:
+        return any(getattr(s, "records", None) is not None for s in self.steps)

@@ -15,12 +15,13 @@ flight, as on one Kafka connection, where the broker answers requests in order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Literal, Protocol
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
 
@@ -77,6 +78,10 @@ class Session(Protocol):
     async def sleep(self, ms: int) -> None:
         """Let ``ms`` pass."""
 
+    async def records(self) -> Sequence[Record]:
+        """Every record the coordinator has written to ``__consumer_offsets`` for the session's
+        groups so far, in order (only on a target whose ``shows_records`` is True)."""
+
     async def close(self) -> None: ...
 
 
@@ -106,6 +111,7 @@ class Target(Protocol):
     # producer of its own and write the transaction's markers (GM-57, GM-58).
     completes_transactions: bool
     moves_coordinator: bool  # whether their hooks can resign, become and load the coordinator
+    shows_records: bool  # whether sessions show the records the coordinator writes
     # A fault hits every session at once (one real broker or cluster holds every group): the
     # suite runs the scenarios with faults alone, one at a time, after the others. A target
     # that gives a session opened with ``faults`` brokers no other session uses meanwhile

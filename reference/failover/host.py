@@ -325,6 +325,12 @@ class CoordinatorHost:
     # -- requests (CF-2, CF-5) ---------------------------------------------------------
 
     def _route(self, request: Request) -> None:
+        if isinstance(request, OffsetFetch) and request.other_groups:
+            # Its groups may live on other partitions: Kafka asks each group's on its own.
+            raise UsageError(
+                f"CoordinatorHost: OffsetFetch {request.request_id!r} names several groups; "
+                "the driver sends one request per group, as the brokers do"
+            )
         answer = service_check(request, self.config)
         if answer is not None:
             self._emit(request, answer)

@@ -9,6 +9,8 @@ visible to OffsetFetch at the same moment.
 
 from __future__ import annotations
 
+import dataclasses
+
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import (
     OffsetsDeleted,
@@ -33,6 +35,7 @@ from coordspec.reference.group.requests import (
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
+    FetchGroupResponse,
     FetchPartitionResponse,
     FetchTopicResponse,
     OffsetCommitResponse,
@@ -196,9 +199,23 @@ def apply_offset_records(c: Context, records: list[Record] | tuple[Record, ...])
 
 
 def fetch_offsets(c: Context, req: OffsetFetch) -> None:
+    """GM-54: from v8 each group the request names is answered as if it were alone."""
+    first, *others = (group_offsets(c, part) for part in req.each_group())
+    if others:
+        first = dataclasses.replace(
+            first,
+            other_groups=tuple(
+                FetchGroupResponse(g.group_id, answer.error_code, answer.topics)
+                for g, answer in zip(req.other_groups, others, strict=True)
+            ),
+        )
+    c.reply(req, first)
+
+
+def group_offsets(c: Context, req: OffsetFetch) -> OffsetFetchResponse:
+    """The answer to an OffsetFetch of one group."""
     if req.group_id is None:
-        c.reply(req, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
-        return
+        return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID)
     group = c.groups.get(req.group_id)
     if group is None or group.state == DEAD:
         group = None
@@ -222,7 +239,7 @@ def fetch_offsets(c: Context, req: OffsetFetch) -> None:
             )
             for t in req.topics
         )
-    c.reply(req, OffsetFetchResponse(ErrorCode.NONE, topics))
+    return OffsetFetchResponse(ErrorCode.NONE, topics)
 
 
 def _never(partition: tuple[str, int]) -> bool:

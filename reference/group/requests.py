@@ -10,6 +10,7 @@ timeout) are accepted here and answered with Kafka's error codes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
@@ -281,10 +282,26 @@ class FetchTopic:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchGroup:
+    """A group an OffsetFetch v8+ names after its first (Kafka's OffsetFetchRequestGroup)."""
+
+    group_id: str
+    topics: tuple[FetchTopic, ...] | None = ()  # None = every committed partition
+    member_id: str | None = None  # v9+
+    member_epoch: int = -1  # v9+
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetFetch(Request):
+    """The first group's fields at the top, as v0-7 carry it; from v8 the request may name
+    more groups (``other_groups``), each answered on its own (GM-54)."""
+
     group_id: str | None = ""
     topics: tuple[FetchTopic, ...] | None = ()  # None (v2+) = every committed partition
-    require_stable: bool = False  # v7+
+    require_stable: bool = False  # v7+, for every group
+    member_id: str | None = None  # v9+ (KIP-848): a classic group does not read it
+    member_epoch: int = -1  # v9+
+    other_groups: tuple[FetchGroup, ...] = ()  # v8+
 
     def __post_init__(self) -> None:
         Request.__post_init__(self)
@@ -292,6 +309,43 @@ class OffsetFetch(Request):
             self.topics is not None or self.api_version >= 2,
             "OffsetFetch: all-partitions fetch (topics=None) needs v2+",
         )
+        _require(
+            all(isinstance(g, FetchGroup) for g in self.other_groups),
+            "OffsetFetch: other_groups must be FetchGroup values",
+        )
+        if self.other_groups and self.api_version < 8:
+            raise UsageError(f"OffsetFetch: several groups need v8+, got v{self.api_version}")
+        members = (
+            (self.member_id, self.member_epoch),
+            *((g.member_id, g.member_epoch) for g in self.other_groups),
+        )
+        if self.api_version < 9 and members != ((None, -1),) * len(members):
+            raise UsageError(
+                f"OffsetFetch: member_id and member_epoch need v9+, got v{self.api_version}"
+            )
+
+    @property
+    def group_ids(self) -> tuple[str, ...]:
+        first = () if self.group_id is None else (self.group_id,)
+        return (*first, *(g.group_id for g in self.other_groups))
+
+    def each_group(self) -> tuple[OffsetFetch, ...]:
+        """The request as one per group it names, in order, each with this one's envelope."""
+        others = tuple(
+            OffsetFetch(
+                self.request_id,
+                self.api_version,
+                self.now_ms,
+                group_id=g.group_id,
+                topics=g.topics,
+                require_stable=self.require_stable,
+                member_id=g.member_id,
+                member_epoch=g.member_epoch,
+            )
+            for g in self.other_groups
+        )
+        first = dataclasses.replace(self, other_groups=()) if others else self
+        return (first, *others)
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,9 +133,21 @@ class FetchTopicResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchGroupResponse:
+    """The answer to a group an OffsetFetch v8+ names after its first."""
+
+    group_id: str
+    error_code: ErrorCode = ErrorCode.NONE
+    topics: tuple[FetchTopicResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
+    """The first group's answer at the top; ``other_groups`` answer the request's others."""
+
     error_code: ErrorCode  # v2+; below v2 it is copied into every partition
     topics: tuple[FetchTopicResponse, ...] = ()
+    other_groups: tuple[FetchGroupResponse, ...] = ()  # v8+
 
     def at_version(self, version: int) -> OffsetFetchResponse:
         topics = self.topics
@@ -145,7 +157,7 @@ class OffsetFetchResponse:
                 for t in topics
             )
         if version >= 2 or self.error_code == ErrorCode.NONE:
-            return OffsetFetchResponse(self.error_code, topics)
+            return OffsetFetchResponse(self.error_code, topics, self.other_groups)
         return OffsetFetchResponse(
             ErrorCode.NONE,
             tuple(

@@ -8,8 +8,8 @@ a kio response entity to the reference's response. Values are mappings that
 on both sides (the reference uses Kafka's field names); what differs is written here once:
 kio's durations (``session_timeout`` for ``session_timeout_ms``), OffsetCommit's
 ``generation_id_or_member_epoch``, LeaveGroup below v3 (one member id at the top level),
-OffsetFetch from v8 (a batch of groups, which the reference answers one at a time) and
-ListGroups v5's group type.
+OffsetFetch from v8 (a batch of groups: the reference keeps the first at the top of its
+request and response, the others in ``other_groups``) and ListGroups v5's group type.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from coordspec.reference.group import requests as rq
 from coordspec.reference.group.json_values import REQUEST_ENVELOPE, RESPONSES
 from coordspec.reference.group.requests import API_KEYS
 from coordspec.reference.group.responses import (
+    FetchGroupResponse,
     FetchTopicResponse,
     OffsetFetchResponse,
     Response,
@@ -226,49 +227,62 @@ def _fetch_topics(topics: Any) -> tuple[rq.FetchTopic, ...] | None:
 
 
 def _read_offset_fetch(body: Any, e: Envelope) -> rq.OffsetFetch:
-    # From v8 the first group: a classic client asks for one (the broker splits first).
-    group = body.groups[0] if e.api_version >= 8 else body
+    first, *others = body.groups if e.api_version >= 8 else (body,)
     return rq.OffsetFetch(
         e.request_id,
         e.api_version,
         e.now_ms,
-        group_id=group.group_id,
-        topics=_fetch_topics(group.topics),
+        group_id=first.group_id,
+        topics=_fetch_topics(first.topics),
         require_stable=getattr(body, "require_stable", False),
+        member_id=getattr(first, "member_id", None),  # v9+
+        member_epoch=getattr(first, "member_epoch", -1),
+        other_groups=tuple(
+            rq.FetchGroup(
+                g.group_id,
+                _fetch_topics(g.topics),
+                getattr(g, "member_id", None),
+                getattr(g, "member_epoch", -1),
+            )
+            for g in others
+        ),
     )
 
 
 def _write_offset_fetch(request: rq.OffsetFetch) -> dict[str, Any]:
     values = _request_values(request)
-    if request.api_version >= 8:  # a classic client sends no member id or epoch
-        group = {
-            "group_id": values.pop("group_id"),
-            "topics": values.pop("topics"),
-            "member_id": None,
-            "member_epoch": -1,
-        }
-        values["groups"] = (group,)
+    others = values.pop("other_groups")
+    if request.api_version < 8:
+        return values
+    first = {name: values.pop(name) for name in ("group_id", "topics", "member_id", "member_epoch")}
+    values["groups"] = [first, *others]
     return values
 
 
 def _write_offset_fetch_response(
     response: OffsetFetchResponse, version: int, asked: Any
 ) -> dict[str, Any]:
+    values = _values(response)
+    others = values.pop("other_groups")
     if version < 8:
-        return _values(response)
-    return {"groups": [{"group_id": asked.groups[0].group_id, **_values(response)}]}
+        return values
+    return {"groups": [{"group_id": asked.groups[0].group_id, **values}, *others]}
 
 
 def _read_offset_fetch_response(entity: Any, version: int) -> OffsetFetchResponse:
     if version < 8:
         return read(OffsetFetchResponse, entity)  # type: ignore[no-any-return]
-    if len(entity.groups) != 1:
-        raise ValueError(f"OffsetFetch v{version}: asked for one group, got {len(entity.groups)}")
-    group = entity.groups[0]
-    return OffsetFetchResponse(
-        read(OffsetFetchResponse, group).error_code,
-        tuple(read(FetchTopicResponse, t) for t in group.topics),
+    if not entity.groups:
+        raise ValueError(f"OffsetFetch v{version}: no group in the answer")
+    first, *others = (
+        FetchGroupResponse(
+            g.group_id,
+            read(OffsetFetchResponse, g).error_code,
+            tuple(read(FetchTopicResponse, t) for t in g.topics),
+        )
+        for g in entity.groups
     )
+    return OffsetFetchResponse(first.error_code, first.topics, tuple(others))
 
 
 # -- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------

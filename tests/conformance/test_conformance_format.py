@@ -78,6 +78,39 @@ BAD = {
         5,
         "OffsetFetch: missing field 'partitions'",
     ),
+    "several groups below v8": (
+        HEADER + "steps:\n  - c1: OffsetFetch\n    groups: [{partitions: all}]\n",
+        6,
+        "OffsetFetch: several groups need v8+",
+    ),
+    "groups and partitions": (
+        HEADER
+        + "versions: {OffsetFetch: 8+}\nsteps:\n  - c1: OffsetFetch\n    partitions: all\n"
+        + "    groups: [{partitions: all}]\n",
+        6,
+        "OffsetFetch: give 'groups' or 'group_id' and 'partitions', not both",
+    ),
+    "expectation of a group not a mapping": (
+        HEADER
+        + "versions: {OffsetFetch: 8+}\nsteps:\n  - c1: OffsetFetch\n    groups: [{partitions: all}]\n"
+        + "    expect: {groups: {$group: NONE}}\n",
+        8,
+        "expect.groups: expected a group id and a mapping of expectations",
+    ),
+    "record without its partition": (
+        HEADER
+        + "steps:\n  - c1: OffsetCommit\n    offsets: {foo-0: 1}\n"
+        + "    expect:\n      records: [{kind: offset_tombstone}]\n",
+        8,
+        "expect.records: offset_tombstone needs a partition (topic-N)",
+    ),
+    "record field of another kind": (
+        HEADER
+        + "steps:\n  - c1: OffsetCommit\n    offsets: {foo-0: 1}\n"
+        + "    expect:\n      records:\n        - {kind: group_metadata, offset: 1}\n",
+        9,
+        "expect.records: group_metadata has no offset",
+    ),
     "unknown broker setting": (
         HEADER + "broker: {max_sise: 3}\nsteps:\n  - sleep: 1\n",
         4,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coordspec.conformance.suite import expect
-from coordspec.conformance.suite.scenario import ExpectationError, parse_expectation
+from coordspec.conformance.suite.scenario import ExpectationError, RecordSpec, parse_expectation
 from coordspec.conformance.suite.symbols import Symbols
 from coordspec.reference.consumer_protocol import (
     Assignment,
@@ -17,6 +17,13 @@ from coordspec.reference.consumer_protocol import (
 )
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import responses as rs
+from coordspec.reference.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    Record,
+)
 
 NONE = ErrorCode.NONE
 
@@ -103,3 +110,66 @@ def test_the_new_keys_belong_to_their_apis():
         parse_expectation("SyncGroup", {"instances": {}})
     with pytest.raises(ExpectationError, match=r"expect\.subscriptions"):
         parse_expectation("JoinGroup", {"subscriptions": {"$m1": "foo"}})
+
+
+def _fetched_offset(offset: int) -> tuple[rs.FetchTopicResponse, ...]:
+    return (rs.FetchTopicResponse("foo", (rs.FetchPartitionResponse(0, offset),)),)
+
+
+def test_each_group_of_an_offset_fetch_is_read_by_its_group_id():
+    several = rs.OffsetFetchResponse(
+        NONE,
+        _fetched_offset(5),
+        (rs.FetchGroupResponse("g-b", ErrorCode.GROUP_AUTHORIZATION_FAILED, ()),),
+    )
+    expected = parse_expectation(
+        "OffsetFetch",
+        {
+            "offsets": {"foo-0": 5},
+            "groups": {
+                "$group-b": {"error": "GROUP_AUTHORIZATION_FAILED", "offsets": {}},
+                "$group": {"error": "NONE", "offsets": {"foo-0": 5}},
+            },
+        },
+    )
+    assert expected != "parked"
+    assert expect.check("OffsetFetch", 8, expected, several, _symbols(), first_group="g") is None
+    wrong = parse_expectation("OffsetFetch", {"groups": {"$group-b": {"error": "NONE"}}})
+    assert wrong != "parked"
+    assert expect.check("OffsetFetch", 8, wrong, several, _symbols(), first_group="g") == (
+        "expect.groups.$group-b.error: expected 'NONE', got 'GROUP_AUTHORIZATION_FAILED'"
+    )
+    missing = parse_expectation("OffsetFetch", {"groups": {"$group-c": {"error": "NONE"}}})
+    assert missing != "parked"
+    assert expect.check("OffsetFetch", 8, missing, several, _symbols(), first_group="g") == (
+        "expect.groups: the answer has no group 'g-c'"
+    )
+
+
+def _commit(group: str, partition: int, offset: int) -> Record:
+    return Record(OffsetCommitKey(group, "foo", partition), OffsetCommitValue(offset, -1, "", 0))
+
+
+def test_the_records_a_step_wrote_match_in_any_order_and_all_of_them():
+    written = [
+        _commit("g", 0, 5),
+        Record(OffsetCommitKey("g-b", "foo", 1), None),
+        Record(GroupMetadataKey("g"), GroupMetadataValue("consumer", 1, "range", "m-1", 0, ())),
+        Record(GroupMetadataKey("g-b"), None),
+    ]
+    specs = (
+        RecordSpec(kind="group_tombstone", group="$group-b"),
+        RecordSpec(kind="group_metadata", generation=1),
+        RecordSpec(kind="offset_tombstone", group="$group-b", partition="foo-1"),
+        RecordSpec(kind="offset_commit", partition="foo-0", offset=5),
+    )
+    assert expect.check_records(specs, written, _symbols()) is None
+    assert expect.check_records(specs[:3], written, _symbols()) is not None  # one left over
+    assert expect.check_records((), [], _symbols()) is None
+    other_offset = (*specs[:3], RecordSpec(kind="offset_commit", partition="foo-0", offset=6))
+    assert expect.check_records(other_offset, written, _symbols()) == (
+        "expect.records: expected [group_tombstone ($group-b), group_metadata ($group, "
+        "generation 1), offset_tombstone ($group-b, foo-1), offset_commit ($group, foo-0, "
+        "offset 6)], got [offset_commit ($group, foo-0, offset 5), offset_tombstone ($group-b, "
+        "foo-1), group_metadata ($group, generation 1), group_tombstone ($group-b)]"
+    )

@@ -44,10 +44,11 @@ from kafka_context import (
 )
 
 from coordspec.reference.consumer_protocol import Subscription, encode_subscription
-from coordspec.reference.errors import ErrorCode
+from coordspec.reference.errors import ErrorCode, UsageError
 from coordspec.reference.group import (
     CommitPartition,
     CommitTopic,
+    FetchGroup,
     FetchTopic,
     OffsetCommit,
     OffsetFetch,
@@ -57,6 +58,7 @@ from coordspec.reference.group.records import OffsetCommitKey, OffsetCommitValue
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
+    FetchGroupResponse,
     FetchPartitionResponse,
     FetchTopicResponse,
     OffsetCommitResponse,
@@ -487,6 +489,55 @@ def test_fetch_all_offsets_with_unknown_group():
     """OffsetMetadataManagerTest.testFetchAllOffsetsWithUnknownGroup"""
     d = Driver()
     assert d.fetch(None, group_id="group").response == OffsetFetchResponse(ErrorCode.NONE, ())
+
+
+def test_fetch_several_groups_answers_each_as_if_alone():
+    """GM-54: an OffsetFetch v8+ naming several groups (KafkaApis answers each group from its
+    own fetchOffsets or fetchAllOffsets): a known group's offsets, an unknown group's -1 or
+    nothing, in the order named; v9's member fields are not read for a classic group."""
+    d = Driver()
+    d.commit({("foo", 0): 100, ("bar", 0): 200}, group_id="group")
+    d.commit({("foo", 0): 7}, group_id="other")
+    response = d.send(
+        OffsetFetch,
+        9,
+        group_id="missing",
+        topics=(FetchTopic("foo", (0,)),),
+        other_groups=(
+            FetchGroup("group", (FetchTopic("foo", (0, 1)),), "no-such-member", 42),
+            FetchGroup("other", None),
+            FetchGroup("missing", None),
+        ),
+    ).response
+    assert response == OffsetFetchResponse(
+        ErrorCode.NONE,
+        (FetchTopicResponse("foo", (invalid(0),)),),
+        (
+            FetchGroupResponse(
+                "group",
+                ErrorCode.NONE,
+                (FetchTopicResponse("foo", (fetched(0, 100, -1, ""), invalid(1))),),
+            ),
+            FetchGroupResponse(
+                "other", ErrorCode.NONE, (FetchTopicResponse("foo", (fetched(0, 7, -1, ""),)),)
+            ),
+            FetchGroupResponse("missing", ErrorCode.NONE, ()),
+        ),
+    )
+    assert "missing" not in d.coordinator.groups
+
+
+@pytest.mark.parametrize("version", range(1, 10))
+def test_fetch_of_several_groups_or_member_fields_needs_their_version(version):
+    """Several groups need v8+ and the member fields v9+: a caller's misuse, never sent."""
+    several = {"other_groups": (FetchGroup("other"),)}
+    member = {"member_id": "m", "member_epoch": 1}
+    for fields, since in ((several, 8), (member, 9)):
+        if version < since:
+            with pytest.raises(UsageError, match=f"need v{since}\\+"):
+                OffsetFetch(1, version, 0, group_id="g", **fields)
+        else:
+            OffsetFetch(1, version, 0, group_id="g", **fields)
 
 
 def _five_commits(d: Driver):

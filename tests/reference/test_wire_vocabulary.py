@@ -317,6 +317,41 @@ def offset_fetch(v: int) -> Case:
     return Case(request, kio_request, _fetched(v), kio_response)
 
 
+def offset_fetch_several(v: int) -> Case | None:
+    """v8+: several groups, the first at the top of the reference's request and answer; v9 with
+    the member fields a KIP-848 client sends."""
+    if v < 8:
+        return None
+    member = ("m", 3) if v >= 9 else (None, -1)
+    request = rq.OffsetFetch(
+        ID,
+        v,
+        NOW,
+        group_id="g",
+        topics=(rq.FetchTopic("foo", (0,)),),
+        member_id=member[0],
+        member_epoch=member[1],
+        other_groups=(rq.FetchGroup("h", None, *member),),
+    )
+    response = rs.OffsetFetchResponse(
+        E.NONE,
+        _fetched(v).topics,
+        (rs.FetchGroupResponse("h", E.COORDINATOR_LOAD_IN_PROGRESS),),
+    )
+    first = {"group_id": "g", "member_id": member[0], "member_epoch": member[1]}
+    topics = [{"name": "foo", "partition_indexes": [0]}]
+    other = {"group_id": "h", "member_id": member[0], "member_epoch": member[1], "topics": None}
+    kio_request = {"groups": [{**first, "topics": topics}, other], "require_stable": False}
+    code = int(E.COORDINATOR_LOAD_IN_PROGRESS)
+    kio_response = {
+        "groups": [
+            {"group_id": "g", "topics": _FETCHED_TOPICS, "error_code": 0},
+            {"group_id": "h", "topics": [], "error_code": code},
+        ]
+    }
+    return Case(request, kio_request, response, kio_response)
+
+
 def offset_fetch_all(v: int) -> Case | None:
     """Every committed partition (null topics, v2+), answered with a group error."""
     if v < 2:
@@ -460,6 +495,7 @@ SIMPLE_CASES: list[tuple[str, Callable[[int], Case | None]]] = [
     ("OffsetCommit", offset_commit),
     ("OffsetFetch", offset_fetch),
     ("OffsetFetch", offset_fetch_all),
+    ("OffsetFetch", offset_fetch_several),
     ("DescribeGroups", describe_groups),
     ("ListGroups", list_groups),
     ("DeleteGroups", delete_groups),
@@ -586,6 +622,7 @@ def test_a_request_about_one_group_is_asked_as_it_is() -> None:
         (rq.Heartbeat(ID, 3, NOW, group_id="g"), ("g",)),
         (rq.JoinGroup(ID, 5, NOW, group_id=""), ("",)),
         (rq.OffsetFetch(ID, 7, NOW, group_id=None), ()),
+        (rq.OffsetFetch(ID, 8, NOW, group_id="a", other_groups=(rq.FetchGroup("b"),)), ("a", "b")),
         (rq.DescribeGroups(ID, 5, NOW, groups=("a", None, "b")), ("a", "b")),
         (rq.DeleteGroups(ID, 2, NOW, groups_names=(None,)), ()),
         (rq.OffsetDelete(ID, 0, NOW, group_id="g"), ("g",)),
