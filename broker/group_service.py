@@ -30,8 +30,7 @@ from kio.serial.errors import SerialError as KioError
 
 from coordspec.broker.group_driver import GroupDriver
 from coordspec.broker.log.batches import read_header
-from coordspec.broker.log.group_batches import decode_records, encode_group_batch
-from coordspec.broker.log.group_records import CorruptRecord
+from coordspec.broker.log.group_batches import encode_group_batch
 from coordspec.broker.log.partition import PartitionLog
 from coordspec.broker.log.topics import OFFSETS_TOPIC, TopicStore
 from coordspec.broker.trace import Trace
@@ -45,6 +44,7 @@ from coordspec.reference.group import (
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
+from coordspec.reference.wire.group_records import CorruptRecord, decode_records
 
 log = logging.getLogger(__name__)
 

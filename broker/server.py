@@ -38,7 +38,6 @@ from coordspec.broker.connections import Connections, Limits
 from coordspec.broker.context import BrokerContext
 from coordspec.broker.errors import BrokerError
 from coordspec.broker.group_service import GroupService
-from coordspec.broker.log.group_records import CorruptRecord
 from coordspec.broker.log.producers import ProducerIds
 from coordspec.broker.log.topics import DataDirError, TopicStore
 from coordspec.broker.security import PLAINTEXT, ListenerSecurity, read_users
@@ -57,6 +56,7 @@ from coordspec.broker.settings import (
 from coordspec.broker.trace import Trace, TraceFileError
 from coordspec.broker.wire.dispatch import respond
 from coordspec.reference.errors import UsageError
+from coordspec.reference.wire.group_records import CorruptRecord
 
 log = logging.getLogger("broker")
 

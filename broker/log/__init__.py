@@ -1,2 +1,2 @@
 """On-disk partition logs of Kafka record batches (v2), the topic list, producer state, and the
-``__consumer_offsets`` record encoding."""
+``__consumer_offsets`` batches (their records' encoding is the reference's wire vocabulary)."""

@@ -1,7 +1,7 @@
 """A coordinator's append to ``__consumer_offsets`` as one Kafka record batch, and back.
 
 The records are the reference's group records in Kafka's key and value encoding
-(:mod:`coordspec.broker.log.group_records`). The single broker writes the batch to its
+(:mod:`coordspec.reference.wire.group_records`). The single broker writes the batch to its
 partition log as it is; in the cluster the leader sets its offset and leader epoch when it
 appends it (:func:`coordspec.broker.cluster.replica_logs.stamped`).
 """
@@ -12,15 +12,14 @@ import datetime
 import io
 
 from crc32c import crc32c
-from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch
 from kio.records.schema import Record as KioRecord
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros
 
 from coordspec.broker.log.batches import HEADER, read_header
-from coordspec.broker.log.group_records import decode_record, encode_key, encode_value
 from coordspec.reference.group.records import Record
+from coordspec.reference.wire.group_records import decode_records, encode_key, encode_value
 
 
 def _empty_batch(now_ms: int) -> bytes:
@@ -64,10 +63,3 @@ def decode_group_batch(batch: bytes) -> tuple[Record, ...]:
     if header is not None and header.record_count == 0:
         return ()
     return decode_records(batch)
-
-
-def decode_records(batch: bytes) -> tuple[Record, ...]:
-    """The records of a batch, read by kio, which checks its CRC: the single broker writes no
-    empty batch, so it reads every batch this way. Raises as ``decode_group_batch``."""
-    decoded, _ = read_batch(batch, 0)
-    return tuple(decode_record(r.key or b"", r.value) for r in decoded.records)

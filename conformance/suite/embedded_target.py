@@ -45,6 +45,7 @@ from coordspec.conformance.suite.target import CATALOG_TOPICS, TargetError
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
 from coordspec.reference.group.config import KAFKA_SETTINGS, GroupConfig
+from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import API_KEYS, Request
 from coordspec.reference.group.responses import Response
 from coordspec.reference.replication.znodes import TopicPartition
@@ -124,6 +125,8 @@ class EmbeddedCluster:
         )
         self._settling.start()
         clients.host, clients.port = self.cluster.peers[successor]
+        for partition in clients.offsets_leaders:  # the one partition, led by the successor
+            clients.offsets_leaders[partition] = self.cluster.peers[successor]
 
     def _fail_over(self, stop: Callable[[int], None]) -> tuple[int, int]:
         """The victim and its successor."""
@@ -193,7 +196,7 @@ class EmbeddedTarget:
     fails_writes = False  # a real log: no hook refuses a chosen write
     completes_transactions = False  # a broker needs its transaction coordinator for that
     moves_coordinator = False  # no hook holds a broker at each step of a move
-    shows_records = False  # its __consumer_offsets is not read
+    shows_records = True  # its brokers' __consumer_offsets, read as any broker's (offsets_log)
     faults_are_shared = False  # a session with faults has a cluster to itself
     answer_ms, settle_ms = KafkaTarget.answer_ms, KafkaTarget.settle_ms
     latency_ms = KafkaTarget.latency_ms
@@ -330,6 +333,9 @@ class _LeasedSession:
 
     async def sleep(self, ms: int) -> None:
         await self.inner.sleep(ms)
+
+    async def written(self) -> list[Record]:
+        return await self.inner.written()
 
     async def close(self) -> None:
         try:

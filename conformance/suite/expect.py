@@ -38,6 +38,7 @@ from coordspec.reference.consumer_protocol import (
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import responses as rs
 from coordspec.reference.group.records import (
+    EndTransactionMarker,
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
@@ -260,6 +261,8 @@ def check_records(
 
 
 def _kind(record: Record) -> str:
+    if isinstance(record.key, EndTransactionMarker):
+        return "transaction_marker"  # no expectation names one: a step's extra record
     offsets = isinstance(record.key, OffsetCommitKey)
     if record.value is None:
         return "offset_tombstone" if offsets else "group_tombstone"
@@ -297,6 +300,8 @@ def _shown_spec(spec: RecordSpec, group: object, symbols: Symbols) -> str:
 
 def _shown_record(record: Record, symbols: Symbols) -> str:
     key, value = record.key, record.value
+    if isinstance(key, EndTransactionMarker):
+        return f"{_kind(record)} ({key.result}, producer {record.producer_id})"
     details = [_group_name(key.group, symbols)]
     if isinstance(key, OffsetCommitKey):
         details.append(f"{key.topic}-{key.partition}")

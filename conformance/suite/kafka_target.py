@@ -20,6 +20,10 @@ offsets to exist with 3 partitions (they are created if missing). ``topics`` ren
 answers, so scenarios, the oracle and the trace keep the catalog's names (subscriptions
 and assignments are bytes the coordinator does not read, and keep them too).
 
+Where the broker lists ``__consumer_offsets`` and serves Fetch and ListOffsets, the sessions
+show the records the coordinator writes for their groups (``written``, :mod:`offsets_log`),
+for the scenarios that expect them.
+
 On a broker it does not own, the target removes the run's groups afterwards
 (:meth:`KafkaTarget.clean_up`, :mod:`cleanup`).
 
@@ -48,11 +52,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from coordspec.conformance.security import PLAINTEXT, ClientSecurity
-from coordspec.conformance.suite import cleanup
+from coordspec.conformance.suite import cleanup, offsets_log
 from coordspec.conformance.suite.kafka_wire import Connection, WireError, hex_dump
 from coordspec.conformance.suite.target import CATALOG_TOPICS, TargetError
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.failover.placement import OFFSETS_TOPIC
 from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.records import OffsetCommitKey, Record
 from coordspec.reference.group.requests import API_KEYS, VERSIONS, Request
 from coordspec.reference.group.responses import Response
 from coordspec.reference.wire.entities import UnknownErrorCode
@@ -62,6 +68,7 @@ FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
 TOPICS = tuple(CATALOG_TOPICS)
 _REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
 _RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
+_LOG_READER = "__consumer_offsets"  # the session's reader of that topic, beside its clients
 
 
 Hook = (
@@ -140,7 +147,10 @@ class KafkaTarget:
         self.fails_writes = False  # a broker's log: no hook refuses a chosen write
         self.completes_transactions = False  # a broker needs its transaction coordinator for that
         self.moves_coordinator = False  # no hook stops a broker at each step of a move
-        self.shows_records = False  # its __consumer_offsets is not read
+        # Where each __consumer_offsets partition is led, once the check found it readable
+        # (offsets_log): then sessions show the records the coordinator writes.
+        self.offsets_leaders: dict[int, tuple[str, int]] = {}
+        self.shows_records = False
         self.versions: dict[str, range] = {}
         self._next_open = 0.0
         self._stoppers: list[Callable[[], None]] = []
@@ -190,6 +200,9 @@ class KafkaTarget:
                 (self.host, self.port),
             )
             await self._check_listeners(connection, metadata.brokers)
+            if offsets_log.readable(connection.versions):
+                self.offsets_leaders = await _offsets_leaders(connection, self.timeout_s)
+                self.shows_records = bool(self.offsets_leaders)
         except WireError as exc:
             raise TargetError(str(exc)) from None
         finally:
@@ -291,6 +304,21 @@ def _unreachable(error: WireError, timeout_s: float) -> str:
     return f"which fails ({error})"
 
 
+async def _offsets_leaders(connection: Connection, timeout_s: float) -> dict[int, tuple[str, int]]:
+    """The leader of each ``__consumer_offsets`` partition, or none if the topic is not listed."""
+    version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
+    request = {"topics": [{"name": OFFSETS_TOPIC}], "allow_auto_topic_creation": False}
+    metadata = await connection.call(METADATA, version, request, timeout_s)
+    brokers = {b.node_id: (b.host, int(b.port)) for b in metadata.brokers}
+    return {
+        p.partition_index: brokers[p.leader_id]
+        for t in metadata.topics
+        if int(t.error_code) == 0
+        for p in t.partitions
+        if p.leader_id in brokers
+    }
+
+
 async def _ensure_topics(
     connection: Connection, wanted: dict[str, int], timeout_s: float
 ) -> tuple[Any, list[str]]:
@@ -360,6 +388,7 @@ class KafkaSession:
         self.faults = self if target.supports_faults else None
         self.coordinator: tuple[str, int] | None = None  # of the run's group, found ahead
         self.warm: list[Connection] = []
+        self.log: offsets_log.OffsetsLog | None = None  # read by written()
 
     async def warm_up(self) -> KafkaSession:
         """Find the run's coordinator and open connections to it before the clock starts.
@@ -448,6 +477,25 @@ class KafkaSession:
 
     async def sleep(self, ms: int) -> None:
         await asyncio.sleep(ms / 1000)
+
+    async def written(self) -> list[Record]:
+        if self.log is None:
+            reader = self.clients.setdefault(_LOG_READER, _Client())
+            self.log = offsets_log.OffsetsLog(
+                self.target.offsets_leaders,
+                lambda address: self._connection(reader, address),
+                self.target.timeout_s,
+            )
+        try:
+            records = await self.log.read()
+        except WireError as exc:
+            raise TargetError(str(exc)) from None
+        mine = (
+            r
+            for r in records
+            if r.key.group == self.group_id or r.key.group.startswith(f"{self.group_id}-")
+        )
+        return [_renamed_record(r, self.target.back) for r in mine]
 
     async def close(self) -> None:
         await self._drop_connections()
@@ -637,6 +685,13 @@ def _renamed(message: Any, names: dict[str, str]) -> Any:
             dataclasses.replace(g, topics=renamed(g.topics)) for g in message.other_groups
         )
     return dataclasses.replace(message, **changes) if changes else message
+
+
+def _renamed_record(record: Record, names: dict[str, str]) -> Record:
+    key = record.key
+    if not isinstance(key, OffsetCommitKey) or key.topic not in names:
+        return record
+    return dataclasses.replace(record, key=dataclasses.replace(key, topic=names[key.topic]))
 
 
 def _error_codes(response: Any) -> set[int]:

@@ -83,6 +83,7 @@ class ReferenceSession:
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(config, choices, observer=self.monitor, topics=topics)
         self.log: list[Record] = []
+        self.shown = 0  # of the log, by written()
         self.inbox: dict[str, deque[tuple[Response, int]]] = {}
         self.owner: dict[int | str, str] = {}  # request id -> client
         self.faults = self
@@ -131,8 +132,9 @@ class ReferenceSession:
     async def sleep(self, ms: int) -> None:
         self._advance_to(self.now_ms() + ms)
 
-    async def records(self) -> list[Record]:
-        return list(self.log)
+    async def written(self) -> list[Record]:
+        new, self.shown = self.log[self.shown :], len(self.log)
+        return new
 
     async def close(self) -> None:
         pass

@@ -78,9 +78,10 @@ class Session(Protocol):
     async def sleep(self, ms: int) -> None:
         """Let ``ms`` pass."""
 
-    async def records(self) -> Sequence[Record]:
-        """Every record the coordinator has written to ``__consumer_offsets`` for the session's
-        groups so far, in order (only on a target whose ``shows_records`` is True)."""
+    async def written(self) -> Sequence[Record]:
+        """The records the coordinator wrote to ``__consumer_offsets`` for the session's groups
+        since the previous call; the first call starts the count (only on a target whose
+        ``shows_records`` is True)."""
 
     async def close(self) -> None: ...
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 
+from kio.records.readers import read_batch
+
 from coordspec.reference.group.records import (
     EndTransactionMarker,
     GroupMetadataKey,
@@ -90,7 +92,7 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
 
-    def take(self, fmt: str) -> tuple:
+    def take(self, fmt: str) -> tuple[int, ...]:
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.data):
             raise CorruptRecord("record ends early")
@@ -98,7 +100,7 @@ class _Reader:
         self.pos += size
         return values
 
-    def int(self, fmt: str) -> int:
+    def number(self, fmt: str) -> int:
         return self.take(fmt)[0]
 
     def raw(self, length: int) -> bytes:
@@ -108,41 +110,41 @@ class _Reader:
         return self.data[self.pos - length : self.pos]
 
     def string(self) -> str | None:
-        length = self.int(">h")
+        length = self.number(">h")
         return None if length == -1 else self.raw(length).decode()
 
-    def bytes(self) -> bytes:
-        return self.raw(self.int(">i"))
+    def blob(self) -> bytes:
+        return self.raw(self.number(">i"))
 
 
 def decode_record(key: bytes, value: bytes | None) -> Record:
     k = _Reader(key)
-    version = k.int(">h")
+    version = k.number(">h")
     if version == 2:
         group_key = GroupMetadataKey(k.string() or "")
         return Record(group_key, None if value is None else _group_value(_Reader(value)))
     if version in (0, 1):
-        offset_key = OffsetCommitKey(k.string() or "", k.string() or "", k.int(">i"))
+        offset_key = OffsetCommitKey(k.string() or "", k.string() or "", k.number(">i"))
         return Record(offset_key, None if value is None else _offset_value(_Reader(value)))
     raise CorruptRecord(f"unknown key version {version}")
 
 
 def _offset_value(r: _Reader) -> OffsetCommitValue:
-    version = r.int(">h")
-    offset = r.int(">q")
-    leader_epoch = r.int(">i") if version >= 3 else -1
+    version = r.number(">h")
+    offset = r.number(">q")
+    leader_epoch = r.number(">i") if version >= 3 else -1
     metadata = r.string() or ""
-    commit_timestamp = r.int(">q")
-    expire_timestamp = r.int(">q") if version == 1 else -1
+    commit_timestamp = r.number(">q")
+    expire_timestamp = r.number(">q") if version == 1 else -1
     return OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
 
 
 def _group_value(r: _Reader) -> GroupMetadataValue:
-    version = r.int(">h")
+    version = r.number(">h")
     if version != 3:
-        raise CorruptRecord(f"group metadata value v{version} (this broker writes and reads v3)")
+        raise CorruptRecord(f"group metadata value v{version} (the reference writes and reads v3)")
     protocol_type = r.string() or ""
-    generation = r.int(">i")
+    generation = r.number(">i")
     protocol, leader = r.string(), r.string()
     current_state_timestamp, count = r.take(">qi")
     members = []
@@ -162,10 +164,17 @@ def _group_value(r: _Reader) -> GroupMetadataValue:
                 client_host or "",
                 rebalance_timeout,
                 session_timeout,
-                r.bytes(),
-                r.bytes(),
+                r.blob(),
+                r.blob(),
             )
         )
     return GroupMetadataValue(
         protocol_type, generation, protocol, leader, current_state_timestamp, tuple(members)
     )
+
+
+def decode_records(batch: bytes) -> tuple[Record, ...]:
+    """The records of one record batch, read by kio, which checks its CRC. Raises
+    CorruptRecord or kio's errors on a batch that is not a coordinator's."""
+    decoded, _ = read_batch(batch, 0)
+    return tuple(decode_record(r.key or b"", r.value) for r in decoded.records)
