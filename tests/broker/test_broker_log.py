@@ -17,7 +17,6 @@ from kio.static.primitive import TZAwareMicros
 
 from coordspec.broker.group_service import offsets_partition
 from coordspec.broker.log.batches import HEADER, InvalidBatch, check_single_batch, read_header
-from coordspec.reference.wire.group_records import decode_record, encode_key, encode_value
 from coordspec.broker.log.partition import PartitionLog
 from coordspec.broker.log.producers import ProducerIds, SequenceError
 from coordspec.broker.log.timestamps import TimestampAndOffset, search_for_timestamp
@@ -29,6 +28,7 @@ from coordspec.reference.group.records import (
     OffsetCommitValue,
 )
 from coordspec.reference.group.records import Record as GroupRecord
+from coordspec.reference.wire.group_records import decode_record, encode_key, encode_value
 
 
 def batch(
