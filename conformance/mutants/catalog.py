@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # When and at which commit the caught_by values were recorded (a full ``coordspec mutants`` run).
-RECORDED = "2026-11-27 at commit 9de752b, each scenario at its latest version plan"
+RECORDED = (
+    "2026-11-27 at commit 9de752b, each scenario at its latest version plan "
+    "(#46 and #47 on 2026-11-28, on the reference target)"
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,9 @@ class Mutant:
     probe: str
     caught_by: str = ""
     missed: str = ""
+    # "broker": a mutant of the project's broker; "reference": of the reference target, for
+    # an API the broker does not serve (measure.py)
+    on: str = "broker"
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ REPLICATION = (
     "replication, not group coordination: the group catalog cannot observe it "
     "(the replication model has its own mutants, tests/reference/test_replication_mutants.py)"
 )
-TRANSACTIONS = "transactions: the project's broker serves no transaction coordinator"
+TRANSACTIONS = "transaction data (fetches, log offsets), not the group coordinator's offsets"
 
 MUTANTS = (
     Mutant(
@@ -295,6 +301,24 @@ MUTANTS = (
         caught_by="failover-deleted-group-stays-deleted",
     ),
     Mutant(
+        46,
+        "transactional offset commits and expiry disagree on replay",
+        "redpanda-data/redpanda#31483",
+        "the expiry sweep tombstones offsets an open transaction holds (on the reference target)",
+        "txn-pending-offset-does-not-expire",
+        caught_by="txn-pending-offset-does-not-expire",
+        on="reference",
+    ),
+    Mutant(
+        47,
+        "transaction committed during a rebalance never cleared",
+        "redpanda-data/redpanda#5543",
+        "a marker leaves a rebalancing group's offsets pending (on the reference target)",
+        "txn-marker-during-rebalance-ends-the-transaction",
+        caught_by="txn-marker-during-rebalance-ends-the-transaction",
+        on="reference",
+    ),
+    Mutant(
         48,
         "departed member kept after a restart mid-rebalance",
         "twmb/franz-go 12889e13 (kfake)",
@@ -380,8 +404,6 @@ NOT_APPLICABLE = (
         "new coordinator load and unload edge cases",
         "the KIP-848 coordinator runtime, and leadership loss during a load",
     ),
-    NotApplicable(46, "transactional offset commits and expiry disagree on replay", TRANSACTIONS),
-    NotApplicable(47, "transaction committed during a rebalance never cleared", TRANSACTIONS),
     NotApplicable(
         49,
         "commit acknowledged though the write failed",

@@ -8,7 +8,11 @@ it. Scenarios that need broker settings run on a broker started with them; fault
 restart the broker (a kill: SIGKILL) on the same port and data. A mutant is caught by a
 scenario that passes on the unmutated broker, fails on the mutant, and fails again when
 run once more alone (a real broker's timing can fail a run by chance). The oracle is this
-process's reference, which never imports a patch.
+process's reference, which never runs a patch.
+
+A mutant of an API the project's broker does not serve (``Mutant.on == "reference"``:
+transactions) is measured the same way on a reference target in this process whose
+coordinator carries the patch (on_reference.py).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from coordspec.broker.testing import BrokerProcess
-from coordspec.conformance.mutants import catalog
+from coordspec.conformance.mutants import catalog, on_reference
 from coordspec.conformance.suite import loader, suite
 from coordspec.conformance.suite.kafka_target import FaultCommands, KafkaTarget
 from coordspec.conformance.suite.results import RunResult
@@ -135,22 +139,28 @@ def _failing(results: list[RunResult]) -> list[str]:
     return sorted({r.scenario for r in results if r.status in ("failed", "error")})
 
 
-class _Baseline:
-    """Which scenarios fail on the unmutated broker, run as they are first needed."""
+Runner = Callable[[int | None, list[Scenario]], list[RunResult]]
 
-    def __init__(self, work: Path, versions: str, out: TextIO) -> None:
-        self.work, self.versions, self.out = work, versions, out
+
+class _Baseline:
+    """Which scenarios fail unmutated (on the broker, or the reference target), run as they
+    are first needed."""
+
+    def __init__(self, name: str, runner: Runner, out: TextIO) -> None:
+        self.name, self.runner, self.out = name, runner, out
         self.failing: set[str] = set()
         self.checked: set[str] = set()
 
     def passing(self, scenarios: list[Scenario]) -> list[Scenario]:
         unchecked = [s for s in scenarios if s.name not in self.checked]
         if unchecked:
-            print(f"unmutated broker: {len(unchecked)} scenarios ...", file=self.out, flush=True)
-            failing = _failing(run_catalog(None, unchecked, self.work, versions=self.versions))
+            print(
+                f"unmutated {self.name}: {len(unchecked)} scenarios ...", file=self.out, flush=True
+            )
+            failing = _failing(self.runner(None, unchecked))
             if failing:
                 print(
-                    f"unmutated broker fails {', '.join(failing)}: left out of the verdicts",
+                    f"unmutated {self.name} fails {', '.join(failing)}: left out of the verdicts",
                     file=self.out,
                     flush=True,
                 )
@@ -177,12 +187,26 @@ def measure(
         raise suite.SuiteError(f"no scenario matches --select {' '.join(patterns)}")
     with tempfile.TemporaryDirectory(prefix="coordspec-mutants-", dir=root) as tmp:
         work = Path(tmp)
-        baseline = _Baseline(work, versions, out)
-        probes = {catalog.BY_BUG[bug].probe for bug in bugs}
-        baseline.passing([s for s in scenarios if s.name in probes])  # in one run, at once
+        baselines = {
+            "broker": _Baseline(
+                "broker",
+                lambda bug, chosen: run_catalog(bug, chosen, work, versions=versions),
+                out,
+            ),
+            "reference": _Baseline(
+                "reference target",
+                lambda bug, chosen: on_reference.run_catalog(bug, chosen, versions=versions),
+                out,
+            ),
+        }
+        for on, baseline in baselines.items():
+            probes = {catalog.BY_BUG[b].probe for b in bugs if catalog.BY_BUG[b].on == on}
+            if probes:  # in one run, at once
+                baseline.passing([s for s in scenarios if s.name in probes])
         for i, bug in enumerate(bugs, 1):
             started = time.monotonic()
             verdict = Verdict(bug)
+            baseline = baselines[catalog.BY_BUG[bug].on]
             probe = [s for s in scenarios if s.name == catalog.BY_BUG[bug].probe]
             rest = [s for s in scenarios if s not in probe]
             for first, chosen in ((True, probe), (False, rest)):
@@ -192,24 +216,21 @@ def measure(
                 if not first:
                     more = f"{len(chosen)} scenarios" + (", its probe missed it" if probe else "")
                     print(f"#{bug}: {more} ...", file=out, flush=True)
-                verdict.failed = _failing(run_catalog(bug, chosen, work, versions=versions))
-                verdict.caught_by = _confirmed(bug, verdict.failed, chosen, work, versions)
+                verdict.failed = _failing(baseline.runner(bug, chosen))
+                verdict.caught_by = _confirmed(bug, verdict.failed, chosen, baseline.runner)
                 if verdict.caught:
                     break
             verdict.seconds = time.monotonic() - started
             verdicts.append(verdict)
             print(f"[{i}/{len(bugs)}] {line(verdict)}", file=out, flush=True)
-        return sorted(baseline.failing)
+        return sorted(baselines["broker"].failing | baselines["reference"].failing)
 
 
-def _confirmed(
-    bug: int, failed: list[str], scenarios: list[Scenario], work: Path, versions: str
-) -> str:
+def _confirmed(bug: int, failed: list[str], scenarios: list[Scenario], runner: Runner) -> str:
     """The label of the first failed scenario that fails again, run alone."""
     for name in failed[:CONFIRMATIONS]:
         alone = [s for s in scenarios if s.name == name]
-        again = run_catalog(bug, alone, work, versions=versions)
-        if failed_runs := [r for r in again if r.status in ("failed", "error")]:
+        if failed_runs := [r for r in runner(bug, alone) if r.status in ("failed", "error")]:
             return failed_runs[0].label
     return ""
 

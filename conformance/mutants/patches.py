@@ -1,10 +1,11 @@
 """The mutants' patches: each makes the reference coordinator, as the project's broker runs
 it, behave as a catalogued buggy broker did (catalog.py names the bug behind each id).
 
-Only a broker process started by ``launch`` installs them (``install(id)`` with
-``ACTIVE`` left on for good); the conform process, and so the oracle, never imports this
-module. A test installs one for a while and turns ``ACTIVE`` on around the steps of a
-mutated target only (``active()``), so an oracle in the same process stays Kafka.
+A broker process started by ``launch`` installs one (``install(id)`` with ``ACTIVE`` left
+on for good); the conform process, and so the oracle, never imports this module then. A
+mutated reference target (on_reference.py: for APIs the broker does not serve, and in tests)
+installs one for a while and turns ``ACTIVE`` on around its own steps only (``active()``),
+so an oracle in the same process stays Kafka.
 
 A patch replaces a reference function everywhere it is bound (modules that imported it by
 name, the coordinator's handler tables) by one that runs the bug's version while ``ACTIVE``.
@@ -20,7 +21,7 @@ from typing import Any
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import coordinator as coordinator_module
-from coordspec.reference.group import loader, membership, offsets, rebalance
+from coordspec.reference.group import loader, membership, offsets, rebalance, txn_offsets
 from coordspec.reference.group.requests import JoinGroup
 from coordspec.reference.group.responses import (
     HeartbeatResponse,
@@ -569,6 +570,35 @@ def _b45() -> None:
         return original([r for r in records if r.value is not None])
 
     _replace(loader.replay, replay)
+
+
+def _b46() -> None:
+    # Redpanda #31483 (CORE-16998): the retention sweep tombstones an offset an open
+    # transaction staged, so the transaction's commit is lost.
+    def expired(original, c, group):
+        pending, group.pending_offsets = group.pending_offsets, {}
+        try:
+            return original(c, group)
+        finally:
+            group.pending_offsets = pending
+
+    _replace(offsets.expired_offset_keys, expired)
+
+
+def _b47() -> None:
+    # Redpanda #5543: a transaction that ends while its group rebalances stays pending there,
+    # so a stable OffsetFetch answers UNSTABLE_OFFSET_COMMIT for good.
+    def marker_written(original, c, after, error):
+        kept = {
+            group_id: group.pending_offsets[after.producer_id]
+            for group_id, group in c.groups.items()
+            if group.state in (PREPARING, COMPLETING) and after.producer_id in group.pending_offsets
+        }
+        original(c, after, error)
+        for group_id, pending in kept.items():
+            c.groups[group_id].pending_offsets[after.producer_id] = pending
+
+    _replace(txn_offsets.marker_written, marker_written)
 
 
 def _b48() -> None:

@@ -14,7 +14,10 @@ with each mutant and runs the conformance catalog against it as against any Kafk
 with the project's reference as the oracle; a mutant is *caught* when a scenario that passes
 on the unmutated broker fails on it, and fails again when run alone. The mutant's probe
 scenario runs first, the rest of the catalog only if the probe misses it, so the scenario
-named is the first that caught it, not the only one.
+named is the first that caught it, not the only one. Bugs of transactional offsets (#46,
+#47) have mutants of the reference target instead, measured in process the same way: the
+project's broker serves no transactions, and only the reference target can act as the
+transaction coordinator in a scenario (GM-57 … GM-59).
 `tests/conformance/test_mutants.py` checks that each patch changes behaviour (its probe fails
 on a mutated reference target), and CI runs a sample on the broker
 (`tests/conformance/test_mutants_wire.py`). This page is generated from

@@ -45,8 +45,8 @@ class _Stop(Exception):
     """The run cannot go on: its result is already recorded."""
 
 
-def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
-    """The broker settings a run uses, or why the target cannot run the scenario."""
+def missing_capability(scenario: Scenario, target: Target) -> str | None:
+    """Why the target cannot run the scenario's steps at all, or None."""
     if scenario.uses_faults and not target.supports_faults:
         return f"needs fault hooks ({', '.join(sorted({s.fault for s in scenario.steps if isinstance(s, Fault)}))}), which target {target.name} has not"
     if scenario.fails_writes and not target.fails_writes:
@@ -57,6 +57,14 @@ def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
         return f"needs to resign, become and load the group's coordinator step by step (coordinator: ...), which target {target.name} cannot"
     if scenario.expects_records and not target.shows_records:
         return f"needs the records the coordinator writes (expect.records), which target {target.name} does not show"
+    return None
+
+
+def config_for(scenario: Scenario, target: Target) -> GroupConfig | str:
+    """The broker settings a run uses, or why the target cannot run the scenario."""
+    missing = missing_capability(scenario, target)
+    if missing is not None:
+        return missing
     wanted = dataclasses.replace(target.config, **scenario.broker)
     if target.configurable:
         return wanted

@@ -35,7 +35,12 @@ from coordspec.conformance.suite.flaky import Flaky, flaky
 from coordspec.conformance.suite.oracle import TIMING_TOLERANCE_MS
 from coordspec.conformance.suite.progress import Progress
 from coordspec.conformance.suite.results import RunResult
-from coordspec.conformance.suite.runner import LISTEN_AFTER_FAILURE_MS, result_of, run_one
+from coordspec.conformance.suite.runner import (
+    LISTEN_AFTER_FAILURE_MS,
+    missing_capability,
+    result_of,
+    run_one,
+)
 from coordspec.conformance.suite.scenario import Scenario
 from coordspec.conformance.suite.severity import SEVERITIES
 from coordspec.conformance.suite.target import Target
@@ -105,6 +110,11 @@ def select(scenarios: list[Scenario], patterns: Iterable[str]) -> list[Scenario]
 def planned(
     scenario: Scenario, target: Target, mode: str, limits: dict[str, range]
 ) -> list[dict[str, int]] | str:
+    """The version plans to run, or why there is none: a step the target cannot take at
+    all is the better reason (a broker serving no TxnOffsetCommit also has no version of it)."""
+    missing = missing_capability(scenario, target)
+    if missing is not None:
+        return missing
     ranges = versions.narrow(scenario.versions, target.versions)
     if ranges is not None:
         ranges = versions.narrow(ranges, limits)
