@@ -19,9 +19,9 @@ from coordspec.reference.failover.events import BecomeCoordinator
 from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.effects import Reply
-from coordspec.reference.group.requests import OffsetCommit, OffsetDelete, Request
+from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
-from coordspec.reference.group.topics import Refused, commit_refused, merged, split_known
+from coordspec.reference.group.topics import Refused, merged, reaching_coordinator
 
 
 class Unserved:
@@ -43,11 +43,12 @@ class Unserved:
         """The host's answer, at once: it holds no group to wait on."""
         request = dataclasses.replace(request, now_ms=max(request.now_ms, self.host.now_ms))
         refused: Refused = ()
-        if self.topics is not None and isinstance(request, (OffsetCommit, OffsetDelete)):
-            kept, refused = split_known(request.topics, self.topics.get)
-            if refused and not kept and isinstance(request, OffsetCommit):
-                return commit_refused(refused)
-            request = dataclasses.replace(request, topics=kept)
+        if self.topics is not None:
+            kept, refused, answer = reaching_coordinator(request, self.topics)
+            if kept is None:
+                assert answer is not None
+                return answer
+            request = kept
         (reply,) = self.host.handle(request)
         assert isinstance(reply, Reply)
         return merged(refused, reply.response) if refused else reply.response

@@ -19,7 +19,6 @@ DeleteGroups, a static member's rejoin) come only then, as in Kafka.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
@@ -80,7 +79,7 @@ from coordspec.reference.group.responses import (
 )
 from coordspec.reference.group.state import Group, Parked
 from coordspec.reference.group.timers import TimerKey, Timers
-from coordspec.reference.group.topics import Refused, commit_refused, merged, split_known
+from coordspec.reference.group.topics import Refused, merged, reaching_coordinator
 from coordspec.reference.group.transitions import DEAD
 from coordspec.reference.substeps import UNOBSERVED, SubStepObserver
 
@@ -334,21 +333,14 @@ class GroupCoordinator:
 
     def _known_partitions(self, req: Request) -> Request | None:
         """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""
-        if self.topics is None or not isinstance(
-            req, (OffsetCommit, TxnOffsetCommit, OffsetDelete)
-        ):
+        if self.topics is None:
             return req
-        kept, refused = split_known(req.topics, self.topics.get)
-        if not refused:
-            return req
-        if not kept and isinstance(req, OffsetCommit):
-            self.reply(req, commit_refused(refused))
-            return None
-        if not kept and isinstance(req, TxnOffsetCommit):
-            self.reply(req, commit_refused(refused, TxnOffsetCommitResponse))
-            return None
-        self._refused[req.request_id] = refused
-        return dataclasses.replace(req, topics=kept)  # type: ignore[arg-type]
+        kept, refused, answer = reaching_coordinator(req, self.topics)
+        if answer is not None:
+            self.reply(req, answer)
+        elif refused:
+            self._refused[req.request_id] = refused
+        return kept
 
     def _emit_reply(
         self, request_id: int | str, api: str, version: int, response: Response

@@ -17,10 +17,11 @@ The broker's request layer and the reference (``GroupCoordinator(topics=...)``) 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.requests import OffsetCommit, OffsetDelete, Request, TxnOffsetCommit
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
@@ -72,6 +73,24 @@ def split_known(
         else:
             kept.append(topic)
     return tuple(kept), tuple((name, tuple(ps)) for name, ps in refused.items())
+
+
+def reaching_coordinator(
+    req: Request, topics: Mapping[str, int]
+) -> tuple[Request | None, Refused, CommitResponse | None]:
+    """What of a request reaches the coordinator, the partitions refused, and the whole
+    answer when nothing is left of a (Txn)OffsetCommit (the request is then None)."""
+    if not isinstance(req, (OffsetCommit, TxnOffsetCommit, OffsetDelete)):
+        return req, (), None
+    kept, refused = split_known(req.topics, topics.get)
+    if not refused:
+        return req, (), None
+    if not kept and not isinstance(req, OffsetDelete):
+        response = (
+            TxnOffsetCommitResponse if isinstance(req, TxnOffsetCommit) else OffsetCommitResponse
+        )
+        return None, refused, commit_refused(refused, response)
+    return dataclasses.replace(req, topics=kept), refused, None  # type: ignore[arg-type]
 
 
 def commit_refused(
