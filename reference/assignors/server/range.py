@@ -25,7 +25,7 @@ from coordspec.reference.assignors.server.spec import (
 
 
 def assign(spec: GroupSpec) -> Assignment:
-    """SA-5: the range assignor's target assignment."""
+    """SA-1, SA-6: the range assignor's target assignment."""
     check(spec)
     ordered = sorted(spec.members, key=lambda m: member_order_key(m, spec.members[m].instance_id))
     subscriptions = {m: known_subscriptions(spec, m) for m in ordered}

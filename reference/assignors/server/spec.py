@@ -60,7 +60,7 @@ class GroupSpec:
 
 
 def subscription_type(members: Mapping[str, MemberSpec]) -> SubscriptionType:
-    """Kafka's ``ModernGroup.subscriptionType``: homogeneous when every subscribed name has
+    """SA-2, Kafka's ``ModernGroup.subscriptionType``: homogeneous when every subscribed name has
     every member as a subscriber, that is when all members subscribe to the same names
     (whether the topics exist or not)."""
     if len({m.subscribed_topics for m in members.values()}) <= 1:
@@ -69,7 +69,7 @@ def subscription_type(members: Mapping[str, MemberSpec]) -> SubscriptionType:
 
 
 def in_java_order(strings: Iterable[str]) -> list[str]:
-    """The order the reference iterates member ids and topic names in, where Kafka iterates
+    """SA-5: the order the reference iterates member ids and topic names in, where Kafka iterates
     a hash map or set (whose order any Kafka outcome may follow): Java's string order."""
     return sorted(strings, key=java_string_key)
 
@@ -80,7 +80,7 @@ def known_subscriptions(spec: GroupSpec, member_id: str) -> list[str]:
 
 
 def check(spec: GroupSpec) -> None:
-    """Raise :class:`UsageError` for a spec Kafka's coordinator never builds: a negative
+    """SA-1: raise :class:`UsageError` for a spec Kafka's coordinator never builds: a negative
     partition count, an assigned partition outside its topic or held by two members, or a
     homogeneous type over different subscriptions (Kafka's homogeneous paths read only one
     member's subscription)."""

@@ -38,7 +38,7 @@ MAX_BALANCE_PASSES = 16  # Kafka's MAX_ITERATION_COUNT
 
 
 def assign(spec: GroupSpec) -> Assignment:
-    """SA-1 … SA-4: the uniform assignor's target assignment."""
+    """SA-1, SA-3 … SA-5: the uniform assignor's target assignment."""
     check(spec)
     if spec.subscription_type is SubscriptionType.HOMOGENEOUS:
         target = _homogeneous(spec)
@@ -48,7 +48,7 @@ def assign(spec: GroupSpec) -> Assignment:
 
 
 def _homogeneous(spec: GroupSpec) -> Assignment:
-    """SA-2."""
+    """SA-3."""
     member_ids = in_java_order(spec.members)
     if not member_ids:
         return {}
@@ -84,7 +84,7 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
 
 
 class _Heterogeneous:
-    """SA-3. Members are numbered by their place in Java string order; Kafka numbers them
+    """SA-4. Members are numbered by their place in Java string order; Kafka numbers them
     in its iteration order and breaks ties between equally loaded members by that number."""
 
     def __init__(self, spec: GroupSpec) -> None:
