@@ -6,8 +6,9 @@ Kafka's heterogeneous tests iterate members in sorted order and its topic ids so
 the topic names do, so their layouts are deterministic and are asserted as they are. Three
 homogeneous tests expect a layout that depends on the order in which Java's ``HashSet``
 happened to iterate two topic ids (topic3 or topic2 before topic1). Their ports assert
-what holds for every order (the counts, what each member keeps, validity) and the layout
-for the reference's order (topic names ascending).
+what holds for every order (the counts, what each member keeps, validity), the layout for
+the reference's order (topic names ascending), and Kafka's layout when the topics are
+renamed so that the reference's order is the one Kafka's run took (``in_kafka_order``).
 
 Adapted: the ``*NonexistentTopic*`` tests expect an exception because the describer lacks
 a topic id the subscription holds. Here subscriptions are names resolved against the
@@ -70,6 +71,25 @@ def kept(layout: Layout, members: dict[str, MemberSpec]) -> dict[str, set[tuple[
     }
 
 
+def in_kafka_order(first: str, topics: dict[str, int], members: dict[str, MemberSpec]) -> Layout:
+    """The homogeneous layout when ``first`` is iterated before the other topics, as in the
+    Kafka run the test's expectation comes from: ``first`` is renamed to sort first."""
+    alias = "0-" + first
+
+    def rename(topic: str) -> str:
+        return alias if topic == first else topic
+
+    renamed = {
+        m: MemberSpec(
+            frozenset(map(rename, s.subscribed_topics)),
+            {rename(t): ps for t, ps in s.assignment.items()},
+        )
+        for m, s in members.items()
+    }
+    layout = run({rename(t): n for t, n in topics.items()}, renamed, HOMOGENEOUS)
+    return {m: {first if t == alias else t: ps for t, ps in a.items()} for m, a in layout.items()}
+
+
 def assert_balanced(layout: Layout) -> None:
     assert max(counts(layout).values()) - min(counts(layout).values()) <= 1
 
@@ -96,6 +116,10 @@ def test_first_assignment_two_members_two_topics_no_member_racks():
     layout = run({T1: 3, T3: 2}, {"A": member(T1, T3), "B": member(T1, T3)}, HOMOGENEOUS)
     assert counts(layout) == {"A": 3, "B": 2}  # the first member in order gets the extra one
     assert layout == {"A": {T1: {0, 1, 2}}, "B": {T3: {0, 1}}}
+    assert in_kafka_order(T3, {T1: 3, T3: 2}, {"A": member(T1, T3), "B": member(T1, T3)}) == {
+        "A": {T1: {0}, T3: {0, 1}},
+        "B": {T1: {1, 2}},
+    }
 
 
 def test_first_assignment_num_members_greater_than_total_num_partitions():
@@ -139,6 +163,10 @@ def test_reassignment_when_partitions_are_added_for_two_members_two_topics():
         "B": {(T1, 1), (T2, 1), (T2, 2)},
     }
     assert layout == {"A": {T1: {0, 2, 3, 4, 5}, T2: {0}}, "B": {T1: {1}, T2: {1, 2, 3, 4}}}
+    assert in_kafka_order(T2, {T1: 6, T2: 5}, members) == {
+        "A": {T1: {0, 2, 3}, T2: {0, 3, 4}},
+        "B": {T1: {1, 4, 5}, T2: {1, 2}},
+    }
 
 
 def test_reassignment_when_one_member_added_after_initial_assignment_with_two_members_two_topics():
@@ -168,6 +196,10 @@ def test_reassignment_when_one_member_removed_after_initial_assignment_with_thre
     assert counts(layout) == {"A": 3, "B": 3}
     assert kept(layout, members) == {"A": {(T1, 0), (T2, 0)}, "B": {(T1, 1), (T2, 1)}}
     assert layout == {"A": {T1: {0, 2}, T2: {0}}, "B": {T1: {1}, T2: {1, 2}}}
+    assert in_kafka_order(T2, {T1: 3, T2: 3}, members) == {
+        "A": {T1: {0}, T2: {0, 2}},
+        "B": {T1: {1, 2}, T2: {1}},
+    }
 
 
 def test_reassignment_when_one_subscription_removed_after_initial_assignment_with_two_members_two_topics():
