@@ -66,10 +66,11 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
         kept: dict[str, frozenset[int]] = {}
         for topic in in_java_order(t for t in assignment if t in subscribed):
             ordered = sorted(assignment[topic])
-            if ordered[:left]:
-                kept[topic] = frozenset(ordered[:left])
-            unassigned.extend((topic, p) for p in ordered[left:])
-            left -= len(ordered[:left])
+            keep, give_up = ordered[:left], ordered[left:]
+            if keep:
+                kept[topic] = frozenset(keep)
+            unassigned.extend((topic, p) for p in give_up)
+            left -= len(keep)
         target[member_id] = kept
         if left > 0:
             room.append((member_id, left))
