@@ -221,7 +221,7 @@ class Monitor:
             if isinstance(key, OffsetCommitKey):
                 offset_key = (key.group, key.topic, key.partition)
                 value = record.value
-                assert not isinstance(value, GroupMetadataValue), f"{key} holds group metadata"
+                assert value is None or isinstance(value, OffsetCommitValue), f"{key}: {value!r}"
                 self._offset_writes.setdefault(offset_key, []).append((self._seq, value))
                 if isinstance(event, OffsetCommit) and event.group_id == key.group:
                     self._commit_writes.setdefault((host.broker_id, event.request_id), {})[

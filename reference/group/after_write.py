@@ -15,15 +15,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
+    ConsumerGroupHeartbeat,
     DeleteGroups,
+    LeaveGroup,
     OffsetCommit,
     OffsetDelete,
     Protocol,
     TxnOffsetCommit,
 )
 from coordspec.reference.group.responses import (
+    ConsumerGroupHeartbeatResponse,
+    LeaveGroupResponse,
     OffsetCommitResponse,
     OffsetDeleteResponse,
     TxnOffsetCommitResponse,
@@ -116,6 +121,18 @@ class OffsetsExpired:
     delete_group: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupWritten:
+    """CG-40: the records of a consumer group step, already applied to the group. The request
+    (None for a timer's) is answered once they are written; a failed write puts the group
+    back as it was (``before``; None: it did not exist), as Kafka reverts its snapshot."""
+
+    group_id: str
+    request: ConsumerGroupHeartbeat | LeaveGroup | None
+    response: ConsumerGroupHeartbeatResponse | LeaveGroupResponse | None
+    before: ConsumerGroup | None
+
+
 AfterWrite = (
     NewGroupWritten
     | LeaderAssignmentWritten
@@ -125,6 +142,7 @@ AfterWrite = (
     | OffsetsDeleted
     | GroupsDeleted
     | OffsetsExpired
+    | ConsumerGroupWritten
 )
 
 

@@ -20,6 +20,9 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    consumer_max_size: int = 2**31 - 1  # group.consumer.max.size
 
     def __deepcopy__(self, memo: dict[int, object]) -> GroupConfig:
         return self  # immutable: copies of a coordinator (the oracle's hypotheses) share it
@@ -79,6 +82,11 @@ KAFKA_SETTINGS = MappingProxyType(
             KafkaSetting(
                 "offsets.retention.check.interval.ms", "offsets_retention_check_interval_ms", 1
             ),
+            KafkaSetting("group.consumer.session.timeout.ms", "consumer_session_timeout_ms", 1),
+            KafkaSetting(
+                "group.consumer.heartbeat.interval.ms", "consumer_heartbeat_interval_ms", 1
+            ),
+            KafkaSetting("group.consumer.max.size", "consumer_max_size", 1),
         )
     }
 )

@@ -7,11 +7,13 @@ steps, kept in modules of their own; this is the whole of what they reach for.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from coordspec.reference.choices import Choices
 from coordspec.reference.group.after_write import AfterWrite, Deletion
 from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import Request
 from coordspec.reference.group.responses import Response
@@ -26,9 +28,14 @@ class Context(Protocol):
     timers: Timers
     now_ms: int  # the time of the step (of the timer, while one fires)
     groups: dict[str, Group]
+    consumer_groups: dict[str, ConsumerGroup]  # KIP-848 groups, by id apart from classic ones
     appends_issued: int  # how many writes so far: a handler sees whether it wrote
     deletions: dict[int | str, Deletion]  # DeleteGroups requests awaiting their writes
     substeps: SubStepObserver  # told of CompleteJoin and of every change of a group's state
+
+    @property
+    def topics(self) -> Mapping[str, int] | None:
+        """The broker's topics and partition counts, when the model knows them."""
 
     def reply(self, req: Request, response: Response) -> None:
         """Answer the request being handled."""

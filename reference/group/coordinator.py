@@ -35,6 +35,7 @@ from coordspec.reference.group import (
 )
 from coordspec.reference.group.after_write import (
     AfterWrite,
+    ConsumerGroupWritten,
     Deletion,
     GroupsDeleted,
     LeaderAssignmentWritten,
@@ -46,10 +47,14 @@ from coordspec.reference.group.after_write import (
     StaticReplacementWritten,
 )
 from coordspec.reference.group.config import GroupConfig
+from coordspec.reference.group.consumer import classic_requests, heartbeat
+from coordspec.reference.group.consumer.replay import replay_consumer_groups
+from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerGroup
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
     AppendCompleted,
+    ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
     Event,
@@ -104,6 +109,7 @@ _HANDLERS: dict[type[object], Callable[..., None]] = {
     DescribeGroups: lifecycle.describe_groups,
     ListGroups: lifecycle.list_groups,
     DeleteGroups: lifecycle.delete_groups,
+    ConsumerGroupHeartbeat: heartbeat.consumer_group_heartbeat,
 }
 
 # What follows a completed write, by the kind of write (see after_write).
@@ -116,6 +122,7 @@ _AFTER_WRITE: dict[type, Callable[..., None]] = {
     OffsetsDeleted: offsets.offsets_deleted,
     GroupsDeleted: lifecycle.groups_deleted,
     OffsetsExpired: lifecycle.offsets_expired,
+    ConsumerGroupWritten: heartbeat.consumer_group_written,
 }
 
 
@@ -138,6 +145,7 @@ class GroupCoordinator:
         self.topics = None if topics is None else MappingProxyType(dict(topics))
         self.choices: Choices = choices or SeededChoices()
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups (CG-3)
         self.timers = Timers()
         self.now_ms = now_ms
         self.complete_appends = complete_appends
@@ -174,6 +182,7 @@ class GroupCoordinator:
         other.__dict__.update(self.__dict__)
         other.choices, other.observer = choices, observer
         other.groups = {k: g.copy() for k, g in self.groups.items()}
+        other.consumer_groups = {k: g.copy() for k, g in self.consumer_groups.items()}
         other.timers = self.timers.copy()
         other.deletions = {k: d.copy() for k, d in self.deletions.items()}
         other._pending_appends = dict(self._pending_appends)
@@ -216,7 +225,11 @@ class GroupCoordinator:
                 self._open_requests.add(event.request_id)
                 self.touched_groups.update(event.group_ids)
                 request = self._known_partitions(event)
-                if request is not None:
+                consumer_group = self._consumer_group_named(event)
+                if consumer_group is not None:
+                    classic_requests.answer(self, event, consumer_group)
+                    self._complete_own_appends()
+                elif request is not None:
                     _HANDLERS[type(request)](self, request)
                     self._complete_own_appends()
             case AppendCompleted():
@@ -268,6 +281,12 @@ class GroupCoordinator:
             lifecycle.sweep_expired_offsets(self)
             return
         self.touched_groups.add(key[1])
+        if kind == heartbeat.SESSION_TIMER:
+            heartbeat.on_session_timeout(self, key[1], key[2])
+            return
+        if kind == heartbeat.REBALANCE_TIMER:
+            heartbeat.on_rebalance_timeout(self, key[1], key[2])
+            return
         group = self.groups.get(key[1])
         if group is None:
             return
@@ -294,6 +313,21 @@ class GroupCoordinator:
             self._number(group)
             self.groups[group_id] = group
             loader.on_loaded(self, group)
+        for group_id, consumer_group in replay_consumer_groups(records).items():
+            if group_id in self.consumer_groups:
+                raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
+            self.consumer_groups[group_id] = consumer_group
+            self._consumer_group_loaded(consumer_group)
+
+    def _consumer_group_loaded(self, group: ConsumerGroup) -> None:
+        """CG-41: sessions restart from the load; a member revoking gets its rebalance timeout."""
+        for member in group.members.values():
+            self.timers.schedule(
+                (heartbeat.SESSION_TIMER, group.group_id, member.member_id),
+                self.now_ms + self.config.consumer_session_timeout_ms,
+            )
+            if member.state == UNREVOKED_PARTITIONS:
+                heartbeat.schedule_rebalance_timeout(self, group, member)
 
     def _unload(self) -> None:
         """GM-43: parked requests learn that this broker is no longer the coordinator."""
@@ -317,6 +351,11 @@ class GroupCoordinator:
             self._cancel_timers(group)
             if group.state != DEAD:
                 rebalance.move(self, group, DEAD, "UnloadGroups")
+        for consumer_group in self.consumer_groups.values():
+            for member_id in consumer_group.members:
+                self.timers.cancel((heartbeat.SESSION_TIMER, consumer_group.group_id, member_id))
+                heartbeat.cancel_rebalance_timeout(self, consumer_group, member_id)
+        self.consumer_groups.clear()
 
     # -- services for the handlers ---------------------------------------------------
 
@@ -330,6 +369,14 @@ class GroupCoordinator:
         """A parked request Kafka never answers (GM-35): it is no longer awaiting a reply."""
         self._open_requests.discard(parked.request_id)
         self._refused.pop(parked.request_id, None)
+
+    def _consumer_group_named(self, req: Request) -> ConsumerGroup | None:
+        """CG-36..CG-39: a classic group request naming a consumer group's id."""
+        if isinstance(req, (ConsumerGroupHeartbeat, DescribeGroups, ListGroups)):
+            return None
+        return next(
+            (self.consumer_groups[g] for g in req.group_ids if g in self.consumer_groups), None
+        )
 
     def _known_partitions(self, req: Request) -> Request | None:
         """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""

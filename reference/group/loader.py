@@ -16,6 +16,7 @@ from coordspec.reference.errors import UsageError
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import prepare_rebalance, reschedule_heartbeat
 from coordspec.reference.group.records import (
+    CONSUMER_GROUP_KEYS,
     EndTransactionMarker,
     GroupMetadataKey,
     GroupMetadataValue,
@@ -34,6 +35,8 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     for index, record in enumerate(records):
         key, value = record.key, record.value
+        if isinstance(key, CONSUMER_GROUP_KEYS):
+            continue  # consumer groups are rebuilt by consumer.replay (CG-41)
         if isinstance(key, GroupMetadataKey):
             if value is None:
                 groups.pop(key.group, None)

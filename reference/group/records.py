@@ -2,7 +2,8 @@
 
 Keys and values follow Kafka's schemas (GroupMetadataKey/Value, OffsetCommitKey/Value
 in ``group-coordinator/src/main/resources/common/message``): key version 2 is a group's
-metadata, key version 1 an offset commit; a ``None`` value is a tombstone. A record written
+metadata, key version 1 an offset commit; a ``None`` value is a tombstone. A consumer group
+(KIP-848, CG-40) writes key versions 3 and 5 to 8 (ConsumerGroup*Key/Value). A record written
 by a transaction carries its producer id (Kafka keeps it in the batch header), and the
 transaction ends with a control record, :class:`EndTransactionMarker` (GM-57, GM-58).
 """
@@ -73,12 +74,113 @@ class EndTransactionMarker:
     result: str  # "COMMIT" or "ABORT", Kafka's TransactionResult
 
 
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    """Partitions of one topic. ``topic_id`` holds the topic's name: the reference does not
+    know topics by id yet (spec/consumer-group.md)."""
+
+    topic_id: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group_id: str
+    version: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group_id: str
+    member_id: str
+    version: int = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group_id: str
+    version: int = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group_id: str
+    member_id: str
+    version: int = 7
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+    version: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # Kafka's MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS
+    assigned_partitions: tuple[TopicPartitions, ...]
+    partitions_pending_revocation: tuple[TopicPartitions, ...]
+
+
+ConsumerGroupKey = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+)
+ConsumerGroupValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+CONSUMER_GROUP_KEYS = (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+
 NO_PRODUCER_ID = -1  # a record outside any transaction
 TRANSACTION_RESULTS = ("COMMIT", "ABORT")
 
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker
-    value: GroupMetadataValue | OffsetCommitValue | None  # None: a tombstone (or a marker)
+    key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker | ConsumerGroupKey
+    # None: a tombstone (or a marker)
+    value: GroupMetadataValue | OffsetCommitValue | ConsumerGroupValue | None
     producer_id: int = NO_PRODUCER_ID  # a transactional offset commit's producer, or a marker's

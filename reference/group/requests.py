@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
-from coordspec.reference.group.records import TRANSACTION_RESULTS, Record
+from coordspec.reference.group.records import TRANSACTION_RESULTS, Record, TopicPartitions
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
 VERSIONS: dict[str, range] = {
@@ -29,6 +29,7 @@ VERSIONS: dict[str, range] = {
     "DeleteGroups": range(3),
     "OffsetDelete": range(1),
     "TxnOffsetCommit": range(6),
+    "ConsumerGroupHeartbeat": range(2),
 }
 
 API_KEYS: dict[str, int] = {
@@ -43,6 +44,7 @@ API_KEYS: dict[str, int] = {
     "TxnOffsetCommit": 28,
     "DeleteGroups": 42,
     "OffsetDelete": 47,
+    "ConsumerGroupHeartbeat": 68,
 }
 
 
@@ -385,6 +387,39 @@ class OffsetDelete(Request):
             all(isinstance(t, OffsetDeleteTopic) for t in self.topics),
             "OffsetDelete: topics must be OffsetDeleteTopic values",
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeat(Request):
+    """KIP-848's one request of a consumer group member (CG-1..CG-39). ``member_epoch``: 0 to
+    join, -1 to leave, -2 for a static member leaving for a while. Fields left None did not
+    change since the member's last heartbeat. ``client_id`` and ``client_host`` come from the
+    request's header and connection."""
+
+    group_id: str = ""
+    member_id: str = ""
+    member_epoch: int = 0
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None  # v1+
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+    client_id: str = "client"
+    client_host: str = "/127.0.0.1"
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        _require(
+            self.topic_partitions is None
+            or all(isinstance(t, TopicPartitions) for t in self.topic_partitions),
+            "ConsumerGroupHeartbeat: topic_partitions must be TopicPartitions values",
+        )
+        if not (self.subscribed_topic_regex is None or self.api_version >= 1):
+            raise UsageError(
+                f"ConsumerGroupHeartbeat: subscribed_topic_regex needs v1+, got v{self.api_version}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.records import TopicPartitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +280,17 @@ class OffsetDeleteResponse:
     topics: tuple[OffsetDeleteTopicResponse, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """An error answer carries only its code (Kafka's message is not compared)."""
+
+    error_code: ErrorCode
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartitions, ...] | None = None  # None: unchanged since the last
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -291,4 +303,5 @@ Response = (
     | DeleteGroupsResponse
     | OffsetDeleteResponse
     | TxnOffsetCommitResponse
+    | ConsumerGroupHeartbeatResponse
 )

@@ -1,0 +1,417 @@
+"""ConsumerGroupHeartbeat (API 68, v0-v1): join, heartbeat, leave, and the timers that fence
+a member (CG-1..CG-35). Follows Kafka 4.0 ``GroupCoordinatorService`` (the request checks)
+and ``GroupMetadataManager.consumerGroupHeartbeat`` / ``consumerGroupLeave`` /
+``consumerGroupFenceMember`` and their session and rebalance timers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from coordspec.reference.errors import ErrorCode, append_error_to_response_error
+from coordspec.reference.group.after_write import ConsumerGroupWritten
+from coordspec.reference.group.consumer.assignor import (
+    ASSIGNORS,
+    subscribed_topics,
+    target_assignment,
+)
+from coordspec.reference.group.consumer.reconcile import reconcile
+from coordspec.reference.group.consumer.replay import apply
+from coordspec.reference.group.consumer.state import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    UNREVOKED_PARTITIONS,
+    ConsumerGroup,
+    ConsumerMember,
+    Partitions,
+    from_topic_partitions,
+    to_topic_partitions,
+)
+from coordspec.reference.group.context import Context
+from coordspec.reference.group.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataKey,
+    Record,
+)
+from coordspec.reference.group.requests import ConsumerGroupHeartbeat, LeaveGroup
+from coordspec.reference.group.responses import ConsumerGroupHeartbeatResponse, LeaveGroupResponse
+from coordspec.reference.group.transitions import DEAD, EMPTY
+
+SESSION_TIMER = "ExpireConsumerSession"
+REBALANCE_TIMER = "ExpireRebalanceTimeout"
+# Kafka 4.0's ConsumerGroupHeartbeatRequest.CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION.
+CLIENT_MEMBER_ID_VERSION = 1
+
+
+class _Refused(Exception):
+    def __init__(self, error: ErrorCode) -> None:
+        self.error = error
+
+
+def consumer_group_heartbeat(c: Context, req: ConsumerGroupHeartbeat) -> None:
+    error = invalid(req)
+    if error is not None:
+        c.reply(req, ConsumerGroupHeartbeatResponse(error))
+        return
+    try:
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            records, response = _leave(c, req)
+        else:
+            records, response = _heartbeat(c, req)
+    except _Refused as refused:
+        c.reply(req, ConsumerGroupHeartbeatResponse(refused.error))
+        return
+    write(c, req.group_id, records, req, response)
+
+
+def invalid(req: ConsumerGroupHeartbeat) -> ErrorCode | None:
+    """CG-1: the checks Kafka makes before the group is looked at (GroupCoordinatorService)."""
+    member_id_required = (
+        req.api_version >= CLIENT_MEMBER_ID_VERSION
+        or req.member_epoch > 0
+        or req.member_epoch == LEAVE_EPOCH
+    )
+    if member_id_required and req.member_id == "":
+        return ErrorCode.INVALID_REQUEST
+    if req.group_id == "" or req.instance_id == "" or req.rack_id == "":
+        return ErrorCode.INVALID_REQUEST
+    if req.subscribed_topic_regex is not None:
+        return ErrorCode.INVALID_REQUEST  # CG-2: regex subscriptions are not modelled yet
+    if req.member_epoch == JOIN_EPOCH:
+        if req.rebalance_timeout_ms == -1 or req.topic_partitions != ():
+            return ErrorCode.INVALID_REQUEST
+        if req.subscribed_topic_names is None:
+            return ErrorCode.INVALID_REQUEST
+    elif req.member_epoch == STATIC_LEAVE_EPOCH:
+        if req.instance_id is None:
+            return ErrorCode.INVALID_REQUEST
+    elif req.member_epoch < STATIC_LEAVE_EPOCH:
+        return ErrorCode.INVALID_REQUEST
+    if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
+        return ErrorCode.UNSUPPORTED_ASSIGNOR
+    return None
+
+
+def _consumer_group(c: Context, group_id: str, create: bool) -> ConsumerGroup | None:
+    """CG-3: the consumer group under ``group_id``; None when a join creates it. A classic
+    group under the id refuses, unless a join finds it Empty with nothing committed, when it
+    is deleted to make room (Kafka's maybeDeleteEmptyClassicGroup)."""
+    classic = c.groups.get(group_id)
+    if classic is not None and classic.state != DEAD:
+        empty = classic.state == EMPTY and not classic.offsets and not classic.pending_offsets
+        if not (create and empty):
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
+        c.write(group_id, (Record(GroupMetadataKey(group_id), None),), None)
+        c.drop_group(group_id)
+    group = c.consumer_groups.get(group_id)
+    if group is None and not create:
+        raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
+    return group
+
+
+def _check_epoch(member: ConsumerMember, epoch: int, owned: Partitions | None) -> None:
+    """CG-5: an epoch ahead is fenced; one behind only if it is the previous epoch and the
+    member owns no more than it is assigned (the answer that bumped it may have been lost)."""
+    if epoch > member.member_epoch:
+        raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH)
+    if epoch < member.member_epoch and (
+        epoch != member.previous_member_epoch or owned is None or not owned <= member.assigned
+    ):
+        raise _Refused(ErrorCode.FENCED_MEMBER_EPOCH)
+
+
+def _heartbeat(
+    c: Context, req: ConsumerGroupHeartbeat
+) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
+    create = req.member_epoch == JOIN_EPOCH
+    found = _consumer_group(c, req.group_id, create)
+    group = found if found is not None else ConsumerGroup(req.group_id)
+    member_id = req.member_id
+    if len(group.members) >= c.config.consumer_max_size and (
+        not member_id or member_id not in group.members
+    ):
+        raise _Refused(ErrorCode.GROUP_MAX_SIZE_REACHED)  # CG-4
+    if not member_id:
+        member_id = c.choices.member_id(req.client_id)  # v0: the coordinator names it
+    owned = None if req.topic_partitions is None else from_topic_partitions(req.topic_partitions)
+    records: list[Record] = []
+    replaced: str | None = None
+    if req.instance_id is None:
+        known = group.members.get(member_id)
+        if known is None and not create:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+        member = known or ConsumerMember(member_id)
+        if known is not None:
+            _check_epoch(known, req.member_epoch, owned)
+    else:
+        static = group.static_member(req.instance_id)
+        if create and static is None:
+            member = group.members.get(member_id) or ConsumerMember(member_id)
+        elif create and static is not None:
+            if static.member_epoch != STATIC_LEAVE_EPOCH:
+                raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID)  # CG-31
+            # CG-32: the new member id takes the place (and assignment) the instance kept.
+            member = dataclasses.replace(
+                static, member_id=member_id, member_epoch=0, previous_member_epoch=0
+            )
+            replaced = static.member_id
+            records += _member_tombstones(group.group_id, static.member_id)
+            records.append(_subscription_record(group.group_id, member))
+            records.append(
+                _target_record(group.group_id, member_id, group.target_of(replaced, None))
+            )
+            records.append(_current_record(group.group_id, member))
+        else:
+            if static is None:
+                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+            if static.member_id != member_id:
+                raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
+            _check_epoch(static, req.member_epoch, owned)
+            member = static
+
+    updated = dataclasses.replace(
+        member,
+        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=req.rebalance_timeout_ms
+        if req.rebalance_timeout_ms != -1
+        else member.rebalance_timeout_ms,
+        server_assignor=req.server_assignor
+        if req.server_assignor is not None
+        else member.server_assignor,
+        subscribed_topic_names=tuple(sorted(set(req.subscribed_topic_names)))
+        if req.subscribed_topic_names is not None
+        else member.subscribed_topic_names,
+        client_id=req.client_id,
+        client_host=req.client_host,
+    )
+    # CG-10: a changed subscription (a new member's included) bumps the group epoch.
+    bump = False
+    if _metadata(updated) != _metadata(member) or (member_id not in group.members and not replaced):
+        records.append(_subscription_record(group.group_id, updated))
+        bump = updated.subscribed_topic_names != member.subscribed_topic_names
+    group_epoch = group.group_epoch + 1 if bump else group.group_epoch
+    if bump:
+        records.append(epoch_record(group.group_id, group_epoch))
+
+    if group_epoch > group.assignment_epoch:  # CG-11: a new target at the new epoch
+        members = {m: x for m, x in group.members.items() if m != replaced}
+        members[member_id] = updated
+        current = {m: group.target_of(m, x.instance_id) for m, x in members.items()}
+        targets = target_assignment(members, subscribed_topics(members, c.topics), current)
+        for m, partitions in targets.items():
+            if partitions != current[m]:
+                records.append(_target_record(group.group_id, m, partitions))
+        records.append(
+            Record(
+                ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
+                ConsumerGroupTargetAssignmentMetadataValue(group_epoch),
+            )
+        )
+        target_epoch, target = group_epoch, targets[member_id]
+    else:
+        target_epoch = group.assignment_epoch
+        target = group.target_of(member_id, updated.instance_id)
+
+    reconciled = updated
+    if not updated.is_reconciled_to(target_epoch):  # CG-20
+        reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, owned)
+        if _assignment(reconciled) != _assignment(updated):
+            records.append(_current_record(group.group_id, reconciled))
+            if reconciled.state == UNREVOKED_PARTITIONS:  # CG-34
+                schedule_rebalance_timeout(c, group, reconciled)
+            else:
+                cancel_rebalance_timeout(c, group, member_id)
+    c.timers.schedule(
+        (SESSION_TIMER, group.group_id, member_id), c.now_ms + c.config.consumer_session_timeout_ms
+    )  # CG-33
+    full = create or (
+        req.rebalance_timeout_ms != -1
+        and req.subscribed_topic_names is not None
+        and req.topic_partitions is not None
+    )
+    show = full or reconciled.assigned != member.assigned
+    return records, ConsumerGroupHeartbeatResponse(
+        ErrorCode.NONE,
+        member_id=member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=c.config.consumer_heartbeat_interval_ms,
+        assignment=to_topic_partitions(reconciled.assigned) if show else None,
+    )
+
+
+def _leave(
+    c: Context, req: ConsumerGroupHeartbeat
+) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
+    """CG-6, CG-7: -1 leaves (the member is fenced out); -2 keeps a static member's place."""
+    group = c.consumer_groups.get(req.group_id)
+    if group is None:
+        raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
+    left = ConsumerGroupHeartbeatResponse(
+        ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+    )
+    if req.instance_id is None:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+        return fence(c, group, member), left
+    static = group.static_member(req.instance_id)
+    if static is None:
+        raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+    if static.member_id != req.member_id:
+        raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
+    if req.member_epoch == STATIC_LEAVE_EPOCH:
+        away = dataclasses.replace(
+            static, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=frozenset()
+        )
+        return [_current_record(group.group_id, away)], left
+    return fence(c, group, static), left
+
+
+def fence(c: Context, group: ConsumerGroup, member: ConsumerMember) -> list[Record]:
+    """CG-8: the member's records go, and the group moves to a new epoch without it."""
+    return [*remove(c, group, member), epoch_record(group.group_id, group.group_epoch + 1)]
+
+
+def remove(c: Context, group: ConsumerGroup, member: ConsumerMember) -> list[Record]:
+    c.timers.cancel((SESSION_TIMER, group.group_id, member.member_id))
+    cancel_rebalance_timeout(c, group, member.member_id)
+    return _member_tombstones(group.group_id, member.member_id)
+
+
+def epoch_record(group_id: str, epoch: int) -> Record:
+    return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(epoch))
+
+
+def schedule_rebalance_timeout(c: Context, group: ConsumerGroup, member: ConsumerMember) -> None:
+    group.revoking_epochs[member.member_id] = member.member_epoch
+    c.timers.schedule(
+        (REBALANCE_TIMER, group.group_id, member.member_id),
+        c.now_ms + member.rebalance_timeout_ms,
+    )
+
+
+def cancel_rebalance_timeout(c: Context, group: ConsumerGroup, member_id: str) -> None:
+    group.revoking_epochs.pop(member_id, None)
+    c.timers.cancel((REBALANCE_TIMER, group.group_id, member_id))
+
+
+def on_session_timeout(c: Context, group_id: str, member_id: str) -> None:
+    """CG-33: a member not heard from for group.consumer.session.timeout.ms is fenced."""
+    group = c.consumer_groups.get(group_id)
+    member = None if group is None else group.members.get(member_id)
+    if group is not None and member is not None:
+        write(c, group_id, fence(c, group, member), None, None)
+
+
+def on_rebalance_timeout(c: Context, group_id: str, member_id: str) -> None:
+    """CG-34: a member still revoking at the epoch it was asked to is fenced."""
+    group = c.consumer_groups.get(group_id)
+    member = None if group is None else group.members.get(member_id)
+    if group is None or member is None:
+        return
+    if group.revoking_epochs.pop(member_id, None) == member.member_epoch:
+        write(c, group_id, fence(c, group, member), None, None)
+
+
+def write(
+    c: Context,
+    group_id: str,
+    records: list[Record],
+    req: ConsumerGroupHeartbeat | LeaveGroup | None,
+    response: ConsumerGroupHeartbeatResponse | LeaveGroupResponse | None,
+) -> None:
+    """CG-40: apply the records now, answer once they are written."""
+    if not records:
+        if req is not None and response is not None:
+            c.reply(req, response)
+        return
+    before = c.consumer_groups.get(group_id)
+    snapshot = None if before is None else before.copy()
+    for record in records:
+        apply(c.consumer_groups, record)
+    c.write(group_id, tuple(records), ConsumerGroupWritten(group_id, req, response, snapshot))
+
+
+def consumer_group_written(c: Context, after: ConsumerGroupWritten, error: ErrorCode) -> None:
+    if error != ErrorCode.NONE:
+        if after.before is None:
+            c.consumer_groups.pop(after.group_id, None)
+        else:
+            c.consumer_groups[after.group_id] = after.before.copy()
+    if after.request is None or after.response is None:
+        return
+    if error == ErrorCode.NONE:
+        c.reply(after.request, after.response)
+    elif isinstance(after.request, LeaveGroup):
+        c.reply(after.request, LeaveGroupResponse(append_error_to_response_error(error)))
+    else:
+        c.reply(
+            after.request, ConsumerGroupHeartbeatResponse(append_error_to_response_error(error))
+        )
+
+
+def _metadata(member: ConsumerMember) -> ConsumerGroupMemberMetadataValue:
+    return ConsumerGroupMemberMetadataValue(
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=member.subscribed_topic_names,
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        rebalance_timeout_ms=member.rebalance_timeout_ms,
+        server_assignor=member.server_assignor,
+    )
+
+
+def _assignment(member: ConsumerMember) -> tuple[int, int, int, Partitions, Partitions]:
+    return (
+        member.member_epoch,
+        member.previous_member_epoch,
+        member.state,
+        member.assigned,
+        member.pending_revocation,
+    )
+
+
+def _subscription_record(group_id: str, member: ConsumerMember) -> Record:
+    return Record(ConsumerGroupMemberMetadataKey(group_id, member.member_id), _metadata(member))
+
+
+def _target_record(group_id: str, member_id: str, partitions: Partitions) -> Record:
+    return Record(
+        ConsumerGroupTargetAssignmentMemberKey(group_id, member_id),
+        ConsumerGroupTargetAssignmentMemberValue(to_topic_partitions(partitions)),
+    )
+
+
+def _current_record(group_id: str, member: ConsumerMember) -> Record:
+    return Record(
+        ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id),
+        ConsumerGroupCurrentMemberAssignmentValue(
+            member_epoch=member.member_epoch,
+            previous_member_epoch=member.previous_member_epoch,
+            state=member.state,
+            assigned_partitions=to_topic_partitions(member.assigned),
+            partitions_pending_revocation=to_topic_partitions(member.pending_revocation),
+        ),
+    )
+
+
+def _member_tombstones(group_id: str, member_id: str) -> list[Record]:
+    """In Kafka's order: the current assignment, the target, then the member."""
+    return [
+        Record(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id), None),
+        Record(ConsumerGroupTargetAssignmentMemberKey(group_id, member_id), None),
+        Record(ConsumerGroupMemberMetadataKey(group_id, member_id), None),
+    ]

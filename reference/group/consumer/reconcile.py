@@ -1,0 +1,73 @@
+"""A member's way towards its target assignment (CG-20..CG-25), as Kafka 4.0's
+``CurrentAssignmentBuilder``: partitions leave a member first (it revokes them, acknowledged
+by no longer listing them as owned) and reach another only once no one holds them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from coordspec.reference.group.consumer.state import (
+    STABLE,
+    UNRELEASED_PARTITIONS,
+    UNREVOKED_PARTITIONS,
+    ConsumerMember,
+    Partition,
+    Partitions,
+)
+
+
+def reconcile(
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Partitions,
+    partition_epoch: Callable[[Partition], int],
+    owned: Partitions | None,
+) -> ConsumerMember:
+    """The member after this heartbeat; ``owned``: the partitions the request says the member
+    holds (None: not sent)."""
+    if member.state == STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
+    if member.state == UNREVOKED_PARTITIONS:
+        if _still_owns(owned, member.pending_revocation):
+            return member  # CG-22: it must revoke first
+        return _next(member, member.member_epoch + 1, target_epoch, target, partition_epoch, owned)
+    return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
+
+
+def _still_owns(owned: Partitions | None, revoking: Partitions) -> bool:
+    return owned is None or bool(owned & revoking)
+
+
+def _next(
+    member: ConsumerMember,
+    member_epoch: int,
+    target_epoch: int,
+    target: Partitions,
+    partition_epoch: Callable[[Partition], int],
+    owned: Partitions | None,
+) -> ConsumerMember:
+    kept = member.assigned & target
+    revoking = member.assigned - kept
+    wanted = target - kept
+    free = frozenset(p for p in wanted if partition_epoch(p) == -1)
+    unreleased = len(free) < len(wanted)
+    if revoking and _still_owns(owned, revoking):
+        return _updated(member, UNREVOKED_PARTITIONS, member_epoch, kept, revoking)
+    state = UNRELEASED_PARTITIONS if unreleased else STABLE
+    return _updated(member, state, target_epoch, kept | free, frozenset())
+
+
+def _updated(
+    member: ConsumerMember, state: int, epoch: int, assigned: Partitions, revoking: Partitions
+) -> ConsumerMember:
+    return dataclasses.replace(
+        member,
+        state=state,
+        member_epoch=epoch,
+        previous_member_epoch=member.member_epoch,
+        assigned=assigned,
+        pending_revocation=revoking,
+    )

@@ -1,0 +1,119 @@
+"""A consumer group and its members, as the coordinator holds them (Kafka 4.0
+``ConsumerGroup`` / ``ConsumerGroupMember``). Partitions are ``(topic, partition)`` pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from coordspec.reference.group.records import TopicPartitions
+
+Partition = tuple[str, int]
+Partitions = frozenset[Partition]
+NO_PARTITIONS: Partitions = frozenset()
+
+# Kafka's MemberState, by the byte its records carry.
+STABLE = 0
+UNREVOKED_PARTITIONS = 1
+UNRELEASED_PARTITIONS = 2
+MEMBER_STATES = {
+    STABLE: "stable",
+    UNREVOKED_PARTITIONS: "unrevoked_partitions",
+    UNRELEASED_PARTITIONS: "unreleased_partitions",
+}
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: int = STABLE
+    assigned: Partitions = NO_PARTITIONS
+    pending_revocation: Partitions = NO_PARTITIONS
+
+    def copy(self) -> ConsumerMember:
+        """Every field is immutable: a shallow copy is independent."""
+        other = ConsumerMember.__new__(ConsumerMember)
+        for name in ConsumerMember.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state == STABLE and self.member_epoch == epoch
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    target: dict[str, Partitions] = field(default_factory=dict)  # member id -> target
+    # The epoch of the member holding each partition (assigned or pending revocation).
+    partition_epochs: dict[Partition, int] = field(default_factory=dict)
+    # The epoch each member's rebalance timer was set at (not written: timers are not).
+    revoking_epochs: dict[str, int] = field(default_factory=dict)
+
+    def copy(self) -> ConsumerGroup:
+        return ConsumerGroup(
+            self.group_id,
+            self.group_epoch,
+            self.assignment_epoch,
+            {k: m.copy() for k, m in self.members.items()},
+            dict(self.static_members),
+            dict(self.target),
+            dict(self.partition_epochs),
+            dict(self.revoking_epochs),
+        )
+
+    @property
+    def state(self) -> str:
+        """Kafka's ConsumerGroupState, as DescribeGroups and ListGroups name it (CG-30)."""
+        if not self.members:
+            return "Empty"
+        if self.group_epoch > self.assignment_epoch:
+            return "Assigning"
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def partition_epoch(self, partition: Partition) -> int:
+        return self.partition_epochs.get(partition, -1)
+
+    def target_of(self, member_id: str, instance_id: str | None) -> Partitions:
+        """A member's target; a static member taking over an instance id gets its
+        predecessor's (ConsumerGroup.targetAssignment(memberId, instanceId))."""
+        if member_id in self.target:
+            return self.target[member_id]
+        if instance_id is not None and instance_id in self.static_members:
+            return self.target.get(self.static_members[instance_id], NO_PARTITIONS)
+        return NO_PARTITIONS
+
+
+def to_topic_partitions(partitions: Partitions) -> tuple[TopicPartitions, ...]:
+    """Grouped by topic, topics and partitions in order (the reference's canonical form)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return tuple(TopicPartitions(t, tuple(ps)) for t, ps in by_topic.items())
+
+
+def from_topic_partitions(topics: tuple[TopicPartitions, ...]) -> Partitions:
+    return frozenset((t.topic_id, p) for t in topics for p in t.partitions)
