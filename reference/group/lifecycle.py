@@ -27,7 +27,7 @@ from coordspec.reference.group.responses import (
     ListedGroup,
     ListGroupsResponse,
 )
-from coordspec.reference.group.state import Group
+from coordspec.reference.group.state import CONSUMER_PROTOCOL_TYPE, Group
 from coordspec.reference.group.transitions import DEAD, EMPTY, STABLE
 
 RETENTION_TIMER = ("ExpireOffsets",)
@@ -72,13 +72,18 @@ def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
 
 
 def list_groups(c: Context, req: ListGroups) -> None:
-    """GM-61: every group this coordinator holds, optionally filtered by state (v4+)."""
+    """GM-61: every group this coordinator holds, optionally filtered by state (v4+); CG-30:
+    consumer groups too, with the protocol type "consumer" and their own states."""
     wanted = {s.lower() for s in req.states_filter} if req.api_version >= 4 else set()
-    listed = tuple(
+    classic = tuple(
         ListedGroup(g.group_id, g.protocol_type or "", str(g.state))
         for g in c.groups.values()
-        if g.in_log and g.state != DEAD and (not wanted or str(g.state).lower() in wanted)
+        if g.in_log and g.state != DEAD
     )
+    consumer = tuple(
+        ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state) for g in c.consumer_groups.values()
+    )
+    listed = tuple(g for g in classic + consumer if not wanted or g.group_state.lower() in wanted)
     c.reply(req, ListGroupsResponse(ErrorCode.NONE, listed))
 
 

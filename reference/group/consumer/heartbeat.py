@@ -81,9 +81,9 @@ def invalid(req: ConsumerGroupHeartbeat) -> ErrorCode | None:
         or req.member_epoch > 0
         or req.member_epoch == LEAVE_EPOCH
     )
-    if member_id_required and req.member_id == "":
+    if member_id_required and _blank(req.member_id):
         return ErrorCode.INVALID_REQUEST
-    if req.group_id == "" or req.instance_id == "" or req.rack_id == "":
+    if _blank(req.group_id) or _blank(req.instance_id) or _blank(req.rack_id):
         return ErrorCode.INVALID_REQUEST
     if req.subscribed_topic_regex is not None:
         return ErrorCode.INVALID_REQUEST  # CG-2: regex subscriptions are not modelled yet
@@ -100,6 +100,11 @@ def invalid(req: ConsumerGroupHeartbeat) -> ErrorCode | None:
     if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
         return ErrorCode.UNSUPPORTED_ASSIGNOR
     return None
+
+
+def _blank(value: str | None) -> bool:
+    """Kafka's throwIfEmptyString: a value given that is empty once trimmed."""
+    return value is not None and value.strip() == ""
 
 
 def _consumer_group(c: Context, group_id: str, create: bool) -> ConsumerGroup | None:

@@ -1,0 +1,83 @@
+"""The consumer group's safety properties, each under one name (spec/consumer-group.md).
+
+``ConsumerMonitor`` observes a coordinator (``GroupCoordinator(observer=ConsumerMonitor())``)
+and checks every consumer group a step touched, after the step, as the classic ``Monitor``
+does for classic groups.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from coordspec.reference.errors import Invariant, InvariantViolation, registry
+from coordspec.reference.group.consumer.state import STATIC_LEAVE_EPOCH, ConsumerGroup, Partition
+from coordspec.reference.group.effects import Effect
+from coordspec.reference.group.requests import Event
+
+if TYPE_CHECKING:
+    from coordspec.reference.group.coordinator import GroupCoordinator
+
+INVARIANTS: dict[str, Invariant] = registry(
+    Invariant(
+        "AtMostOneOwnerPerPartition",
+        "CG-21",
+        "no partition is assigned to, or being revoked from, two members of a consumer group",
+        tla=False,
+    ),
+    Invariant(
+        "MemberEpochNotAheadOfGroup",
+        "CG-12",
+        "no member's epoch, and not the target assignment's, is ahead of the group epoch",
+        tla=False,
+    ),
+)
+
+
+def check_at_most_one_owner_per_partition(group: ConsumerGroup) -> None:
+    owners: dict[Partition, str] = {}
+    for member in group.members.values():
+        for partition in member.assigned | member.pending_revocation:
+            other = owners.setdefault(partition, member.member_id)
+            if other != member.member_id:
+                raise InvariantViolation(
+                    "AtMostOneOwnerPerPartition",
+                    f"consumer group {group.group_id!r}: {partition} held by {other} "
+                    f"and {member.member_id}",
+                )
+
+
+def check_member_epoch_not_ahead_of_group(group: ConsumerGroup) -> None:
+    if group.assignment_epoch > group.group_epoch:
+        raise InvariantViolation(
+            "MemberEpochNotAheadOfGroup",
+            f"consumer group {group.group_id!r}: target epoch {group.assignment_epoch} "
+            f"ahead of group epoch {group.group_epoch}",
+        )
+    for member in group.members.values():
+        if member.member_epoch > group.group_epoch or member.member_epoch < STATIC_LEAVE_EPOCH:
+            raise InvariantViolation(
+                "MemberEpochNotAheadOfGroup",
+                f"consumer group {group.group_id!r}: member {member.member_id} at epoch "
+                f"{member.member_epoch}, group epoch {group.group_epoch}",
+            )
+
+
+STATE_CHECKS = (check_at_most_one_owner_per_partition, check_member_epoch_not_ahead_of_group)
+
+
+class ConsumerMonitor:
+    """Checks every consumer group a step touched, after the step."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before(self, coordinator: GroupCoordinator, event: Event) -> None:
+        pass
+
+    def after(self, coordinator: GroupCoordinator, event: Event, effects: list[Effect]) -> None:
+        self.steps += 1
+        for group_id in coordinator.touched_groups:
+            group = coordinator.consumer_groups.get(group_id)
+            if group is not None:
+                for check in STATE_CHECKS:
+                    check(group)
