@@ -18,7 +18,7 @@ from coordspec.reference.group.consumer.state import (
     to_topic_partitions,
 )
 from coordspec.reference.group.coordinator import GroupCoordinator
-from coordspec.reference.group.effects import AppendRecords, Reply
+from coordspec.reference.group.effects import AppendRecords, Effect, Reply
 from coordspec.reference.group.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -118,14 +118,20 @@ def group_records(
 
 class Context:
     def __init__(
-        self, topics: Mapping[str, int] | None = None, records: list[Record] | None = None
+        self,
+        topics: Mapping[str, int] | None = None,
+        records: list[Record] | None = None,
+        now_ms: int = 0,
     ) -> None:
         self.monitor = ConsumerMonitor()
-        self.coordinator = GroupCoordinator(topics=topics or {}, observer=self.monitor)
-        self.now_ms = 0
+        self.coordinator = GroupCoordinator(
+            topics=topics or {}, observer=self.monitor, now_ms=now_ms
+        )
+        self.now_ms = now_ms
         self._requests = 0
+        self.log: list[Record] = []  # every record written since the load, in order
         if records:
-            self.coordinator.handle(LoadGroups(tuple(records), now_ms=0))
+            self.coordinator.handle(LoadGroups(tuple(records), now_ms=now_ms))
 
     def heartbeat(
         self, api_version: int = 1, group_id: str = GROUP_ID, **fields: object
@@ -144,13 +150,17 @@ class Context:
         assert len(replies) == 1, effects
         response = replies[0]
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
-        return response, [r for e in effects if isinstance(e, AppendRecords) for r in e.records]
+        return response, self._written(effects)
+
+    def _written(self, effects: list[Effect]) -> list[Record]:
+        records = [r for e in effects if isinstance(e, AppendRecords) for r in e.records]
+        self.log += records
+        return records
 
     def sleep(self, ms: int) -> list[Record]:
         """Time moves on; the records the timers due by then wrote."""
         self.now_ms += ms
-        effects = self.coordinator.handle(Tick(now_ms=self.now_ms))
-        return [r for e in effects if isinstance(e, AppendRecords) for r in e.records]
+        return self._written(self.coordinator.handle(Tick(now_ms=self.now_ms)))
 
     def group(self, group_id: str = GROUP_ID) -> ConsumerGroup:
         return self.coordinator.consumer_groups[group_id]

@@ -17,6 +17,7 @@ from coordspec.reference.consumer_protocol import TopicPartitions, encode_assign
 from coordspec.reference.errors import ErrorCode, InvariantViolation
 from coordspec.reference.failover import invariants as failover
 from coordspec.reference.group import Heartbeat, coordinator, membership, offsets, rebalance, state
+from coordspec.reference.group.consumer import invariants as consumer
 from coordspec.reference.group.invariants import INVARIANTS
 from coordspec.reference.group.transitions import COMPLETING, STABLE
 from coordspec.reference.replication import invariants as replication
@@ -199,7 +200,12 @@ def names_raised_in_the_reference() -> set[str]:
 
 
 def test_every_name_raised_in_the_reference_is_registered():
-    registered = INVARIANTS.keys() | replication.INVARIANTS.keys() | failover.INVARIANTS.keys()
+    registered = (
+        INVARIANTS.keys()
+        | replication.INVARIANTS.keys()
+        | failover.INVARIANTS.keys()
+        | consumer.INVARIANTS.keys()
+    )
     raised = names_raised_in_the_reference()
     assert raised <= registered, f"raised but not registered: {sorted(raised - registered)}"
     assert len(raised) == len(registered)  # and every registered name is raised somewhere
