@@ -22,10 +22,13 @@ PAGES = {
     "ISR": ("isr-versioned-writes.md", "IsrVersionedWrites"),
     "CF": ("coordinator-failover.md", "CoordinatorFailover"),
 }
+# Pages of numbered rules that no TLA+ spec states yet.
+RULE_PAGES = {**{prefix: page for prefix, (page, _) in PAGES.items()}, "CG": "consumer-group.md"}
 INVARIANT_MODULES = {
     "GM": "coordspec.reference.group.invariants",
     "ISR": "coordspec.reference.replication.invariants",
     "CF": "coordspec.reference.failover.invariants",
+    "CG": "coordspec.reference.group.consumer.invariants",
 }
 # rule prefix -> its spec page, for every page of numbered rules (some have no TLA+ spec)
 RULE_PAGES = {prefix: name for prefix, (name, _) in PAGES.items()} | {"SA": "server-assignors.md"}
@@ -97,6 +100,13 @@ def test_every_test_and_file_the_spec_cites_exists():
         links = re.findall(r"\]\((\.\./[^)#]+)", text)
         broken = [link for link in links if not (page.parent / link).resolve().exists()]
         assert not broken, f"{page.name} links to files that do not exist: {broken}"
+
+
+def test_the_consumer_group_page_names_its_invariants_and_their_rules():
+    invariants = importlib.import_module(INVARIANT_MODULES["CG"]).INVARIANTS
+    assert all(f"`{name}`" in page("CG") for name in invariants)
+    assert {i.rule for i in invariants.values()} <= rules_defined("CG")
+    assert not any(i.tla for i in invariants.values())  # no TLA+ spec states them yet
 
 
 @pytest.mark.parametrize("prefix", PAGES)

@@ -38,11 +38,17 @@ from coordspec.conformance.suite.kafka_wire import Connection, WireError
 from coordspec.reference.group import json_values
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
-from coordspec.reference.wire.group_apis import Envelope, request_from_kio, response_from_kio
+from coordspec.reference.wire.group_apis import (
+    GROUP_APIS,
+    Envelope,
+    request_from_kio,
+    response_from_kio,
+)
 
 PRODUCE, METADATA, FIND_COORDINATOR = 0, 3, 10
 UPSTREAM_TIMEOUT_S = 10.0
-_GROUP_APIS = {key: api for api, key in API_KEYS.items()}
+# The APIs the wire vocabulary maps (ConsumerGroupHeartbeat is not there yet: it passes).
+_GROUP_APIS = {API_KEYS[api]: api for api in GROUP_APIS}
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""A member's way towards its target assignment (CG-20..CG-25), as Kafka 4.0's
+"""A member's way towards its target assignment (CG-20..CG-23), as Kafka 4.0's
 ``CurrentAssignmentBuilder``: partitions leave a member first (it revokes them, acknowledged
 by no longer listing them as owned) and reach another only once no one holds them."""
 
