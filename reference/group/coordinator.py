@@ -47,13 +47,14 @@ from coordspec.reference.group.after_write import (
     StaticReplacementWritten,
 )
 from coordspec.reference.group.config import GroupConfig
-from coordspec.reference.group.consumer import classic_requests, heartbeat
+from coordspec.reference.group.consumer import classic_requests, describe, heartbeat
 from coordspec.reference.group.consumer.replay import replay_consumer_groups
 from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerGroup
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
     AppendCompleted,
+    ConsumerGroupDescribe,
     ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
@@ -110,6 +111,7 @@ _HANDLERS: dict[type[object], Callable[..., None]] = {
     ListGroups: lifecycle.list_groups,
     DeleteGroups: lifecycle.delete_groups,
     ConsumerGroupHeartbeat: heartbeat.consumer_group_heartbeat,
+    ConsumerGroupDescribe: describe.consumer_group_describe,
 }
 
 # What follows a completed write, by the kind of write (see after_write).
@@ -372,7 +374,9 @@ class GroupCoordinator:
 
     def _consumer_group_named(self, req: Request) -> ConsumerGroup | None:
         """CG-36..CG-39: a classic group request naming a consumer group's id."""
-        if isinstance(req, (ConsumerGroupHeartbeat, DescribeGroups, ListGroups)):
+        if isinstance(
+            req, (ConsumerGroupHeartbeat, ConsumerGroupDescribe, DescribeGroups, ListGroups)
+        ):
             return None
         return next(
             (self.consumer_groups[g] for g in req.group_ids if g in self.consumer_groups), None

@@ -30,6 +30,7 @@ VERSIONS: dict[str, range] = {
     "OffsetDelete": range(1),
     "TxnOffsetCommit": range(6),
     "ConsumerGroupHeartbeat": range(2),
+    "ConsumerGroupDescribe": range(1),
 }
 
 API_KEYS: dict[str, int] = {
@@ -45,6 +46,7 @@ API_KEYS: dict[str, int] = {
     "DeleteGroups": 42,
     "OffsetDelete": 47,
     "ConsumerGroupHeartbeat": 68,
+    "ConsumerGroupDescribe": 69,
 }
 
 
@@ -420,6 +422,14 @@ class ConsumerGroupHeartbeat(Request):
             raise UsageError(
                 f"ConsumerGroupHeartbeat: subscribed_topic_regex needs v1+, got v{self.api_version}"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribe(Request):
+    """CG-50: the consumer groups ``group_ids`` names, in full."""
+
+    group_ids: tuple[str, ...] = ()
+    include_authorized_operations: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -291,6 +291,47 @@ class ConsumerGroupHeartbeatResponse:
     assignment: tuple[TopicPartitions, ...] | None = None  # None: unchanged since the last
 
 
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: str  # the topic's name: topics are not known by id yet
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    error_code: ErrorCode
+    group_id: str | None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+    authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedConsumerGroup, ...]
+
+
 Response = (
     JoinGroupResponse
     | SyncGroupResponse
@@ -304,4 +345,5 @@ Response = (
     | OffsetDeleteResponse
     | TxnOffsetCommitResponse
     | ConsumerGroupHeartbeatResponse
+    | ConsumerGroupDescribeResponse
 )

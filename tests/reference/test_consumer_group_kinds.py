@@ -15,17 +15,27 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from consumer_group_context import GROUP_ID, Context, assignment, owned, prepared
+from consumer_group_context import (
+    GROUP_ID,
+    Context,
+    assignment,
+    current_record,
+    epoch_record,
+    owned,
+    prepared,
+    subscription_record,
+)
 from driver import Driver
 
 from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
 from coordspec.reference.group.consumer import invariants, reconcile
-from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS
+from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerMember
 from coordspec.reference.group.coordinator import GroupCoordinator
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
 from coordspec.reference.group.requests import (
     AppendCompleted,
+    ConsumerGroupDescribe,
     ConsumerGroupHeartbeat,
     DescribeGroups,
     FailNextWrite,
@@ -38,6 +48,11 @@ from coordspec.reference.group.requests import (
     OffsetCommit,
     Protocol,
     SyncGroup,
+)
+from coordspec.reference.group.responses import (
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
 )
 
 JOIN = {"rebalance_timeout_ms": 5000, "topic_partitions": ()}
@@ -242,3 +257,71 @@ def test_each_mutant_breaks_its_invariant(name, monkeypatch):
         ctx.heartbeat(member_id="m2", subscribed_topic_names=("foo",), **JOIN)
         ctx.heartbeat(member_id="m1", member_epoch=1)
     assert caught.value.invariant == name
+
+
+def describe(ctx: Context, *group_ids: str) -> tuple:
+    response = classic_request(ctx, ConsumerGroupDescribe(50, 0, 0, group_ids=group_ids))
+    return response.groups
+
+
+def test_consumer_group_describe_no_errors():
+    """Kafka: testConsumerGroupDescribeNoErrors (CG-50). Kafka's test configures only the
+    "range" assignor, so an Empty group names it; here the default is "uniform"."""
+    m = ConsumerMember(
+        "member-id", subscribed_topic_names=("topicName",), server_assignor="assignorName"
+    )
+    records = [
+        epoch_record("group-id-1", 10),
+        subscription_record("group-id-2", m),
+        epoch_record("group-id-2", 10),
+        current_record("group-id-2", m),
+    ]
+    ctx = Context({}, records)
+    assert describe(ctx, "group-id-1", "group-id-2") == (
+        DescribedConsumerGroup(
+            ErrorCode.NONE, "group-id-1", "Empty", group_epoch=10, assignor_name="uniform"
+        ),
+        DescribedConsumerGroup(
+            ErrorCode.NONE,
+            "group-id-2",
+            "Assigning",
+            group_epoch=10,
+            assignor_name="assignorName",
+            members=(
+                DescribedConsumerMember(
+                    "member-id", None, None, 0, "", "", ("topicName",), None, (), ()
+                ),
+            ),
+        ),
+    )
+
+
+def test_consumer_group_describe_with_errors():
+    """Kafka: testConsumerGroupDescribeWithErrors, and GroupCoordinatorServiceTest's
+    invalid group id: a blank id is INVALID_GROUP_ID, a classic group's id is not found."""
+    ctx = Context({"foo": 1})
+    ctx.coordinator.create_group("classic").in_log = True
+    assert describe(ctx, "groupId", "", "classic") == (
+        DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, "groupId"),
+        DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, None),
+        DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, "classic"),
+    )
+
+
+def test_consumer_group_describe_shows_assignment_and_target():
+    """CG-50: each member's assignment and target, topics named."""
+    ctx = Context({"foo": 2})
+    ctx.heartbeat(
+        member_id="m1", instance_id="i1", rack_id="r", subscribed_topic_names=("foo",), **JOIN
+    )
+    ctx.heartbeat(member_id="m2", subscribed_topic_names=("foo",), **JOIN)
+    (group,) = describe(ctx, GROUP_ID)
+    m1, m2 = group.members
+    assert (group.group_state, group.group_epoch, group.assignment_epoch) == ("Reconciling", 2, 2)
+    assert (m1.instance_id, m1.rack_id, m1.member_epoch) == ("i1", "r", 1)
+    assert m1.assignment == (DescribedTopicPartitions("foo", "foo", (0, 1)),)
+    assert m1.target_assignment == (DescribedTopicPartitions("foo", "foo", (0,)),)
+    assert (m2.assignment, m2.target_assignment) == (
+        (),
+        (DescribedTopicPartitions("foo", "foo", (1,)),),
+    )

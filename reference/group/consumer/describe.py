@@ -1,0 +1,64 @@
+"""ConsumerGroupDescribe (API 69, v0): a consumer group in full (CG-50), as Kafka 4.0's
+``GroupCoordinatorService.consumerGroupDescribe`` and ``ConsumerGroup.asDescribedGroup``."""
+
+from __future__ import annotations
+
+from coordspec.reference.errors import ErrorCode
+from coordspec.reference.group.consumer.assignor import preferred_assignor
+from coordspec.reference.group.consumer.state import ConsumerGroup, Partitions
+from coordspec.reference.group.context import Context
+from coordspec.reference.group.requests import ConsumerGroupDescribe
+from coordspec.reference.group.responses import (
+    ConsumerGroupDescribeResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+)
+
+
+def consumer_group_describe(c: Context, req: ConsumerGroupDescribe) -> None:
+    c.reply(
+        req,
+        ConsumerGroupDescribeResponse(
+            tuple(_describe(c.consumer_groups.get(g), g) for g in req.group_ids)
+        ),
+    )
+
+
+def _describe(group: ConsumerGroup | None, group_id: str) -> DescribedConsumerGroup:
+    """A blank id is INVALID_GROUP_ID (and no id); an id of no consumer group, a classic
+    one's included, is GROUP_ID_NOT_FOUND."""
+    if group_id == "":
+        return DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, None)
+    if group is None:
+        return DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id)
+    return DescribedConsumerGroup(
+        ErrorCode.NONE,
+        group_id,
+        group_state=group.state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=preferred_assignor(group.members),
+        members=tuple(
+            DescribedConsumerMember(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=_partitions(m.assigned),
+                target_assignment=_partitions(group.target.get(m.member_id, frozenset())),
+            )
+            for m in group.members.values()
+        ),
+    )
+
+
+def _partitions(partitions: Partitions) -> tuple[DescribedTopicPartitions, ...]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return tuple(DescribedTopicPartitions(t, t, tuple(ps)) for t, ps in by_topic.items())
