@@ -22,8 +22,6 @@ PAGES = {
     "ISR": ("isr-versioned-writes.md", "IsrVersionedWrites"),
     "CF": ("coordinator-failover.md", "CoordinatorFailover"),
 }
-# Pages of numbered rules that no TLA+ spec states yet.
-RULE_PAGES = {**{prefix: page for prefix, (page, _) in PAGES.items()}, "CG": "consumer-group.md"}
 INVARIANT_MODULES = {
     "GM": "coordspec.reference.group.invariants",
     "ISR": "coordspec.reference.replication.invariants",
@@ -31,7 +29,10 @@ INVARIANT_MODULES = {
     "CG": "coordspec.reference.group.consumer.invariants",
 }
 # rule prefix -> its spec page, for every page of numbered rules (some have no TLA+ spec)
-RULE_PAGES = {prefix: name for prefix, (name, _) in PAGES.items()} | {"SA": "server-assignors.md"}
+RULE_PAGES = {prefix: name for prefix, (name, _) in PAGES.items()} | {
+    "SA": "server-assignors.md",
+    "CG": "consumer-group.md",
+}
 CITING = [
     *(ROOT / "reference").rglob("*.py"),
     *(ROOT / "tla").glob("*.tla"),
