@@ -9,7 +9,8 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping
 
-from coordspec.reference.group.consumer import assignor as assignors
+from coordspec.reference import assignors
+from coordspec.reference.assignors.server import GroupSpec
 from coordspec.reference.group.consumer.invariants import ConsumerMonitor
 from coordspec.reference.group.consumer.state import (
     ConsumerGroup,
@@ -173,20 +174,21 @@ class Context:
 
 
 @contextlib.contextmanager
-def prepared(result: Mapping[str, Partitions], name: str = "range") -> Iterator[None]:
-    """Kafka's MockPartitionAssignor.prepareGroupAssignment: ``name`` answers ``result``."""
+def prepared(result: Mapping[str, Partitions]) -> Iterator[None]:
+    """Kafka's MockPartitionAssignor.prepareGroupAssignment: Kafka's tests configure the mock
+    as the only assignor, so here every assignor name answers ``result``."""
 
-    def mock(members, topics, current):
-        by_member: dict[str, dict[str, frozenset[int]]] = {m: {} for m in members}
+    def mock(spec: GroupSpec) -> dict[str, dict[str, frozenset[int]]]:
+        by_member: dict[str, dict[str, frozenset[int]]] = {m: {} for m in spec.members}
         for m, partitions in result.items():
             for topic, partition in partitions:
                 by_member.setdefault(m, {})
                 by_member[m][topic] = by_member[m].get(topic, frozenset()) | {partition}
         return by_member
 
-    original = assignors.ASSIGNORS[name]
-    assignors.ASSIGNORS[name] = mock
+    original = dict(assignors.server.ASSIGNORS)
+    assignors.server.ASSIGNORS.update(dict.fromkeys(original, mock))
     try:
         yield
     finally:
-        assignors.ASSIGNORS[name] = original
+        assignors.server.ASSIGNORS.update(original)

@@ -1,45 +1,21 @@
-"""The server-side assignors a consumer group may name (``group.consumer.assignors``; the
-first is the default), and the target assignment they compute (CG-10..CG-13, Kafka 4.0
-``TargetAssignmentBuilder``).
-
-The interface: ``assign(members, topics, current)`` with each member's subscribed topics, the
-partition count of each subscribed topic that exists, and each member's current target; it
-returns each member's partitions by topic. The placeholder below is deterministic and gives
-each topic's partitions in contiguous ranges to its subscribers in member id order; the real
-``uniform`` and ``range`` of Kafka come with reference/assignors/server/.
-"""
+"""The target assignment of a consumer group (CG-11, CG-13), as Kafka 4.0's
+``TargetAssignmentBuilder``: the server-side assignor the members prefer (``uniform`` unless
+they name another of ``group.consumer.assignors``) computes every member's partitions from
+the members' subscriptions, the subscribed topics that exist and the current target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from coordspec.reference.assignors.server import (
+    ASSIGNORS,
+    GroupSpec,
+    MemberSpec,
+    subscription_type,
+)
 from coordspec.reference.group.consumer.state import ConsumerMember, Partitions
 
-MemberTopics = Mapping[str, frozenset[str]]
-TopicSizes = Mapping[str, int]
-Current = Mapping[str, Mapping[str, frozenset[int]]]
-Assignment = dict[str, dict[str, frozenset[int]]]
-Assignor = Callable[[MemberTopics, TopicSizes, Current], Assignment]
-
-
-def ranges(members: MemberTopics, topics: TopicSizes, current: Current) -> Assignment:
-    result: Assignment = {member_id: {} for member_id in members}
-    for topic, count in sorted(topics.items()):
-        subscribers = sorted(m for m, subscribed in members.items() if topic in subscribed)
-        if not subscribers:
-            continue
-        share, extra = divmod(count, len(subscribers))
-        start = 0
-        for index, member_id in enumerate(subscribers):
-            size = share + (1 if index < extra else 0)
-            if size:
-                result[member_id][topic] = frozenset(range(start, start + size))
-            start += size
-    return result
-
-
-ASSIGNORS: dict[str, Assignor] = {"uniform": ranges, "range": ranges}
-DEFAULT_ASSIGNOR = "uniform"
+DEFAULT_ASSIGNOR = "uniform"  # the first of Kafka's group.consumer.assignors
 
 
 def preferred_assignor(members: Mapping[str, ConsumerMember]) -> str:
@@ -68,20 +44,26 @@ def target_assignment(
     metadata: Mapping[str, int],
     current: Mapping[str, Partitions],
 ) -> dict[str, Partitions]:
-    """Every member's new target, by the assignor the members prefer."""
-    assign = ASSIGNORS[preferred_assignor(members)]
-    by_topic: dict[str, dict[str, frozenset[int]]] = {m: {} for m in members}
-    for member_id, partitions in current.items():
-        if member_id in by_topic:
-            for topic, partition in partitions:
-                by_topic[member_id][topic] = by_topic[member_id].get(topic, frozenset()) | {
-                    partition
-                }
-    assigned = assign(
-        {m: frozenset(member.subscribed_topic_names) for m, member in members.items()},
-        metadata,
-        by_topic,
-    )
+    """Every member's new target; ``current``: each member's target so far (a static member
+    that replaced another brings the other's)."""
+    specs = {
+        member_id: MemberSpec(
+            frozenset(member.subscribed_topic_names),
+            _by_topic(current.get(member_id, frozenset())),
+            member.instance_id,
+            member.rack_id,
+        )
+        for member_id, member in members.items()
+    }
+    spec = GroupSpec(specs, metadata, subscription_type(specs))
+    assigned = ASSIGNORS[preferred_assignor(members)](spec)
     return {
         m: frozenset((t, p) for t, ps in assigned.get(m, {}).items() for p in ps) for m in members
     }
+
+
+def _by_topic(partitions: Partitions) -> dict[str, frozenset[int]]:
+    by_topic: dict[str, set[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, set()).add(partition)
+    return {t: frozenset(ps) for t, ps in by_topic.items()}

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from coordspec.reference.assignors.server import ASSIGNORS
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import ConsumerGroupWritten
-from coordspec.reference.group.consumer.assignor import (
-    ASSIGNORS,
-    subscribed_topics,
-    target_assignment,
-)
+from coordspec.reference.group.consumer.assignor import subscribed_topics, target_assignment
 from coordspec.reference.group.consumer.reconcile import reconcile
 from coordspec.reference.group.consumer.replay import apply
 from coordspec.reference.group.consumer.state import (
