@@ -101,11 +101,7 @@ async def describe_groups(
 async def list_groups(
     ctx: BrokerContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
-    types_filter = {t.lower() for t in getattr(body, "types_filter", ())}
-    answer = await _ask(ctx, client, "ListGroups", version, body)
-    if types_filter and "classic" not in types_filter:
-        answer["groups"] = []
-    return answer
+    return await _ask(ctx, client, "ListGroups", version, body)
 
 
 async def delete_groups(

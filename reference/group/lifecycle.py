@@ -72,18 +72,25 @@ def describe(group: Group | None, group_id: str | None) -> DescribedGroup:
 
 
 def list_groups(c: Context, req: ListGroups) -> None:
-    """GM-61: every group this coordinator holds, optionally filtered by state (v4+); CG-30:
-    consumer groups too, with the protocol type "consumer" and their own states."""
-    wanted = {s.lower() for s in req.states_filter} if req.api_version >= 4 else set()
+    """GM-61: every group this coordinator holds, optionally filtered by state (v4+) and, CG-30,
+    by type (v5+, case-insensitive; a name that is no type matches nothing); consumer groups
+    are listed with the protocol type "consumer" and their own states."""
+    states = {s.strip().lower() for s in req.states_filter} if req.api_version >= 4 else set()
+    types = {t.lower() for t in req.types_filter}
     classic = tuple(
         ListedGroup(g.group_id, g.protocol_type or "", str(g.state))
         for g in c.groups.values()
         if g.in_log and g.state != DEAD
     )
     consumer = tuple(
-        ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state) for g in c.consumer_groups.values()
+        ListedGroup(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, "consumer")
+        for g in c.consumer_groups.values()
     )
-    listed = tuple(g for g in classic + consumer if not wanted or g.group_state.lower() in wanted)
+    listed = tuple(
+        g
+        for g in classic + consumer
+        if (not states or g.group_state.lower() in states) and (not types or g.group_type in types)
+    )
     c.reply(req, ListGroupsResponse(ErrorCode.NONE, listed))
 
 

@@ -360,6 +360,12 @@ class DescribeGroups(Request):
 @dataclass(frozen=True, slots=True)
 class ListGroups(Request):
     states_filter: tuple[str, ...] = ()  # v4+
+    types_filter: tuple[str, ...] = ()  # v5+
+
+    def __post_init__(self) -> None:
+        Request.__post_init__(self)
+        if self.types_filter and self.api_version < 5:
+            raise UsageError(f"ListGroups: types_filter needs v5+, got v{self.api_version}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,6 +232,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     group_state: str  # v4+
+    group_type: str = "classic"  # v5+: "classic" or "consumer" (CG-30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,12 +241,16 @@ class ListGroupsResponse:
     groups: tuple[ListedGroup, ...] = ()
 
     def at_version(self, version: int) -> ListGroupsResponse:
-        """Groups carry their state from v4."""
-        if version >= 4:
+        """Groups carry their state from v4 and their type from v5 (below, the type reads as
+        the field's default)."""
+        if version >= 5:
             return self
         return ListGroupsResponse(
             self.error_code,
-            tuple(ListedGroup(g.group_id, g.protocol_type, "") for g in self.groups),
+            tuple(
+                ListedGroup(g.group_id, g.protocol_type, g.group_state if version >= 4 else "")
+                for g in self.groups
+            ),
         )
 
 

@@ -294,14 +294,10 @@ def _read_describe_groups(body: Any, e: Envelope) -> rq.DescribeGroups:
 
 def _read_list_groups(body: Any, e: Envelope) -> rq.ListGroups:
     states = tuple(getattr(body, "states_filter", ()))  # v4+
-    return rq.ListGroups(e.request_id, e.api_version, e.now_ms, states_filter=states)
-
-
-def _write_list_groups_response(response: Any, version: int, asked: Any) -> dict[str, Any]:
-    answer = _values(response)
-    for group in answer["groups"]:  # v5 names the type: the reference's groups are classic
-        group["group_type"] = "classic"
-    return answer
+    types = tuple(getattr(body, "types_filter", ()))  # v5+
+    return rq.ListGroups(
+        e.request_id, e.api_version, e.now_ms, states_filter=states, types_filter=types
+    )
 
 
 def _read_delete_groups(body: Any, e: Envelope) -> rq.DeleteGroups:
@@ -356,10 +352,7 @@ GROUP_APIS: dict[str, GroupApi] = {
         _read_describe_groups, _request_values, _response_values, _read_response("DescribeGroups")
     ),
     "ListGroups": GroupApi(
-        _read_list_groups,
-        _request_values,
-        _write_list_groups_response,
-        _read_response("ListGroups"),
+        _read_list_groups, _request_values, _response_values, _read_response("ListGroups")
     ),
     "DeleteGroups": GroupApi(
         _read_delete_groups, _request_values, _response_values, _read_response("DeleteGroups")

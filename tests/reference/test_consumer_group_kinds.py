@@ -216,6 +216,16 @@ def test_list_and_describe_groups():
     ]
     stable = classic_request(ctx, ListGroups(41, 4, 0, states_filter=("stable",)))
     assert stable.groups == ()
+    ctx.coordinator.create_group("classic").in_log = True
+    typed = classic_request(ctx, ListGroups(43, 5, 0, types_filter=("Consumer",)))
+    assert [(g.group_id, g.group_type) for g in typed.groups] == [(GROUP_ID, "consumer")]
+    both = classic_request(ctx, ListGroups(44, 5, 0))
+    assert [(g.group_id, g.group_type) for g in both.groups] == [
+        ("classic", "classic"),
+        (GROUP_ID, "consumer"),
+    ]
+    unknown = classic_request(ctx, ListGroups(45, 5, 0, types_filter=("share-ish",)))
+    assert unknown.groups == ()
     described = classic_request(ctx, DescribeGroups(42, 5, 0, groups=(GROUP_ID,)))
     assert described.groups[0].group_state == "Dead"
 

@@ -416,13 +416,17 @@ def describe_groups(v: int) -> Case:
 
 
 def list_groups(v: int) -> Case:
-    request = rq.ListGroups(ID, v, NOW, states_filter=("Stable",) if v >= 4 else ())
+    types = ("consumer",) if v >= 5 else ()
+    request = rq.ListGroups(
+        ID, v, NOW, states_filter=("Stable",) if v >= 4 else (), types_filter=types
+    )
     response = rs.ListGroupsResponse(
-        E.NONE, (rs.ListedGroup("g", "consumer", "Stable"),)
+        E.NONE, (rs.ListedGroup("g", "consumer", "Stable", "consumer"),)
     ).at_version(v)
     listed = {"group_id": "g", "protocol_type": "consumer", "group_state": "Stable"}
-    kio_response = {"error_code": 0, "groups": [{**listed, "group_type": "classic"}]}
-    return Case(request, {"states_filter": ["Stable"]}, response, kio_response)
+    kio_response = {"error_code": 0, "groups": [{**listed, "group_type": "consumer"}]}
+    fields = {"states_filter": ["Stable"], "types_filter": list(types)}
+    return Case(request, fields, response, kio_response)
 
 
 def delete_groups(v: int) -> Case:
