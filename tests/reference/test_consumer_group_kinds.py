@@ -48,6 +48,7 @@ from coordspec.reference.group.requests import (
     OffsetCommit,
     Protocol,
     SyncGroup,
+    UnloadGroups,
 )
 from coordspec.reference.group.responses import (
     DescribedConsumerGroup,
@@ -335,3 +336,20 @@ def test_consumer_group_describe_shows_assignment_and_target():
         (),
         (DescribedTopicPartitions("foo", "foo", (1,)),),
     )
+
+
+def test_a_write_failing_after_the_unload_brings_nothing_back():
+    """CG-40: once the partition is unloaded, a heartbeat's failed write restores no group."""
+    coordinator = GroupCoordinator(topics={"foo": 1}, complete_appends=False)
+    coordinator.handle(LoadGroups((), now_ms=0))
+    (append,) = coordinator.handle(
+        ConsumerGroupHeartbeat(
+            1, 1, 0, group_id="g", member_id="m", subscribed_topic_names=("foo",), **JOIN
+        )
+    )
+    coordinator.handle(UnloadGroups(now_ms=1))
+    (reply,) = coordinator.handle(
+        AppendCompleted(append.append_id, now_ms=2, error=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    )
+    assert reply.response.error_code == ErrorCode.NOT_COORDINATOR
+    assert coordinator.consumer_groups == {}

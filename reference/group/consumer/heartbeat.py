@@ -346,9 +346,10 @@ def write(
 
 
 def consumer_group_written(c: Context, after: ConsumerGroupWritten, error: ErrorCode) -> None:
-    if error != ErrorCode.NONE:
+    # A group unloaded, or given up to a classic group, since the write stays gone.
+    if error != ErrorCode.NONE and after.group_id in c.consumer_groups:
         if after.before is None:
-            c.consumer_groups.pop(after.group_id, None)
+            del c.consumer_groups[after.group_id]
         else:
             c.consumer_groups[after.group_id] = after.before.copy()
     if after.request is None or after.response is None:
