@@ -7,6 +7,7 @@ and ``GroupMetadataManager.consumerGroupHeartbeat`` / ``consumerGroupLeave`` /
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from coordspec.reference.assignors.server import ASSIGNORS
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
@@ -181,25 +182,11 @@ def _heartbeat(
             _check_epoch(static, req.member_epoch, owned)
             member = static
 
-    updated = dataclasses.replace(
-        member,
-        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-        rebalance_timeout_ms=req.rebalance_timeout_ms
-        if req.rebalance_timeout_ms != -1
-        else member.rebalance_timeout_ms,
-        server_assignor=req.server_assignor
-        if req.server_assignor is not None
-        else member.server_assignor,
-        subscribed_topic_names=tuple(sorted(set(req.subscribed_topic_names)))
-        if req.subscribed_topic_names is not None
-        else member.subscribed_topic_names,
-        client_id=req.client_id,
-        client_host=req.client_host,
-    )
     # CG-10: a changed subscription (a new member's included) bumps the group epoch.
+    changes = _changes(member, req)
+    updated = dataclasses.replace(member, **changes) if changes else member
     bump = False
-    if _metadata(updated) != _metadata(member) or (member_id not in group.members and not replaced):
+    if changes or (member_id not in group.members and not replaced):
         records.append(_subscription_record(group.group_id, updated))
         bump = updated.subscribed_topic_names != member.subscribed_topic_names
     group_epoch = group.group_epoch + 1 if bump else group.group_epoch
@@ -362,6 +349,23 @@ def consumer_group_written(c: Context, after: ConsumerGroupWritten, error: Error
         c.reply(
             after.request, ConsumerGroupHeartbeatResponse(append_error_to_response_error(error))
         )
+
+
+def _changes(member: ConsumerMember, req: ConsumerGroupHeartbeat) -> dict[str, Any]:
+    """The member's fields the request changes (a field the request leaves None, or -1 for
+    the rebalance timeout, is unchanged), as Kafka's ConsumerGroupMember.Builder.maybeUpdate*."""
+    given: dict[str, Any] = {"client_id": req.client_id, "client_host": req.client_host}
+    if req.instance_id is not None:
+        given["instance_id"] = req.instance_id
+    if req.rack_id is not None:
+        given["rack_id"] = req.rack_id
+    if req.rebalance_timeout_ms != -1:
+        given["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    if req.server_assignor is not None:
+        given["server_assignor"] = req.server_assignor
+    if req.subscribed_topic_names is not None:
+        given["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
+    return {k: v for k, v in given.items() if getattr(member, k) != v}
 
 
 def _metadata(member: ConsumerMember) -> ConsumerGroupMemberMetadataValue:
