@@ -13,6 +13,8 @@ checks the consumer-group invariants after every step. Differences kept on purpo
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from consumer_group_context import (
     CLIENT_HOST,
@@ -307,8 +309,6 @@ def test_reconciliation_process():
 
 def test_new_member_is_rejected_with_maximum_members_is_reached():
     """Kafka: testNewMemberIsRejectedWithMaximumMembersIsReached (group.consumer.max.size=2)."""
-    import dataclasses
-
     ctx = two_member_group()
     coordinator = ctx.coordinator
     coordinator.config = dataclasses.replace(coordinator.config, consumer_max_size=2)
@@ -519,3 +519,75 @@ def test_client_id_and_host_are_kept():
     ctx.heartbeat(member_id="m", subscribed_topic_names=("foo",), **JOIN)
     m = ctx.group().members["m"]
     assert (m.client_id, m.client_host) == (CLIENT_ID, CLIENT_HOST)
+
+
+def test_static_member_rejoins_with_new_subscribed_topics():
+    """Kafka: testStaticMemberRejoinsWithNewSubscribedTopics (CG-32, CG-10). Kafka's
+    ConsumerGroupPartitionMetadata record between the subscription and the epoch is not
+    written here (the reference's topics do not change)."""
+    foo = {"subscribed_topic_names": ("foo",), "server_assignor": "range"}
+    m1 = member("m1", instance_id="i1", member_epoch=10, previous_member_epoch=9, **foo)
+    m1 = dataclasses.replace(m1, assigned=assignment(foo=(0, 1, 2)))
+    m2 = member("m2", instance_id="i2", member_epoch=10, previous_member_epoch=9, **foo)
+    m2 = dataclasses.replace(m2, assigned=assignment(foo=(3, 4, 5)))
+    records = group_records(GROUP_ID, 10, [m1, m2], {"m1": m1.assigned, "m2": m2.assigned})
+    ctx = Context({"foo": 6, "bar": 3}, records)
+    response, records = ctx.heartbeat(member_id="m2", instance_id="i2", member_epoch=-2)
+    assert (response.member_id, response.member_epoch) == ("m2", -2)
+    assert records == [current_record(GROUP_ID, dataclasses.replace(m2, member_epoch=-2))]
+
+    target = assignment(foo=(3, 4, 5), bar=(0, 1, 2))
+    with prepared({"m1": m1.assigned, "m2b": target}):
+        response, records = ctx.heartbeat(
+            member_id="m2b",
+            instance_id="i2",
+            server_assignor="range",
+            subscribed_topic_names=("foo", "bar"),
+            **JOIN,
+        )
+    assert (response.member_id, response.member_epoch) == ("m2b", 11)
+    assert from_topic_partitions(response.assignment) == target
+    copied = dataclasses.replace(m2, member_id="m2b", member_epoch=0, previous_member_epoch=0)
+    rejoined = dataclasses.replace(
+        copied,
+        member_epoch=11,
+        subscribed_topic_names=("bar", "foo"),
+        assigned=target,
+    )
+    assert records == [
+        *tombstones("m2"),
+        subscription_record(GROUP_ID, copied),
+        target_record(GROUP_ID, "m2b", assignment(foo=(3, 4, 5))),
+        current_record(GROUP_ID, copied),
+        subscription_record(GROUP_ID, rejoined),
+        epoch_record(GROUP_ID, 11),
+        target_record(GROUP_ID, "m2b", target),
+        target_epoch_record(GROUP_ID, 11),
+        current_record(GROUP_ID, rejoined),
+    ]
+    # The replaced member's session timer, set at the load, finds no member when it fires.
+    written = ctx.sleep(45000 + 1)
+    assert written and all(getattr(r.key, "member_id", None) != "m2" for r in written)
+
+
+def test_consumer_group_member_epoch_validation_for_static_member():
+    """Kafka: testConsumerGroupMemberEpochValidationForStaticMember."""
+    m = member(
+        "m",
+        instance_id="i",
+        member_epoch=100,
+        previous_member_epoch=99,
+        subscribed_topic_names=("foo", "bar"),
+        server_assignor="range",
+        assigned=assignment(foo=(1, 2, 3)),
+    )
+    ctx = Context({"foo": 6}, group_records(GROUP_ID, 100, [m], {"m": m.assigned}))
+    for epoch in (200, 50, 99):
+        response, _ = ctx.heartbeat(
+            member_id="m", instance_id="i", member_epoch=epoch, rebalance_timeout_ms=5000
+        )
+        assert response.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    response, _ = ctx.heartbeat(
+        member_id="m", instance_id="i", member_epoch=99, topic_partitions=owned(foo=(1, 2))
+    )
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 100)
