@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_assignment
 from coordspec.reference.errors import ErrorCode, Invariant, InvariantViolation, registry
+from coordspec.reference.group.consumer import invariants as consumer
 from coordspec.reference.group.effects import Effect, Reply
 from coordspec.reference.group.requests import Event, OffsetCommit, SyncGroup
 from coordspec.reference.group.responses import OffsetCommitResponse, SyncGroupResponse
@@ -137,7 +138,8 @@ class _CommitContext:
 
 
 class Monitor:
-    """Observes a coordinator (``GroupCoordinator(observer=Monitor())``) and checks every invariant."""
+    """Observes a coordinator (``GroupCoordinator(observer=Monitor())``) and checks every
+    invariant, of its classic and its consumer groups (CG-12, CG-21)."""
 
     def __init__(self) -> None:
         # group id -> (the group object, its generation); a deleted and re-created group starts afresh
@@ -170,6 +172,10 @@ class Monitor:
             if isinstance(effect, Reply):
                 self._check_reply(coordinator, effect)
         for group_id in coordinator.touched_groups:
+            consumer_group = coordinator.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                for consumer_check in consumer.STATE_CHECKS:
+                    consumer_check(consumer_group)
             group = coordinator.groups.get(group_id)
             if group is None:
                 continue

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 
 from coordspec.reference import assignors
 from coordspec.reference.assignors.server import GroupSpec
-from coordspec.reference.group.consumer.invariants import ConsumerMonitor
 from coordspec.reference.group.consumer.state import (
     ConsumerGroup,
     ConsumerMember,
@@ -20,6 +19,7 @@ from coordspec.reference.group.consumer.state import (
 )
 from coordspec.reference.group.coordinator import GroupCoordinator
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
+from coordspec.reference.group.invariants import Monitor
 from coordspec.reference.group.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -124,7 +124,7 @@ class Context:
         records: list[Record] | None = None,
         now_ms: int = 0,
     ) -> None:
-        self.monitor = ConsumerMonitor()
+        self.monitor = Monitor()
         self.coordinator = GroupCoordinator(
             topics=topics or {}, observer=self.monitor, now_ms=now_ms
         )

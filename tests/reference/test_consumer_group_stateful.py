@@ -3,7 +3,7 @@
 Clients join, heartbeat (acknowledging their revocations or not), change their
 subscriptions, leave (static ones for a while with -2), come back, and keep heartbeating
 with stale epochs as zombies, while time moves and session and rebalance timeouts fence
-them. The ``ConsumerMonitor`` checks ``AtMostOneOwnerPerPartition`` and
+them. The ``Monitor`` checks ``AtMostOneOwnerPerPartition`` and
 ``MemberEpochNotAheadOfGroup`` after every step (CG-12, CG-21); the machine adds that every
 request is answered at once and, once subscriptions stop changing and every client
 heartbeats acknowledging what it was told, the group converges: Stable, every member at the
@@ -20,7 +20,6 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group.consumer.invariants import ConsumerMonitor
 from coordspec.reference.group.consumer.state import (
     STATIC_LEAVE_EPOCH,
     Partitions,
@@ -29,6 +28,7 @@ from coordspec.reference.group.consumer.state import (
 )
 from coordspec.reference.group.coordinator import GroupCoordinator
 from coordspec.reference.group.effects import Reply
+from coordspec.reference.group.invariants import Monitor
 from coordspec.reference.group.requests import ConsumerGroupHeartbeat, Tick
 from coordspec.reference.group.responses import ConsumerGroupHeartbeatResponse
 
@@ -51,7 +51,7 @@ class Client:
 class ConsumerGroupMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.coordinator = GroupCoordinator(topics=TOPICS, observer=ConsumerMonitor())
+        self.coordinator = GroupCoordinator(topics=TOPICS, observer=Monitor())
         self.now_ms = 0
         self.requests = 0
         self.incarnations = 0

@@ -1,21 +1,13 @@
 """The consumer group's safety properties, each under one name (spec/consumer-group.md).
 
-``ConsumerMonitor`` observes a coordinator (``GroupCoordinator(observer=ConsumerMonitor())``)
-and checks every consumer group a step touched, after the step, as the classic ``Monitor``
-does for classic groups.
+The coordinator's ``Monitor`` (``reference/group/invariants.py``) runs ``STATE_CHECKS`` on
+every consumer group a step touched, after the step, as it checks classic groups.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from coordspec.reference.errors import Invariant, InvariantViolation, registry
 from coordspec.reference.group.consumer.state import STATIC_LEAVE_EPOCH, ConsumerGroup, Partition
-from coordspec.reference.group.effects import Effect
-from coordspec.reference.group.requests import Event
-
-if TYPE_CHECKING:
-    from coordspec.reference.group.coordinator import GroupCoordinator
 
 INVARIANTS: dict[str, Invariant] = registry(
     Invariant(
@@ -63,21 +55,3 @@ def check_member_epoch_not_ahead_of_group(group: ConsumerGroup) -> None:
 
 
 STATE_CHECKS = (check_at_most_one_owner_per_partition, check_member_epoch_not_ahead_of_group)
-
-
-class ConsumerMonitor:
-    """Checks every consumer group a step touched, after the step."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-
-    def before(self, coordinator: GroupCoordinator, event: Event) -> None:
-        pass
-
-    def after(self, coordinator: GroupCoordinator, event: Event, effects: list[Effect]) -> None:
-        self.steps += 1
-        for group_id in coordinator.touched_groups:
-            group = coordinator.consumer_groups.get(group_id)
-            if group is not None:
-                for check in STATE_CHECKS:
-                    check(group)
