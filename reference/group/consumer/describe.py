@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.consumer.assignor import preferred_assignor
-from coordspec.reference.group.consumer.state import ConsumerGroup, Partitions
+from coordspec.reference.group.consumer.state import (
+    ConsumerGroup,
+    Partitions,
+    to_topic_partitions,
+)
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.requests import ConsumerGroupDescribe
 from coordspec.reference.group.responses import (
@@ -58,7 +62,7 @@ def _describe(group: ConsumerGroup | None, group_id: str) -> DescribedConsumerGr
 
 
 def _partitions(partitions: Partitions) -> tuple[DescribedTopicPartitions, ...]:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        by_topic.setdefault(topic, []).append(partition)
-    return tuple(DescribedTopicPartitions(t, t, tuple(ps)) for t, ps in by_topic.items())
+    return tuple(
+        DescribedTopicPartitions(t.topic_id, t.topic_id, t.partitions)
+        for t in to_topic_partitions(partitions)
+    )

@@ -15,11 +15,6 @@ NO_PARTITIONS: Partitions = frozenset()
 STABLE = 0
 UNREVOKED_PARTITIONS = 1
 UNRELEASED_PARTITIONS = 2
-MEMBER_STATES = {
-    STABLE: "stable",
-    UNREVOKED_PARTITIONS: "unrevoked_partitions",
-    UNRELEASED_PARTITIONS: "unreleased_partitions",
-}
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
