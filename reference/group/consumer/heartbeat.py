@@ -148,39 +148,7 @@ def _heartbeat(
         member_id = c.choices.member_id(req.client_id)  # v0: the coordinator names it
     owned = None if req.topic_partitions is None else from_topic_partitions(req.topic_partitions)
     records: list[Record] = []
-    replaced: str | None = None
-    if req.instance_id is None:
-        known = group.members.get(member_id)
-        if known is None and not create:
-            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
-        member = known or ConsumerMember(member_id)
-        if known is not None:
-            _check_epoch(known, req.member_epoch, owned)
-    else:
-        static = group.static_member(req.instance_id)
-        if create and static is None:
-            member = group.members.get(member_id) or ConsumerMember(member_id)
-        elif create and static is not None:
-            if static.member_epoch != STATIC_LEAVE_EPOCH:
-                raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID)  # CG-31
-            # CG-32: the new member id takes the place (and assignment) the instance kept.
-            member = dataclasses.replace(
-                static, member_id=member_id, member_epoch=0, previous_member_epoch=0
-            )
-            replaced = static.member_id
-            records += _member_tombstones(group.group_id, static.member_id)
-            records.append(_subscription_record(group.group_id, member))
-            records.append(
-                _target_record(group.group_id, member_id, group.target_of(replaced, None))
-            )
-            records.append(_current_record(group.group_id, member))
-        else:
-            if static is None:
-                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
-            if static.member_id != member_id:
-                raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
-            _check_epoch(static, req.member_epoch, owned)
-            member = static
+    member, replaced = _member(group, req, member_id, owned, records)
 
     # CG-10: a changed subscription (a new member's included) bumps the group epoch.
     changes = _changes(member, req)
@@ -237,6 +205,48 @@ def _heartbeat(
         heartbeat_interval_ms=c.config.consumer_heartbeat_interval_ms,
         assignment=to_topic_partitions(reconciled.assigned) if show else None,
     )
+
+
+def _member(
+    group: ConsumerGroup,
+    req: ConsumerGroupHeartbeat,
+    member_id: str,
+    owned: Partitions | None,
+    records: list[Record],
+) -> tuple[ConsumerMember, str | None]:
+    """The member the request is from, and the member id it replaces (CG-5, CG-31, CG-32,
+    CG-35); the records of a replacement go to ``records``."""
+    create = req.member_epoch == JOIN_EPOCH
+    if req.instance_id is None:
+        known = group.members.get(member_id)
+        if known is None and not create:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+        if known is not None:
+            _check_epoch(known, req.member_epoch, owned)
+        return known or ConsumerMember(member_id), None
+    static = group.static_member(req.instance_id)
+    if create and static is None:
+        return group.members.get(member_id) or ConsumerMember(member_id), None
+    if static is None:
+        raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID)
+    if not create:
+        if static.member_id != member_id:
+            raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
+        _check_epoch(static, req.member_epoch, owned)
+        return static, None
+    if static.member_epoch != STATIC_LEAVE_EPOCH:
+        raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID)  # CG-31
+    # CG-32: the new member id takes the place (and assignment) the instance kept.
+    member = dataclasses.replace(
+        static, member_id=member_id, member_epoch=0, previous_member_epoch=0
+    )
+    records += _member_tombstones(group.group_id, static.member_id)
+    records.append(_subscription_record(group.group_id, member))
+    records.append(
+        _target_record(group.group_id, member_id, group.target_of(static.member_id, None))
+    )
+    records.append(_current_record(group.group_id, member))
+    return member, static.member_id
 
 
 def _leave(
