@@ -63,6 +63,9 @@ class _RewritingSession:
     async def sleep(self, ms):
         await self.inner.sleep(ms)
 
+    async def written(self):
+        return await self.inner.written()
+
     async def close(self):
         pass
 
