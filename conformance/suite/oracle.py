@@ -213,13 +213,15 @@ class Hypothesis:
         choose, the events since it are replayed on it: the reference is deterministic
         given its state, the event and the choices (here, the first option each time).
         """
+        coordinator = self.coordinator
         if self.checkpoint is None or len(self.since) >= CHECKPOINT_EVERY:
-            self.checkpoint, self.since = _copy_coordinator(self.coordinator), []
-        self.choices.start(())
+            self.checkpoint, self.since = _copy_coordinator(coordinator), []
+        choices = coordinator.choices
+        choices.start(())
         event = make_event(self)
-        cause = _cause(self.coordinator, event)
-        effects = self.coordinator.handle(event)
-        if self.choices.chose:
+        cause = _cause(coordinator, event)
+        effects = coordinator.handle(event)
+        if choices.chose:
             self.coordinator, self.checkpoint = self.checkpoint, None
             for earlier in self.since:
                 self.choices.start(())
@@ -242,7 +244,7 @@ def _copy_coordinator(coordinator: GroupCoordinator) -> GroupCoordinator:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: ``None in deadlines`` stays quick
 class Deadline:
     """When the reference answered a request, and what made it answer then."""
 
@@ -363,14 +365,13 @@ class Oracle:
         result = list(hypotheses) if keep_each_step else []
         frontier = hypotheses
         while True:
-            due = [
-                d
-                for h in frontier
-                if (d := h.coordinator.next_deadline_ms()) is not None and d <= until_ms
-            ]
-            if not due:
+            step = None  # the earliest deadline due by until_ms, in any hypothesis
+            for h in frontier:
+                d = h.coordinator.next_deadline_ms()
+                if d is not None and d <= until_ms and (step is None or d < step):
+                    step = d
+            if step is None:
                 return result if keep_each_step else frontier
-            step = min(due)
             frontier = self._expand(
                 frontier,
                 lambda h, t=step: Tick(max(t, h.coordinator.now_ms)),
@@ -621,7 +622,7 @@ class Oracle:
         """GM-36: the answer at ``at_ms`` is late if it is in every hypothesis that allows it."""
         if None in deadlines:  # an answer after a write: not timed
             return None
-        latest = max(deadlines, key=lambda d: d.at_ms)
+        latest = deadlines[0] if len(deadlines) == 1 else max(deadlines, key=lambda d: d.at_ms)
         late_ms, tolerance = at_ms - latest.at_ms, self.timing_tolerance_ms + self.latency_ms
         if late_ms <= tolerance:
             return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import re
 import typing
 from collections.abc import Callable
@@ -92,8 +93,8 @@ def _translate(value, ids: dict[str, str]):
     """``value`` (a request or response, or a list of their parts) with each member id that
     is a key of ``ids`` replaced by its value; the same object where nothing changes."""
     if type(value) is tuple:
-        items = tuple(_translate(v, ids) for v in value)
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        items = tuple([_translate(v, ids) for v in value])
+        return items if any(map(operator.is_not, items, value)) else value
     changed = {}
     for name, nested in _member_id_fields(type(value)):
         old = getattr(value, name)
@@ -107,18 +108,25 @@ def with_fields(value, changed: dict):
     """A copy of a frozen dataclass with ``changed`` fields, made without its __init__: for
     values its checks have seen (a member id for another, a request's id in a replay)."""
     kind = type(value)
+    names, values = _FIELDS.get(kind) or _all_fields(kind)
     copy = object.__new__(kind)
-    for name in _FIELDS.get(kind) or _all_fields(kind):
-        object.__setattr__(copy, name, changed.get(name, getattr(value, name)))
+    set_field = object.__setattr__
+    for name, old in zip(names, values(value), strict=True):
+        set_field(copy, name, old)
+    for name, new in changed.items():
+        set_field(copy, name, new)
     return copy
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# type -> its fields' names, and a getter of their values (as a tuple)
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple]]] = {}
 
 
-def _all_fields(kind: type) -> tuple[str, ...]:
-    names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-    return names
+def _all_fields(kind: type) -> tuple[tuple[str, ...], Callable[[Any], tuple]]:
+    names = tuple(f.name for f in dataclasses.fields(kind))
+    getter = operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),)
+    _FIELDS[kind] = names, getter
+    return names, getter
 
 
 _MEMBER_IDS: dict[type, tuple[tuple[str, bool], ...]] = {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from coordspec.reference.errors import ErrorCode as E
 from coordspec.reference.group.requests import LoadGroups
-from coordspec.reference.group.transitions import TRANSITIONS
+from coordspec.reference.group.transitions import TRANSITIONS, Transition
 
 API_RULES = {
     "JoinGroup": "GM-13",
@@ -158,8 +158,10 @@ class Coverage:
 
     def copy(self) -> Coverage:
         other = Coverage()
-        other.seen, other.states = dict(self.seen), self.states.copy()
-        other.transitions = self.transitions.copy()
+        other.seen = dict(self.seen)
+        # dict.update: Counter's own copy checks its argument's type the slow way
+        dict.update(other.states, self.states)
+        dict.update(other.transitions, self.transitions)
         return other
 
     def before(self, coordinator, event) -> None:
@@ -185,7 +187,16 @@ class Coverage:
             self.seen[group_id] = now
 
     def _moved(self, source: str, target: str, cause: str | None) -> None:
-        matches = [t for t in TRANSITIONS if str(t.source) == source and str(t.target) == target]
-        exact = [t for t in matches if t.cause == cause]
-        for t in exact or matches[:1]:
-            self.transitions[f"{t.source} -> {t.target} ({t.cause}) {t.rule}"] += 1
+        matches = _TRANSITIONS_BY_MOVE.get((source, target), [])
+        exact = [name for name, t in matches if t.cause == cause]
+        for name in exact or [name for name, _ in matches[:1]]:
+            self.transitions[name] += 1
+
+
+# (source, target) -> the transitions between them, with their coverage names, in table order
+_TRANSITIONS_BY_MOVE: dict[tuple[str, str], list[tuple[str, Transition]]] = {}
+for _t in TRANSITIONS:
+    _TRANSITIONS_BY_MOVE.setdefault((str(_t.source), str(_t.target)), []).append(
+        (f"{_t.source} -> {_t.target} ({_t.cause}) {_t.rule}", _t)
+    )
+del _t

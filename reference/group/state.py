@@ -8,6 +8,7 @@ where Kafka iterates a hash map.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TypeVar
 
 from coordspec.reference.choices import Choices
@@ -320,9 +321,20 @@ class Group:
         if self.protocol_name is None:
             return None
         topics: set[str] = set()
-        try:
-            for member in self.members.values():
-                topics.update(decode_subscription(member.metadata(self.protocol_name)).topics)
-        except MalformedConsumerProtocol:
-            return None
+        for member in self.members.values():
+            subscribed = _subscribed_topics(member.metadata(self.protocol_name))
+            if subscribed is None:
+                return None
+            topics.update(subscribed)
         return topics
+
+
+# Members rejoin with the same metadata, generation after generation: decoding it once is
+# enough (a pure function of the bytes).
+@lru_cache(maxsize=4096)
+def _subscribed_topics(metadata: bytes) -> tuple[str, ...] | None:
+    """The topics of a consumer subscription; None if it is malformed."""
+    try:
+        return decode_subscription(metadata).topics
+    except MalformedConsumerProtocol:
+        return None

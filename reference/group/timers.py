@@ -16,7 +16,8 @@ TimerKey = tuple[str, ...]  # the timer's kind, then the group (and member) it i
 class Timers:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, TimerKey]] = []
-        self._live: dict[TimerKey, tuple[int, int]] = {}
+        # key -> its entry in the heap: an entry in the heap that is not its key's is stale
+        self._live: dict[TimerKey, tuple[int, int, TimerKey]] = {}
         self._seq = 0
 
     def copy(self) -> Timers:
@@ -26,8 +27,8 @@ class Timers:
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self._seq += 1
-        self._live[key] = (deadline_ms, self._seq)
-        heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+        entry = self._live[key] = (deadline_ms, self._seq, key)
+        heapq.heappush(self._heap, entry)
 
     def cancel(self, key: TimerKey) -> None:
         self._live.pop(key, None)
@@ -37,8 +38,8 @@ class Timers:
         return entry[0] if entry else None
 
     def _drop_stale(self) -> None:
-        heap = self._heap
-        while heap and self._live.get(heap[0][2]) != (heap[0][0], heap[0][1]):
+        heap, live = self._heap, self._live
+        while heap and live.get(heap[0][2]) != heap[0]:
             heapq.heappop(heap)
 
     def next_deadline_ms(self) -> int | None:
@@ -48,7 +49,7 @@ class Timers:
     def due(self, now_ms: int) -> list[tuple[TimerKey, int]]:
         """The timers due by ``now_ms`` with their deadlines, earliest first (none removed)."""
         return sorted(
-            ((key, deadline) for key, (deadline, _) in self._live.items() if deadline <= now_ms),
+            ((key, deadline) for key, (deadline, _, _) in self._live.items() if deadline <= now_ms),
             key=lambda entry: (entry[1], self._live[entry[0]][1]),
         )
 

@@ -132,7 +132,7 @@ def due_timers(d: Driver, ms: int) -> set:
     """The keys of the ExpiredTimeouts GroupMetadataManagerTestContext.sleep(ms) would return (group timers only)."""
     deadline = d.now_ms + ms
     live = d.coordinator.timers._live
-    return {key for key, (at, _) in live.items() if at <= deadline and key[0] != "ExpireOffsets"}
+    return {key for key, (at, *_) in live.items() if at <= deadline and key[0] != "ExpireOffsets"}
 
 
 # -- records and responses ------------------------------------------------------------------------
