@@ -174,17 +174,15 @@ def unify(
 
 
 def _unify(expected, actual, binding: Binding, path: str, tolerate: Tolerate | None):
-    if dataclasses.is_dataclass(expected):
-        if type(expected) is not type(actual):
-            return Mismatch(
-                path or "response", f"a {type(expected).__name__}", type(actual).__name__, actual
-            )
-        for f in dataclasses.fields(expected):
-            if f.name in _NOT_COMPARED:
-                continue
-            where = f"{path}.{f.name}" if path else f.name
-            mine, theirs = getattr(expected, f.name), getattr(actual, f.name)
-            if f.name in _UNORDERED and isinstance(mine, tuple) and isinstance(theirs, tuple):
+    kind = type(expected)
+    names = _COMPARED[kind] if kind in _COMPARED else _compared_fields(kind)
+    if names is not None:
+        if kind is not type(actual):
+            return Mismatch(path or "response", f"a {kind.__name__}", type(actual).__name__, actual)
+        for name in names:
+            where = f"{path}.{name}" if path else name
+            mine, theirs = getattr(expected, name), getattr(actual, name)
+            if name in _UNORDERED and isinstance(mine, tuple) and isinstance(theirs, tuple):
                 problem = _unify_unordered(mine, theirs, binding, where, tolerate)
             else:
                 problem = unify(mine, theirs, binding, where, tolerate)
@@ -216,6 +214,18 @@ def _unify(expected, actual, binding: Binding, path: str, tolerate: Tolerate | N
     if expected != actual or (type(expected) is not type(actual) and not isinstance(expected, int)):
         return Mismatch(path, _show(expected), _show(actual), actual)
     return None
+
+
+# type -> the fields unify compares, or None where the type is not a dataclass
+_COMPARED: dict[type, tuple[str, ...] | None] = {}
+
+
+def _compared_fields(kind: type) -> tuple[str, ...] | None:
+    names = None
+    if dataclasses.is_dataclass(kind):
+        names = tuple(f.name for f in dataclasses.fields(kind) if f.name not in _NOT_COMPARED)
+    _COMPARED[kind] = names
+    return names
 
 
 def _show(value) -> str:
