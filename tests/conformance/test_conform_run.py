@@ -184,7 +184,8 @@ def _partial_reports(out: Path, line: str) -> tuple[int, int, list[ET.Element]]:
     assert all(str(path) in line for path in names)
     assert validate_file(out / "trace.jsonl") > 0
     cases = ET.parse(out / "junit.xml").getroot().find("testsuite").findall("testcase")
-    assert len(cases) == total
+    # Every run is a case; so is each scenario the target cannot run at all (no version plan).
+    assert len([c for c in cases if c.get("name") != "no requests"]) == total
     assert (out / "report/conformance.md").read_text().startswith("# Conformance report")
     return ran, total, cases
 
