@@ -21,8 +21,11 @@ LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
+    """Immutable: a change is a new member (``dataclasses.replace``), so copies of a group
+    share its members."""
+
     member_id: str
     instance_id: str | None = None
     rack_id: str | None = None
@@ -37,13 +40,6 @@ class ConsumerMember:
     state: int = STABLE
     assigned: Partitions = NO_PARTITIONS
     pending_revocation: Partitions = NO_PARTITIONS
-
-    def copy(self) -> ConsumerMember:
-        """Every field is immutable: a shallow copy is independent."""
-        other = ConsumerMember.__new__(ConsumerMember)
-        for name in ConsumerMember.__slots__:
-            setattr(other, name, getattr(self, name))
-        return other
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch
@@ -67,7 +63,7 @@ class ConsumerGroup:
             self.group_id,
             self.group_epoch,
             self.assignment_epoch,
-            {k: m.copy() for k, m in self.members.items()},
+            dict(self.members),
             dict(self.static_members),
             dict(self.target),
             dict(self.partition_epochs),
