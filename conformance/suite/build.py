@@ -8,13 +8,21 @@ cannot carry is then a scenario error, reported with its line.
 
 from __future__ import annotations
 
+import uuid
+
 from coordspec.conformance.suite import scenario as sc
 from coordspec.conformance.suite.symbols import ClientState, Symbols
 from coordspec.reference.assignors.leader import encode_assignments
 from coordspec.reference.consumer_protocol import Subscription, encode_subscription
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import requests as rq
-from coordspec.reference.group.responses import JoinGroupResponse, Response
+from coordspec.reference.group.consumer.heartbeat import CLIENT_MEMBER_ID_VERSION
+from coordspec.reference.group.records import TopicPartitions
+from coordspec.reference.group.responses import (
+    ConsumerGroupHeartbeatResponse,
+    JoinGroupResponse,
+    Response,
+)
 from coordspec.reference.wire.versions import INSTANCE_ID_SINCE
 
 
@@ -158,8 +166,56 @@ def build(
     if step.api == "DescribeGroups":
         return rq.DescribeGroups(*envelope, groups=tuple(r(g) for g in f.groups))
     if step.api == "ListGroups":
-        return rq.ListGroups(*envelope, states_filter=tuple(f.states_filter))
+        return rq.ListGroups(
+            *envelope, states_filter=tuple(f.states_filter), types_filter=tuple(f.types_filter)
+        )
+    if step.api == "ConsumerGroupHeartbeat":
+        return _consumer_heartbeat(step, version, envelope, client, symbols)
+    if step.api == "ConsumerGroupDescribe":
+        return rq.ConsumerGroupDescribe(*envelope, group_ids=tuple(r(g) for g in f.group_ids))
     return rq.DeleteGroups(*envelope, groups_names=tuple(r(g) for g in f.groups))
+
+
+def _consumer_heartbeat(
+    step: sc.RequestStep, version: int, envelope: tuple, client: ClientState, symbols: Symbols
+) -> rq.ConsumerGroupHeartbeat:
+    """What a KIP-848 consumer sends, where the step does not say: see ConsumerGroupHeartbeatStep."""
+    f, r = step.fields, symbols.resolve
+    given = f.model_fields_set
+    if version >= CLIENT_MEMBER_ID_VERSION and not client.member_id:
+        client.member_id = client_member_id(client.name)  # KIP-1082: the client names itself
+    if "instance_id" in given:
+        client.group_instance_id = r(f.instance_id)
+    epoch = r(f.member_epoch) if f.member_epoch is not None else client.member_epoch
+    joining = epoch == 0
+
+    def field(name: str, on_join, later):
+        return getattr(f, name) if name in given else on_join if joining else later
+
+    owned = field("topic_partitions", [], list(client.assigned))
+    names = field("subscribed_topic_names", ["foo"], None)
+    return rq.ConsumerGroupHeartbeat(
+        *envelope,
+        group_id=r(f.group_id),
+        member_id=r(f.member_id) if f.member_id is not None else client.member_id,
+        member_epoch=epoch,
+        instance_id=client.group_instance_id,
+        rebalance_timeout_ms=field("rebalance_timeout_ms", 10_000, -1),
+        subscribed_topic_names=None if names is None else tuple(names),
+        server_assignor=f.server_assignor,
+        topic_partitions=None
+        if owned is None
+        else tuple(TopicPartitions(t, ps) for t, ps in _by_topic(owned).items()),
+        client_id=f.client_id if f.client_id is not None else client.name,
+    )
+
+
+def client_member_id(client: str) -> str:
+    """A v1+ client's own member id: UUID-like and the same in every run. It starts with the
+    client's number, so that c1 < c2 < ... in the string order the assignors follow (SA-5),
+    as the ids the reference hands out at v0 are: a scenario's assignments hold at both."""
+    rest = str(uuid.uuid5(uuid.NAMESPACE_URL, f"coordspec:{client}"))[8:]
+    return f"{int(client[1:]):08x}{rest}"
 
 
 def _fetched(partitions: list[str] | str) -> tuple[rq.FetchTopic, ...] | None:
@@ -185,7 +241,11 @@ def _protocol(spec: str | sc.ProtocolSpec, topics: list[str]) -> rq.Protocol:
 
 
 def learn(client: ClientState, symbols: Symbols, response: Response) -> None:
-    """A client keeps the member id it is given, and the generation and protocol it joined."""
+    """A client keeps the member id it is given, and the generation and protocol it joined;
+    a consumer group member its epoch and assignment."""
+    if isinstance(response, ConsumerGroupHeartbeatResponse):
+        _learn_heartbeat(client, response)
+        return
     if not isinstance(response, JoinGroupResponse):
         return
     if response.member_id:
@@ -194,3 +254,27 @@ def learn(client: ClientState, symbols: Symbols, response: Response) -> None:
         client.generation_id = response.generation_id
         client.protocol_name = response.protocol_name or None
         symbols.generation = response.generation_id
+
+
+def _learn_heartbeat(client: ClientState, response: ConsumerGroupHeartbeatResponse) -> None:
+    """As a KIP-848 consumer: a member fenced or gone gives up its partitions and joins again
+    with epoch 0 (keeping its member id); otherwise it takes its epoch, and its assignment
+    when the answer carries one."""
+    if response.error_code in _REJOIN or (
+        response.error_code == ErrorCode.NONE and response.member_epoch < 0
+    ):
+        client.member_epoch, client.assigned = 0, ()
+        return
+    if response.error_code != ErrorCode.NONE:
+        return
+    if response.member_id:
+        client.member_id = response.member_id
+    client.member_epoch = response.member_epoch
+    if response.assignment is not None:
+        client.assigned = tuple(
+            f"{t.topic_id}-{p}" for t in response.assignment for p in t.partitions
+        )
+
+
+# The errors after which Kafka's consumer leaves its partitions and joins again.
+_REJOIN = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})

@@ -21,14 +21,17 @@ Each expectation key reads one view of the response, the same at every version:
 * ``state``, ``protocol``, ``protocol_type``: DescribeGroups' group (ListGroups: this
   run's group entry; ``state`` is ``absent`` if it is not listed); ``listed``: whether
   ListGroups lists this run's group.
-* the rest (``member_id``, ``generation_id``, ``leader``, ...) are the response's fields.
+* ``assignment`` of ConsumerGroupHeartbeat: the partitions it assigns, or ``unchanged``
+  when it carries none; ``state``, ``group_epoch``, ``assignment_epoch``, ``members``:
+  ConsumerGroupDescribe's first group; ``group_type``: ListGroups' entry (v5+).
+* the rest (``member_id``, ``generation_id``, ``member_epoch``, ...) are the response's fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordspec.conformance.suite.scenario import Matcher, Pairs, RecordSpec
+from coordspec.conformance.suite.scenario import UNCHANGED, Matcher, Pairs, RecordSpec
 from coordspec.conformance.suite.symbols import ANY, Symbols, Unbound
 from coordspec.reference.consumer_protocol import (
     MalformedConsumerProtocol,
@@ -43,6 +46,7 @@ from coordspec.reference.group.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
+    TopicPartitions,
 )
 
 _SAME_ORDERLESS = ("members", "assignment")
@@ -234,7 +238,23 @@ def view(key: str, version: int, r: rs.Response, group_id: str) -> object:
             return bool(mine)
         if not mine:
             return "absent"
-        return {"state": mine[0].group_state, "protocol_type": mine[0].protocol_type}[key]
+        return {
+            "state": mine[0].group_state,
+            "protocol_type": mine[0].protocol_type,
+            "group_type": mine[0].group_type,
+        }[key]
+    if isinstance(r, rs.ConsumerGroupHeartbeatResponse) and key == "assignment":
+        return UNCHANGED if r.assignment is None else _names(r.assignment)
+    if isinstance(r, rs.ConsumerGroupDescribeResponse):
+        group = r.groups[0] if r.groups else None
+        if group is None:
+            return None
+        return {
+            "state": group.group_state,
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "members": [m.member_id for m in group.members],
+        }[key]
     return getattr(r, key)
 
 
@@ -319,6 +339,10 @@ _FETCHED = {
 }
 
 
+def _names(topics: Sequence[TopicPartitions]) -> list[str]:
+    return [f"{t.topic_id}-{p}" for t in topics for p in t.partitions]
+
+
 def _topics(metadata: bytes) -> list[str] | str:
     """The topics a member's subscription names, sorted; or why it does not decode."""
     try:
@@ -342,4 +366,6 @@ def _error(version: int, r: rs.Response) -> str:
         return r.groups[0].error_code.name if r.groups else "NONE"
     if isinstance(r, rs.DeleteGroupsResponse):
         return r.results[0].error_code.name if r.results else "NONE"
+    if isinstance(r, rs.ConsumerGroupDescribeResponse):
+        return r.groups[0].error_code.name if r.groups else "NONE"
     return r.error_code.name

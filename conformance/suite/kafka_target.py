@@ -70,6 +70,10 @@ _REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILAB
 _RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
 _LOG_READER = "__consumer_offsets"  # the session's reader of that topic, beside its clients
 
+# APIs the wire codec (reference/wire/group_apis.py) cannot carry yet: scenarios of them are
+# not run on a broker, as if it served no version of them (the consumer group's, CG-*).
+NOT_ON_THE_WIRE = frozenset({"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"})
+
 
 Hook = (
     str | Callable[[], Awaitable[None]]
@@ -176,7 +180,11 @@ class KafkaTarget:
         connection = await self._bootstrap()
         try:
             for api in VERSIONS:
-                theirs = connection.versions.get(API_KEYS[api], range(0))
+                theirs = (
+                    range(0)
+                    if api in NOT_ON_THE_WIRE
+                    else connection.versions.get(API_KEYS[api], range(0))
+                )
                 self.versions[api] = range(
                     max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop)
                 )

@@ -15,7 +15,7 @@ from coordspec.reference.group.requests import VERSIONS
 
 SPEC_PAGES = [
     Path(__file__).resolve().parents[2] / "spec" / name
-    for name in ("group-membership.md", "coordinator-failover.md")
+    for name in ("group-membership.md", "coordinator-failover.md", "consumer-group.md")
 ]
 
 
@@ -41,7 +41,7 @@ def listing(scenarios: list[Scenario]) -> str:
         defined = [
             rule
             for page in pages
-            for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))
+            for rule in re.findall(r"\*\*((?:GM|CF|CG)-\d+):", page.read_text(encoding="utf-8"))
         ]
         named = {rule for s in scenarios for rule in s.rules}
         lines.append(

@@ -39,10 +39,12 @@ from coordspec.reference.group.transitions import GroupState
 
 SYMBOL = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
 CLIENT = re.compile(r"^c[1-9][0-9]*$")
-RULE = re.compile(r"^(GM|CF)-[0-9]+$")
+RULE = re.compile(r"^(GM|CF|CG)-[0-9]+$")
 PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
 ERRORS = {e.name: e for e in ErrorCode}
-STATES = {str(s) for s in GroupState}
+# A classic group's states, and a consumer group's (CG-30) besides Empty and Stable.
+STATES = {str(s) for s in GroupState} | {"Assigning", "Reconciling"}
+UNCHANGED = "unchanged"  # a ConsumerGroupHeartbeat answer that carries no assignment
 
 
 class Invalid(ValueError):
@@ -126,6 +128,10 @@ def _bool(value: object) -> bool:
     return value
 
 
+def _assignment(value: object) -> tuple | str:
+    return value if value == UNCHANGED else _list_of(_partition)(value)
+
+
 def _state(value: object) -> str:
     if value not in STATES:
         raise Invalid(f"{value!r} is not a group state ({', '.join(sorted(STATES))})")
@@ -196,7 +202,7 @@ EXPECTATIONS = {
     "members": _list_of(_member),
     "instances": _map_of(_member, _str_or_null),
     "subscriptions": _map_of(_member, _list_of(_topic)),
-    "assignment": _list_of(_partition),
+    "assignment": _assignment,
     "assignment_encoded": _bool,
     "offsets": _map_of(_partition, _int),
     "leader_epochs": _map_of(_partition, _int),
@@ -207,6 +213,11 @@ EXPECTATIONS = {
     "protocol": _str_or_null,
     "listed": _bool,
     "groups": _group_answers,
+    "group_type": _str_or_null,
+    "member_epoch": _int,
+    "heartbeat_interval_ms": _int,
+    "group_epoch": _int,
+    "assignment_epoch": _int,
 }
 _FETCHED_GROUP = ("error", "offsets", "leader_epochs", "metadata", "partitions")  # a group's
 
@@ -229,10 +240,18 @@ EXPECTATIONS_BY_API = {
     "OffsetCommit": ("error", "partitions"),
     "OffsetFetch": (*_FETCHED_GROUP, "groups"),
     "DescribeGroups": ("error", "state", "protocol", "protocol_type", "members"),
-    "ListGroups": ("error", "listed", "state", "protocol_type"),
+    "ListGroups": ("error", "listed", "state", "protocol_type", "group_type"),
     "DeleteGroups": ("error",),
     "OffsetDelete": ("error", "partitions"),
     "TxnOffsetCommit": ("error", "partitions"),
+    "ConsumerGroupHeartbeat": (
+        "error",
+        "member_id",
+        "member_epoch",
+        "heartbeat_interval_ms",
+        "assignment",
+    ),
+    "ConsumerGroupDescribe": ("error", "state", "group_epoch", "assignment_epoch", "members"),
 }
 
 
@@ -258,6 +277,8 @@ def parse_expectation(
             raise ExpectationError(key, f"expect.{key}: {exc}") from None
         if key == "groups" and parsed[key].kind != "equal":
             raise ExpectationError(key, "expect.groups: a mapping of group ids, not one_of or not")
+        if key == "assignment" and value == UNCHANGED and api != "ConsumerGroupHeartbeat":
+            raise ExpectationError(key, f"expect.assignment: {api} has no '{UNCHANGED}' answer")
     return parsed
 
 
@@ -388,6 +409,7 @@ class DescribeGroupsStep(StepCommon):
 
 class ListGroupsStep(StepCommon):
     states_filter: list[str] = Field(default_factory=list)
+    types_filter: list[str] = Field(default_factory=list)  # v5+
 
 
 class DeleteGroupsStep(StepCommon):
@@ -397,6 +419,25 @@ class DeleteGroupsStep(StepCommon):
 class OffsetDeleteStep(StepCommon):
     group_id: str = "$group"
     partitions: list[PartitionName]
+
+
+class ConsumerGroupHeartbeatStep(StepCommon):
+    # None: what a consumer sends (build.py): its member id and the epoch it learned; on a
+    # join (epoch 0) a rebalance timeout, its topics and no partitions, later -1, nothing
+    # (unchanged) and the partitions it was last assigned. A field given null is not sent.
+    group_id: str = "$group"
+    member_id: str | None = None
+    member_epoch: IntOrSymbol | None = None
+    instance_id: str | None = None
+    rebalance_timeout_ms: int | None = None
+    subscribed_topic_names: list[str] | None = None
+    server_assignor: str | None = None
+    topic_partitions: list[PartitionName] | None = None
+    client_id: str | None = None  # the client id in the request header; default the client's name
+
+
+class ConsumerGroupDescribeStep(StepCommon):
+    group_ids: list[str] = Field(default_factory=lambda: ["$group"])
 
 
 REQUEST_STEPS: dict[str, type[StepCommon]] = {
@@ -411,6 +452,8 @@ REQUEST_STEPS: dict[str, type[StepCommon]] = {
     "DeleteGroups": DeleteGroupsStep,
     "OffsetDelete": OffsetDeleteStep,
     "TxnOffsetCommit": TxnOffsetCommitStep,
+    "ConsumerGroupHeartbeat": ConsumerGroupHeartbeatStep,
+    "ConsumerGroupDescribe": ConsumerGroupDescribeStep,
 }
 
 

@@ -29,6 +29,8 @@ class ClientState:
     group_instance_id: str | None = None
     generation_id: int = -1
     protocol_name: str | None = None
+    member_epoch: int = 0  # a consumer group member's (KIP-848); 0 until it has joined
+    assigned: tuple[str, ...] = ()  # the partitions it was last told are its own, as foo-0
 
 
 class Symbols:

@@ -26,7 +26,16 @@ from itertools import repeat
 from typing import Any
 
 TOKEN = "\x00member#"
-_UNORDERED = {"members", "groups", "topics", "partitions", "results"}
+# A consumer group's assignments are maps by topic in Kafka: their topics come in any order.
+_UNORDERED = {
+    "members",
+    "groups",
+    "topics",
+    "partitions",
+    "results",
+    "assignment",
+    "target_assignment",
+}
 _NOT_COMPARED = {"client_host"}
 
 

@@ -31,6 +31,8 @@ API_RULES = {
     "DeleteGroups": "GM-62",
     "OffsetDelete": "GM-63",
     "TxnOffsetCommit": "GM-57",
+    "ConsumerGroupHeartbeat": "CG-9",
+    "ConsumerGroupDescribe": "CG-50",
 }
 _ANY_API_ERROR_RULES = {
     E.INVALID_SESSION_TIMEOUT: "GM-1",
@@ -57,6 +59,16 @@ _ERROR_RULES = {
     ("TxnOffsetCommit", E.ILLEGAL_GENERATION): "GM-57",
     ("TxnOffsetCommit", E.OFFSET_METADATA_TOO_LARGE): "GM-53",
     ("OffsetFetch", E.UNSTABLE_OFFSET_COMMIT): "GM-59",
+    ("ConsumerGroupHeartbeat", E.INVALID_REQUEST): "CG-1",
+    ("ConsumerGroupHeartbeat", E.UNSUPPORTED_ASSIGNOR): "CG-1",
+    ("ConsumerGroupHeartbeat", E.GROUP_ID_NOT_FOUND): "CG-3",
+    ("ConsumerGroupHeartbeat", E.GROUP_MAX_SIZE_REACHED): "CG-4",
+    ("ConsumerGroupHeartbeat", E.FENCED_MEMBER_EPOCH): "CG-5",
+    ("ConsumerGroupHeartbeat", E.UNKNOWN_MEMBER_ID): "CG-5",
+    ("ConsumerGroupHeartbeat", E.UNRELEASED_INSTANCE_ID): "CG-31",
+    ("ConsumerGroupHeartbeat", E.FENCED_INSTANCE_ID): "CG-35",
+    ("ConsumerGroupDescribe", E.GROUP_ID_NOT_FOUND): "CG-50",
+    ("ConsumerGroupDescribe", E.INVALID_GROUP_ID): "CG-50",
 }
 # The reference refused with this error and the broker accepted: the invariant that breaks.
 _ACCEPTED_REFUSAL = {

@@ -86,6 +86,8 @@ RESPONSES = {
     "DeleteGroups": response_types.DeleteGroupsResponse,
     "OffsetDelete": response_types.OffsetDeleteResponse,
     "TxnOffsetCommit": response_types.TxnOffsetCommitResponse,
+    "ConsumerGroupHeartbeat": response_types.ConsumerGroupHeartbeatResponse,
+    "ConsumerGroupDescribe": response_types.ConsumerGroupDescribeResponse,
 }
 
 

@@ -11,7 +11,7 @@ from coordspec.conformance.suite.loader import SCENARIO_DIR, discover, load_all
 
 SPEC_PAGES = [
     Path(__file__).resolve().parents[2] / "spec" / name
-    for name in ("group-membership.md", "coordinator-failover.md")
+    for name in ("group-membership.md", "coordinator-failover.md", "consumer-group.md")
 ]
 
 
@@ -35,7 +35,7 @@ def test_every_rule_a_scenario_names_is_in_the_spec():
     defined = {
         rule
         for page in SPEC_PAGES
-        for rule in re.findall(r"\*\*((?:GM|CF)-\d+):", page.read_text(encoding="utf-8"))
+        for rule in re.findall(r"\*\*((?:GM|CF|CG)-\d+):", page.read_text(encoding="utf-8"))
     }
     for scenario in load_all():
         for rule in scenario.rules:
@@ -58,6 +58,8 @@ def test_the_catalog_covers_every_api_the_reference_answers():
         "DeleteGroups",
         "OffsetDelete",
         "TxnOffsetCommit",
+        "ConsumerGroupHeartbeat",
+        "ConsumerGroupDescribe",
     }
 
 
@@ -115,3 +117,15 @@ def test_a_rerun_keeps_the_declared_broker_settings():
     words = shlex.split(rerun_base(args))
     assert words[words.index("--broker-setting") + 1] == "group.max.size=1"
     assert words[words.index("--broker-settings-file") + 1] == "server.properties"
+
+
+def test_every_scenario_the_spec_names_exists():
+    names = {path.stem for path in discover()}
+    cited = set()
+    for page in SPEC_PAGES:
+        for listed in re.findall(
+            r"[Ss]cenarios:? ((?:`[\w-]+`[,\s]*(?:and\s+)?)+)", page.read_text()
+        ):
+            cited |= set(re.findall(r"`([\w-]+)`", listed))
+    assert {n for n in cited if n.startswith("cg-")}, "spec/consumer-group.md names no scenario"
+    assert cited <= names, sorted(cited - names)

@@ -21,6 +21,7 @@ SOME = [
         "stale-generation-commit",
         "session-expiry",
         "restart-resumes-last-written-generation",
+        "cg-static-member-comes-back",  # the consumer group APIs' records round-trip too
     )
 ]
 

@@ -49,18 +49,20 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_clusters():
     finally:
         target.stop()
     assert outcome.exit_code == 0, _summary(outcome)
+    catalog = load_all()
     # Only the reference target can make the coordinator's log refuse a chosen write, act as
     # the transaction coordinator, or hold a broker at each step of a coordinator's move.
     reference_only = {
-        s.name for s in load_all() if s.fails_writes or s.uses_transactions or s.moves_coordinator
+        s.name for s in catalog if s.fails_writes or s.uses_transactions or s.moves_coordinator
     }
+    # The broker serves no consumer group APIs (68, 69) yet: no version in common.
+    consumer_group = {s.name for s in catalog if "consumer-group" in s.tags}
     assert reference_only and all(
-        r.status == "passed" or (r.status == "not_run" and r.scenario in reference_only)
+        r.status == "passed"
+        or (r.status == "not_run" and r.scenario in reference_only | consumer_group)
         for r in outcome.results
     ), _summary(outcome)
     assert len([r for r in outcome.results if r.status == "passed"]) >= 175
-
-    catalog = load_all()
     with_settings = {s.name for s in catalog if s.broker}
     with_faults = {s.name for s in catalog if s.uses_faults}
     ran = {r.group_id: r.scenario for r in outcome.results}
@@ -106,6 +108,7 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_single_broker_concurre
                 "needs to make the coordinator's writes",
                 "needs to act as the transaction coordinator",
                 "needs to resign, become and load",
+                "no version in common",  # the consumer group APIs (68, 69), not served yet
             )
         )
         for r in not_run

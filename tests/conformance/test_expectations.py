@@ -23,6 +23,7 @@ from coordspec.reference.group.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     Record,
+    TopicPartitions,
 )
 
 NONE = ErrorCode.NONE
@@ -173,3 +174,36 @@ def test_the_records_a_step_wrote_match_in_any_order_and_all_of_them():
         "offset 6)], got [offset_commit ($group, foo-0, offset 5), offset_tombstone ($group-b, "
         "foo-1), group_metadata ($group, generation 1), group_tombstone ($group-b)]"
     )
+
+
+def test_a_consumer_heartbeat_assignment_is_decoded_or_unchanged():
+    given = rs.ConsumerGroupHeartbeatResponse(
+        NONE, "m-1", 2, 5000, (TopicPartitions("foo", (0, 2)), TopicPartitions("bar", (1,)))
+    )
+    assert (
+        _check("ConsumerGroupHeartbeat", 1, {"assignment": ["bar-1", "foo-2", "foo-0"]}, given)
+        is None
+    )
+    assert "got 'unchanged'" in _check(
+        "ConsumerGroupHeartbeat", 1, {"assignment": []}, rs.ConsumerGroupHeartbeatResponse(NONE)
+    )
+    assert "expected 'unchanged'" in _check(
+        "ConsumerGroupHeartbeat", 1, {"assignment": "unchanged"}, given
+    )
+    assert (
+        _check("ConsumerGroupHeartbeat", 1, {"member_id": "$m1", "member_epoch": 2}, given) is None
+    )
+    with pytest.raises(ExpectationError, match="SyncGroup has no 'unchanged' answer"):
+        parse_expectation("SyncGroup", {"assignment": "unchanged"})
+
+
+def test_a_consumer_group_description_is_read_from_its_first_group():
+    described = rs.ConsumerGroupDescribeResponse(
+        (
+            rs.DescribedConsumerGroup(NONE, "g", "Reconciling", 3, 2, "uniform", members=()),
+            rs.DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, "h"),
+        )
+    )
+    raw = {"error": "NONE", "state": "Reconciling", "group_epoch": 3, "assignment_epoch": 2}
+    assert _check("ConsumerGroupDescribe", 0, raw, described) is None
+    assert "expected 2, got 3" in _check("ConsumerGroupDescribe", 0, {"group_epoch": 2}, described)
