@@ -243,3 +243,25 @@ def test_a_run_is_checked_against_what_its_trace_says_of_the_broker(
     unnamed.write_text("\n".join(x for x in lines if record not in x) + "\n")
     violations = check_files([unnamed], settings(), out=io.StringIO()).violations
     assert violations and refusal in str(violations[0])
+
+
+def test_a_consumer_group_trace_is_checked_and_a_wrong_epoch_caught(tmp_path):
+    """ConsumerGroupHeartbeat and ConsumerGroupDescribe round-trip through the trace, and the
+    oracle replays them: an epoch the broker should not have answered is a violation."""
+    path = tmp_path / "cg.jsonl"
+    scenario = SCENARIO_DIR / "cg-revoke-before-reassign.yaml"
+    assert run("reference", scenarios=[scenario], trace=path, out=io.StringIO()).exit_code == 0
+    assert check_files([path], settings(), out=io.StringIO()).violations == []
+    lines = path.read_text().splitlines()
+    at = next(
+        i
+        for i, line in enumerate(lines)
+        if '"kind":"response"' in line
+        and '"member_epoch":2' in line
+        and '"ConsumerGroupHeartbeat"' in line
+    )
+    lines[at] = lines[at].replace('"member_epoch":2', '"member_epoch":3', 1)
+    path.write_text("\n".join(lines) + "\n")
+    (violation,) = check_files([path], settings(), out=io.StringIO()).violations
+    assert (violation["api"], violation["rule"]) == ("ConsumerGroupHeartbeat", "CG-9")
+    assert "member_epoch: expected 2, got 3" in violation["message"]
