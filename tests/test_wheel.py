@@ -111,7 +111,7 @@ def test_the_tla_specs_are_in_the_wheel(installed):
     assert done.returncode == 2
     assert done.stderr.strip().endswith(
         f"{installed.site / 'coordspec' / 'tla'} "
-        "(specs: CoordinatorFailover, GroupMembership, IsrVersionedWrites)"
+        "(specs: ConsumerGroup, CoordinatorFailover, GroupMembership, IsrVersionedWrites)"
     ), done.stderr
 
 

@@ -37,6 +37,7 @@ TRACE_STATE = 2217
 PROGRESS = 2200
 TOTALS = 2199
 DEPTH = 2194
+TEMPORAL_VIOLATION = "Temporal properties were violated."
 
 
 class TlcError(Exception):
@@ -146,6 +147,11 @@ def run_tlc(
         result.seconds = time.monotonic() - started
     for number, text in messages:
         absorb(result, number, text)
+    if result.violated == TEMPORAL_VIOLATION:
+        # TLC does not name the temporal property it found violated; a cfg with one names it
+        temporal = properties_in(config)
+        if len(temporal) == 1:
+            result.violated = temporal[0]
     # 11, 12 and 13 are TLC's exit codes for a deadlock, a safety and a liveness violation.
     if code not in (0, 11, 12, 13) or (code != 0 and result.violated is None):
         errors = [
@@ -305,14 +311,23 @@ def write_counterexample(spec: str, result: TlcResult, path: Path) -> None:
     )
 
 
+def properties_in(config: Path) -> list[str]:
+    """The names a .cfg lists under PROPERTY or PROPERTIES."""
+    return names_under(config, ("PROPERTY", "PROPERTIES"))
+
+
 def checked_names(config: Path) -> list[str]:
     """The invariants and properties a .cfg asks TLC to check."""
+    return names_under(config, ("INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES"))
+
+
+def names_under(config: Path, keywords: tuple[str, ...]) -> list[str]:
     names, collecting = [], False
     for line in config.read_text().splitlines():
         words = line.split("\\*")[0].split()
         if not words:
             continue
-        if words[0] in ("INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES"):
+        if words[0] in keywords:
             collecting, words = True, words[1:]
         elif words[0].isupper():
             collecting = False
