@@ -105,9 +105,12 @@ def test_every_test_and_file_the_spec_cites_exists():
 
 def test_the_consumer_group_page_names_its_invariants_and_their_rules():
     invariants = importlib.import_module(INVARIANT_MODULES["CG"]).INVARIANTS
-    assert all(f"`{name}`" in page("CG") for name in invariants)
+    tla = set(checked_names(TLA_DIR / "MCConsumerGroup.cfg")) - {"TypeOK"}
+    assert all(f"`{name}`" in page("CG") for name in set(invariants) | tla)
     assert {i.rule for i in invariants.values()} <= rules_defined("CG")
-    assert not any(i.tla for i in invariants.values())  # no TLA+ spec states them yet
+    assert {name for name, i in invariants.items() if i.tla} == tla & set(invariants)
+    # The reference does not model a consumer group's offsets yet: only TLC states this one.
+    assert tla - set(invariants) == {"NoStaleMemberEpochCommit"}
 
 
 @pytest.mark.parametrize("prefix", PAGES)

@@ -14,13 +14,13 @@ INVARIANTS: dict[str, Invariant] = registry(
         "AtMostOneOwnerPerPartition",
         "CG-21",
         "no partition is assigned to, or being revoked from, two members of a consumer group",
-        tla=False,
+        tla=True,
     ),
     Invariant(
         "MemberEpochNotAheadOfGroup",
         "CG-12",
         "no member's epoch, and not the target assignment's, is ahead of the group epoch",
-        tla=False,
+        tla=True,
     ),
 )
 
