@@ -198,6 +198,37 @@ class Hypothesis:
             dict(self.deadlines),
         )
 
+    def same_future(self, other: Hypothesis) -> bool:
+        """Whether ``other`` allows and answers exactly what this one does, whatever comes:
+        the same coordinator state, log, pending replies and writes, and bound ids. What only
+        reports show (the choices that led here, the coverage seen) may differ."""
+        return (
+            self.log == other.log
+            and self.durable == other.durable
+            and self.write_ends == other.write_ends
+            and self.reply_needs == other.reply_needs
+            and self.replies == other.replies
+            and self.binding.ids == other.binding.ids
+            and self.choices.issued == other.choices.issued  # numbers the next member ids
+            and self.deadlines.keys() == other.deadlines.keys()
+            and all(d.same(other.deadlines[r]) for r, d in self.deadlines.items())
+            and self.coordinator.same_state(other.coordinator)
+        )
+
+    def fingerprint(self) -> tuple:
+        """A few of what :meth:`same_future` compares, cheap to take: most hypotheses that
+        differ (a write lost in a crash, another leader chosen) differ here already."""
+        c = self.coordinator
+        return (
+            c.now_ms,
+            len(self.log),
+            self.durable,
+            c.appends_issued,
+            self.choices.issued,
+            len(self.replies),
+            tuple([(g.generation_id, g.leader_id) for g in c.groups.values()]),
+        )
+
     def restart(self, coordinator: GroupCoordinator) -> None:
         """A new coordinator in place of this one (a restart); what it takes starts afresh."""
         self.coordinator, self.checkpoint, self.since = coordinator, None, []
@@ -251,6 +282,9 @@ class Deadline:
     at_ms: int
     # The cause, or the request (or other event) it is told from when asked: most never are.
     why: str | Event
+
+    def same(self, other: Deadline) -> bool:
+        return self.at_ms == other.at_ms and self.why == other.why
 
     @property
     def cause(self) -> str:
@@ -336,6 +370,7 @@ class Oracle:
                     prefix = script + (0,) * (depth - len(script))
                     scripts.extend((*prefix, k) for k in range(1, arity))
                 expanded.append(branch)
+        expanded = _merged(expanded)
         if len(expanded) > MAX_HYPOTHESES:
             raise OracleOverflow(
                 f"more than {MAX_HYPOTHESES} outcomes of the reference are still open"
@@ -552,7 +587,7 @@ class Oracle:
                 how="differs" if telling is not None else "early" if early else "unexpected",
                 cause=early or "",
             )
-        self.hypotheses = kept
+        self.hypotheses = _merged(kept)  # ids bound alike may have made some equal
         late = self._timing(api, deadlines, at_ms)
         if late is not None and self.tolerance is not None and self.tolerance.timing(api, version):
             self.tolerated.append(Tolerated(api, version, None, late.message))
@@ -692,6 +727,23 @@ class Oracle:
                 text += f"   [after choosing {', '.join(h.choices.made)}]"
             seen[text] = None
         return tuple(seen)
+
+
+def _merged(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
+    """``hypotheses`` without those whose future an earlier one has (see
+    :meth:`Hypothesis.same_future`): whatever they would allow, it allows, and a report shows
+    its choices as one explanation. Keeping the earliest keeps the first hypothesis to
+    survive, whose coverage the trace check reports."""
+    if len(hypotheses) < 2:
+        return hypotheses
+    kept: list[Hypothesis] = []
+    seen: dict[tuple, list[Hypothesis]] = {}
+    for hypothesis in hypotheses:
+        alike = seen.setdefault(hypothesis.fingerprint(), [])
+        if not any(k.same_future(hypothesis) for k in alike):
+            alike.append(hypothesis)
+            kept.append(hypothesis)
+    return kept
 
 
 def _cause(coordinator: GroupCoordinator, event: Event) -> str | Event:

@@ -128,6 +128,11 @@ _AFTER_WRITE: dict[type, Callable[..., None]] = {
 }
 
 
+# What a coordinator is told with, not what it is (see same_state); touched_groups is
+# reset by every step, and the timers compare themselves.
+_NOT_STATE = frozenset({"choices", "observer", "substeps", "touched_groups", "timers"})
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -195,6 +200,16 @@ class GroupCoordinator:
         other._refused = dict(self._refused)
         other.touched_groups = set(self.touched_groups)
         return other
+
+    def same_state(self, other: GroupCoordinator) -> bool:
+        """Whether ``other`` is this coordinator as data: given the same events and choices,
+        both take the same steps. Who they ask and tell (choices, observer) is not state."""
+        mine, theirs = self.__dict__, other.__dict__
+        return self.timers.same(other.timers) and all(
+            mine[name] is theirs[name] or mine[name] == theirs[name]
+            for name in mine
+            if name not in _NOT_STATE
+        )
 
     # -- driving -------------------------------------------------------------------
 

@@ -25,6 +25,11 @@ class Timers:
         other._heap, other._live, other._seq = list(self._heap), dict(self._live), self._seq
         return other
 
+    def same(self, other: Timers) -> bool:
+        """The same timers due at the same times, firing in the same order: stale heap
+        entries never fire, and every later timer is numbered after all of these in both."""
+        return self._live == other._live
+
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         self._seq += 1
         entry = self._live[key] = (deadline_ms, self._seq, key)

@@ -79,3 +79,48 @@ def test_in_place_keeps_the_hypotheses_and_verdicts_of_copying(traces, monkeypat
     assert any(v.violations for v in got)  # the planted bug was found, by both
     assert any(rebuilt)  # some event chose, so a hypothesis was rebuilt from its checkpoint
     assert max(copied) > 1  # and the choice left more than one hypothesis
+
+
+def test_merging_equal_hypotheses_keeps_the_verdicts(traces):
+    """Hypotheses whose futures are the same merge (oracle._merged): the verdicts and
+    coverage are those of following each of them, with fewer hypotheses to follow."""
+    unmerged: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(oracle, "_merged", lambda hypotheses: hypotheses)
+        expected = check_all(traces, unmerged)
+    merged: list[int] = []
+    got = check_all(traces, merged)
+
+    assert verdicts(got) == verdicts(expected)
+    assert any(v.violations for v in got)
+    assert sum(merged) < sum(unmerged)
+
+
+def test_hypotheses_differing_in_a_pending_write_do_not_merge():
+    """A crash keeps or loses a write in flight: hypotheses apart only there stay apart."""
+    from coordspec.reference.group import GroupConfig, JoinGroup, Protocol
+
+    o = oracle.Oracle(GroupConfig())
+    o.request(
+        "c",
+        JoinGroup(
+            request_id=1,
+            api_version=4,
+            now_ms=0,
+            group_id="g",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            protocols=(Protocol("range", b""),),
+        ),
+    )
+    (h,) = o.hypotheses
+    twin = h.copy()
+    assert h.same_future(twin) and oracle._merged([h, twin]) == [h]
+    twin.write_ends[99] = 1  # a write in flight that a crash may keep, in this one only
+    assert not h.same_future(twin)
+    assert oracle._merged([h, twin]) == [h, twin]
+    other = h.copy()
+    other.choices.made.append("leader x")  # what only reports show
+    assert oracle._merged([h, other]) == [h]
+    other.coordinator.now_ms += 1
+    assert oracle._merged([h, other]) == [h, other]

@@ -160,3 +160,19 @@ def test_the_copy_shares_no_mutable_part_with_the_original():
     assert {"c.groups['g'].members", "c.timers._heap", "c.deletions[4].waiting"} <= mine.keys()
     shared = [where for where, part in mine.items() if theirs[where] is part]
     assert shared == []
+
+
+@COPIES
+def test_a_copy_is_the_same_state_until_a_step_sets_them_apart(twin_of: Callable):
+    """``same_state``: the oracle merges hypotheses whose coordinators compare so."""
+    original = coordinator_with_every_kind_of_write_in_flight()
+    twin = twin_of(original)
+    assert original.same_state(twin)
+    complete_all(twin, ErrorCode.NOT_LEADER_OR_FOLLOWER, 3_001)
+    assert not original.same_state(twin)
+    again = twin_of(original)
+    complete_all(original, ErrorCode.NONE, 3_001)
+    complete_all(again, ErrorCode.NONE, 3_001)
+    assert original.same_state(again)
+    original.handle(Tick(3_002))
+    assert not original.same_state(again)  # its clock moved on
