@@ -389,7 +389,7 @@ class GroupCoordinator:
 
     def _consumer_group_named(self, req: Request) -> ConsumerGroup | None:
         """CG-36..CG-39: a classic group request naming a consumer group's id."""
-        if isinstance(
+        if not self.consumer_groups or isinstance(
             req, (ConsumerGroupHeartbeat, ConsumerGroupDescribe, DescribeGroups, ListGroups)
         ):
             return None
