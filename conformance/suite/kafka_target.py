@@ -62,18 +62,18 @@ from coordspec.reference.group.records import OffsetCommitKey, Record
 from coordspec.reference.group.requests import API_KEYS, VERSIONS, Request
 from coordspec.reference.group.responses import Response
 from coordspec.reference.wire.entities import UnknownErrorCode
-from coordspec.reference.wire.group_apis import request_to_kio, response_from_kio
+from coordspec.reference.wire.group_apis import (
+    NO_TOPIC_IDS,
+    TopicIds,
+    request_to_kio,
+    response_from_kio,
+)
 
 FIND_COORDINATOR, METADATA, CREATE_TOPICS = 10, 3, 19
 TOPICS = tuple(CATALOG_TOPICS)
 _REFIND = {int(ErrorCode.NOT_COORDINATOR), int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
 _RETRIABLE_FIND = _REFIND | {int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
 _LOG_READER = "__consumer_offsets"  # the session's reader of that topic, beside its clients
-
-# APIs the wire codec (reference/wire/group_apis.py) cannot carry yet: scenarios of them are
-# not run on a broker, as if it served no version of them (the consumer group's, CG-*).
-NOT_ON_THE_WIRE = frozenset({"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"})
-
 
 Hook = (
     str | Callable[[], Awaitable[None]]
@@ -137,6 +137,7 @@ class KafkaTarget:
         self.back = {theirs: ours for ours, theirs in self.topics.items()}
         self.created: list[str] = []  # topics the check created
         self.partitions = dict(CATALOG_TOPICS)  # what the broker has, once probed
+        self.topic_ids = NO_TOPIC_IDS  # the catalog's name -> the broker's id, once probed
         self.brokers: list[tuple[str, int]] = []  # advertised, from Metadata
         self.controller: tuple[str, int] | None = None
         self.group_ids: set[str] = set()  # the runs' groups (their $group2 ... extend them)
@@ -180,11 +181,7 @@ class KafkaTarget:
         connection = await self._bootstrap()
         try:
             for api in VERSIONS:
-                theirs = (
-                    range(0)
-                    if api in NOT_ON_THE_WIRE
-                    else connection.versions.get(API_KEYS[api], range(0))
-                )
+                theirs = connection.versions.get(API_KEYS[api], range(0))
                 self.versions[api] = range(
                     max(theirs.start, VERSIONS[api].start), min(theirs.stop, VERSIONS[api].stop)
                 )
@@ -198,6 +195,10 @@ class KafkaTarget:
                 self.timeout_s,
             )
             self.partitions = {self.back[t.name]: len(t.partitions) for t in metadata.topics}
+            # Metadata v10+ has them; the consumer group's APIs name topics by id.
+            self.topic_ids = TopicIds(
+                {self.back[t.name]: t.topic_id for t in metadata.topics if hasattr(t, "topic_id")}
+            )
             self.brokers = [(b.host, int(b.port)) for b in metadata.brokers]
             self.controller = next(
                 (
@@ -437,13 +438,17 @@ class KafkaSession:
         state = self.clients.setdefault(client, _Client())
         try:
             connection = await self._route(state, request)
-            entity = request_to_kio(_renamed(request, self.target.topics))
+            entity = request_to_kio(_renamed(request, self.target.topics), self.target.topic_ids)
             client_id = request.client_id if request.api == "JoinGroup" else client
             future = connection.send(
                 API_KEYS[request.api], request.api_version, entity, client_id=client_id
             )
         except WireError as exc:
             raise _target_error(client, request, exc) from None
+        except ValueError as exc:  # a topic the broker has no id for
+            raise TargetError(
+                f"{request.api} v{request.api_version}: cannot send {exc}", request=request
+            ) from None
         state.delivery = asyncio.get_running_loop().create_task(
             self._deliver(client, state, request, future)
         )
@@ -454,7 +459,9 @@ class KafkaSession:
         what = f"{request.api} v{request.api_version}"
         try:
             entity, arrived = await future
-            response = response_from_kio(request.api, request.api_version, entity)
+            response = response_from_kio(
+                request.api, request.api_version, entity, self.target.topic_ids
+            )
             response = _renamed(response, self.target.back)
         except WireError as exc:
             state.inbox.put_nowait(_target_error(client, request, exc))
@@ -676,7 +683,8 @@ def _target_error(client: str, request: Request, exc: WireError) -> TargetError:
 
 def _renamed(message: Any, names: dict[str, str]) -> Any:
     """``message`` with its topics renamed (OffsetCommit, OffsetFetch and their answers, the
-    other groups of an OffsetFetch v8+ included)."""
+    other groups of an OffsetFetch v8+ included, a consumer group member's subscription; the
+    consumer group's topic ids are the catalog's names' ids already)."""
     if all(a == b for a, b in names.items()):
         return message
 
@@ -688,6 +696,10 @@ def _renamed(message: Any, names: dict[str, str]) -> Any:
     changes = {}
     if getattr(message, "topics", None):
         changes["topics"] = renamed(message.topics)
+    if getattr(message, "subscribed_topic_names", None):
+        changes["subscribed_topic_names"] = tuple(
+            names.get(t, t) for t in message.subscribed_topic_names
+        )
     if getattr(message, "other_groups", None):
         changes["other_groups"] = tuple(
             dataclasses.replace(g, topics=renamed(g.topics)) for g in message.other_groups

@@ -172,6 +172,11 @@ def _from_kio(annotation: Any, value: Any) -> Any:
     return value
 
 
+def error_code(value: Any) -> ErrorCode:
+    """A kio error code as the reference's; raises :class:`UnknownErrorCode` for one it lacks."""
+    return _from_kio(ErrorCode, value)  # type: ignore[no-any-return]
+
+
 def _reference_zero(annotation: Any) -> Any:
     if nullable(annotation):
         return None

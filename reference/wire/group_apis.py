@@ -9,14 +9,17 @@ on both sides (the reference uses Kafka's field names); what differs is written 
 kio's durations (``session_timeout`` for ``session_timeout_ms``), OffsetCommit's
 ``generation_id_or_member_epoch``, LeaveGroup below v3 (one member id at the top level),
 OffsetFetch from v8 (a batch of groups: the reference keeps the first at the top of its
-request and response, the others in ``other_groups``) and ListGroups v5's group type.
+request and response, the others in ``other_groups``), ListGroups v5's group type, and the
+consumer group's topic ids: the reference names a topic where Kafka sends its id, so those
+two APIs take a :class:`TopicIds` table of the broker's ids.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -24,14 +27,20 @@ import kio.index
 
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group.json_values import REQUEST_ENVELOPE, RESPONSES
+from coordspec.reference.group.records import TopicPartitions
 from coordspec.reference.group.requests import API_KEYS
 from coordspec.reference.group.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
     FetchGroupResponse,
     FetchTopicResponse,
     OffsetFetchResponse,
     Response,
 )
-from coordspec.reference.wire.entities import build, ms, read
+from coordspec.reference.wire.entities import build, error_code, ms, read
 
 # The envelope, and the header values JoinGroup keeps: none of them is in a kio request body.
 _NOT_IN_BODY = REQUEST_ENVELOPE | {"client_id", "client_host"}
@@ -53,10 +62,32 @@ class Envelope(NamedTuple):
 class GroupApi:
     """One group API's wire vocabulary (see the module docstring)."""
 
-    read_request: Callable[[Any, Envelope], rq.Request]
-    write_request: Callable[[Any], dict[str, Any]]
-    write_response: Callable[[Any, int, Any], dict[str, Any]]  # (response, version, kio request)
-    read_response: Callable[[Any, int], Response]
+    read_request: Callable[..., rq.Request]  # (kio body, envelope[, topic ids])
+    write_request: Callable[..., dict[str, Any]]
+    write_response: Callable[..., dict[str, Any]]  # (response, version, kio request[, ids])
+    read_response: Callable[..., Response]
+    by_topic_id: bool = False  # each direction takes a TopicIds last
+
+
+class TopicIds:
+    """A broker's topic ids by name, both ways. A name it lacks cannot be sent; an id it lacks
+    is read as its text, so that the oracle shows the unknown topic."""
+
+    def __init__(self, ids: Mapping[str, uuid.UUID]) -> None:
+        self._ids = dict(ids)
+        self._names = {topic_id: name for name, topic_id in self._ids.items()}
+
+    def id_of(self, name: str) -> uuid.UUID:
+        try:
+            return self._ids[name]
+        except KeyError:
+            raise ValueError(f"topic {name!r}, which has no id on the broker") from None
+
+    def name_of(self, topic_id: uuid.UUID | None) -> str:
+        return self._names.get(topic_id, str(topic_id)) if topic_id is not None else ""
+
+
+NO_TOPIC_IDS = TopicIds({})
 
 
 # -- plain values of the reference's dataclasses ------------------------------------------
@@ -323,6 +354,165 @@ def _read_offset_delete(body: Any, e: Envelope) -> rq.OffsetDelete:
     )
 
 
+# -- ConsumerGroupHeartbeat, ConsumerGroupDescribe: topics by id ------------------------------
+
+
+def _partitions_by_id(topics: Any, ids: TopicIds) -> tuple[TopicPartitions, ...]:
+    return tuple(TopicPartitions(ids.name_of(t.topic_id), tuple(t.partitions)) for t in topics)
+
+
+def _ids_of(topics: tuple[TopicPartitions, ...], ids: TopicIds) -> list[dict[str, Any]]:
+    return [{"topic_id": ids.id_of(t.topic_id), "partitions": t.partitions} for t in topics]
+
+
+def _read_consumer_group_heartbeat(
+    body: Any, e: Envelope, ids: TopicIds
+) -> rq.ConsumerGroupHeartbeat:
+    names = body.subscribed_topic_names
+    owned = body.topic_partitions
+    return rq.ConsumerGroupHeartbeat(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
+        rebalance_timeout_ms=ms(body.rebalance_timeout),
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),  # v1+
+        server_assignor=body.server_assignor,
+        topic_partitions=None if owned is None else _partitions_by_id(owned, ids),
+        client_id=e.client_id,
+        client_host=e.client_host,
+    )
+
+
+def _write_consumer_group_heartbeat(
+    request: rq.ConsumerGroupHeartbeat, ids: TopicIds
+) -> dict[str, Any]:
+    values = _request_values(request)
+    values["rebalance_timeout"] = values.pop("rebalance_timeout_ms")
+    if request.topic_partitions is not None:
+        values["topic_partitions"] = _ids_of(request.topic_partitions, ids)
+    return values
+
+
+def _write_consumer_group_heartbeat_response(
+    response: ConsumerGroupHeartbeatResponse, version: int, asked: Any, ids: TopicIds
+) -> dict[str, Any]:
+    values = _values(response)
+    values["heartbeat_interval"] = values.pop("heartbeat_interval_ms")
+    if response.assignment is not None:
+        values["assignment"] = {"topic_partitions": _ids_of(response.assignment, ids)}
+    return values
+
+
+def _read_consumer_group_heartbeat_response(
+    entity: Any, version: int, ids: TopicIds
+) -> ConsumerGroupHeartbeatResponse:
+    assignment = entity.assignment
+    return ConsumerGroupHeartbeatResponse(
+        error_code(entity.error_code),
+        entity.member_id,
+        entity.member_epoch,
+        ms(entity.heartbeat_interval),
+        None if assignment is None else _partitions_by_id(assignment.topic_partitions, ids),
+    )
+
+
+def _read_consumer_group_describe(
+    body: Any, e: Envelope, ids: TopicIds
+) -> rq.ConsumerGroupDescribe:
+    return rq.ConsumerGroupDescribe(
+        e.request_id,
+        e.api_version,
+        e.now_ms,
+        group_ids=tuple(body.group_ids),
+        include_authorized_operations=body.include_authorized_operations,
+    )
+
+
+def _write_consumer_group_describe(
+    request: rq.ConsumerGroupDescribe, ids: TopicIds
+) -> dict[str, Any]:
+    return _request_values(request)
+
+
+def _described_ids(topics: tuple[DescribedTopicPartitions, ...], ids: TopicIds) -> dict:
+    return {
+        "topic_partitions": [
+            {
+                "topic_id": ids.id_of(t.topic_id),
+                "topic_name": t.topic_name,
+                "partitions": t.partitions,
+            }
+            for t in topics
+        ]
+    }
+
+
+def _write_consumer_group_describe_response(
+    response: ConsumerGroupDescribeResponse, version: int, asked: Any, ids: TopicIds
+) -> dict[str, Any]:
+    groups = []
+    for group in response.groups:
+        values = _values(group)
+        values["members"] = [
+            {
+                **_values(m),
+                "assignment": _described_ids(m.assignment, ids),
+                "target_assignment": _described_ids(m.target_assignment, ids),
+            }
+            for m in group.members
+        ]
+        groups.append(values)
+    return {"groups": groups}
+
+
+def _described_by_id(assignment: Any, ids: TopicIds) -> tuple[DescribedTopicPartitions, ...]:
+    return tuple(
+        DescribedTopicPartitions(ids.name_of(t.topic_id), t.topic_name, tuple(t.partitions))
+        for t in assignment.topic_partitions
+    )
+
+
+def _read_described_member(m: Any, ids: TopicIds) -> DescribedConsumerMember:
+    return DescribedConsumerMember(
+        m.member_id,
+        m.instance_id,
+        m.rack_id,
+        m.member_epoch,
+        m.client_id,
+        m.client_host,
+        tuple(m.subscribed_topic_names),
+        m.subscribed_topic_regex,
+        _described_by_id(m.assignment, ids),
+        _described_by_id(m.target_assignment, ids),
+    )
+
+
+def _read_consumer_group_describe_response(
+    entity: Any, version: int, ids: TopicIds
+) -> ConsumerGroupDescribeResponse:
+    return ConsumerGroupDescribeResponse(
+        tuple(
+            DescribedConsumerGroup(
+                error_code(g.error_code),
+                g.group_id,
+                g.group_state,
+                g.group_epoch,
+                g.assignment_epoch,
+                g.assignor_name,
+                tuple(_read_described_member(m, ids) for m in g.members),
+                g.authorized_operations,
+            )
+            for g in entity.groups
+        )
+    )
+
+
 GROUP_APIS: dict[str, GroupApi] = {
     "JoinGroup": GroupApi(
         _read_join_group, _write_join_group, _response_values, _read_response("JoinGroup")
@@ -360,33 +550,61 @@ GROUP_APIS: dict[str, GroupApi] = {
     "OffsetDelete": GroupApi(
         _read_offset_delete, _request_values, _response_values, _read_response("OffsetDelete")
     ),
+    "ConsumerGroupHeartbeat": GroupApi(
+        _read_consumer_group_heartbeat,
+        _write_consumer_group_heartbeat,
+        _write_consumer_group_heartbeat_response,
+        _read_consumer_group_heartbeat_response,
+        by_topic_id=True,
+    ),
+    "ConsumerGroupDescribe": GroupApi(
+        _read_consumer_group_describe,
+        _write_consumer_group_describe,
+        _write_consumer_group_describe_response,
+        _read_consumer_group_describe_response,
+        by_topic_id=True,
+    ),
 }
 
 
 # -- the four directions, by API name --------------------------------------------------------
 
 
-def request_from_kio(api: str, body: Any, envelope: Envelope) -> rq.Request:
+def _ids(api: GroupApi, topic_ids: TopicIds) -> tuple[TopicIds, ...]:
+    return (topic_ids,) if api.by_topic_id else ()
+
+
+def request_from_kio(
+    api: str, body: Any, envelope: Envelope, topic_ids: TopicIds = NO_TOPIC_IDS
+) -> rq.Request:
     """The reference request for a decoded kio request body."""
-    return GROUP_APIS[api].read_request(body, envelope)
+    entry = GROUP_APIS[api]
+    return entry.read_request(body, envelope, *_ids(entry, topic_ids))
 
 
-def request_to_kio(request: rq.Request) -> Any:
+def request_to_kio(request: rq.Request, topic_ids: TopicIds = NO_TOPIC_IDS) -> Any:
     """The kio request entity for ``request`` at its ``api_version``."""
     cls = kio.index.load_request_schema(API_KEYS[request.api], request.api_version)
-    return build(cls, GROUP_APIS[request.api].write_request(request))
+    entry = GROUP_APIS[request.api]
+    return build(cls, entry.write_request(request, *_ids(entry, topic_ids)))
 
 
-def response_values(api: str, version: int, asked: Any, response: Response) -> dict[str, Any]:
+def response_values(
+    api: str, version: int, asked: Any, response: Response, topic_ids: TopicIds = NO_TOPIC_IDS
+) -> dict[str, Any]:
     """The values of the kio response to the kio request ``asked`` (OffsetFetch v8+ echoes its
     group id), for :func:`entities.build` at ``version``."""
-    return GROUP_APIS[api].write_response(response, version, asked)
+    entry = GROUP_APIS[api]
+    return entry.write_response(response, version, asked, *_ids(entry, topic_ids))
 
 
-def response_from_kio(api: str, version: int, entity: Any) -> Response:
+def response_from_kio(
+    api: str, version: int, entity: Any, topic_ids: TopicIds = NO_TOPIC_IDS
+) -> Response:
     """The reference response for a decoded kio response entity; raises
     :class:`entities.UnknownErrorCode` for an error code the reference does not know."""
-    return GROUP_APIS[api].read_response(entity, version)
+    entry = GROUP_APIS[api]
+    return entry.read_response(entity, version, *_ids(entry, topic_ids))
 
 
 # -- requests naming several groups ----------------------------------------------------------

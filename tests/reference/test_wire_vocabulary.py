@@ -10,6 +10,7 @@ identity, and each side maps to the other. The kio side is written as the mappin
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -19,10 +20,12 @@ import pytest
 from coordspec.reference.errors import ErrorCode, UsageError
 from coordspec.reference.group import requests as rq
 from coordspec.reference.group import responses as rs
+from coordspec.reference.group.records import TopicPartitions
 from coordspec.reference.group.requests import API_KEYS, VERSIONS
 from coordspec.reference.wire.entities import build, type_hints
 from coordspec.reference.wire.group_apis import (
     Envelope,
+    TopicIds,
     merged,
     one_per_group,
     request_from_kio,
@@ -34,6 +37,8 @@ from coordspec.reference.wire.versions import INSTANCE_ID_SINCE
 
 E = ErrorCode
 ID, NOW, CLIENT_ID, HOST = 7, 1_000, "app-1", "/10.0.0.1"
+FOO, BAR = uuid.UUID(int=1), uuid.UUID(int=2)
+IDS = TopicIds({"foo": FOO, "bar": BAR})  # the consumer group's APIs name topics by id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -490,6 +495,131 @@ def offset_delete_refused(v: int) -> Case:
     return Case(request, {"group_id": "g", "topics": []}, response, kio_response)
 
 
+def consumer_group_heartbeat(v: int) -> Case:
+    request = rq.ConsumerGroupHeartbeat(
+        ID,
+        v,
+        NOW,
+        group_id="g",
+        member_id="m",
+        member_epoch=3,
+        instance_id="i",
+        rack_id="r",
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=("foo", "bar"),
+        subscribed_topic_regex="b.*" if v >= 1 else None,
+        server_assignor="uniform",
+        topic_partitions=(TopicPartitions("foo", (0, 1)),),
+        client_id=CLIENT_ID,
+        client_host=HOST,
+    )
+    kio_request = {
+        "group_id": "g",
+        "member_id": "m",
+        "member_epoch": 3,
+        "instance_id": "i",
+        "rack_id": "r",
+        "rebalance_timeout": 30_000,
+        "subscribed_topic_names": ["foo", "bar"],
+        "subscribed_topic_regex": "b.*",
+        "server_assignor": "uniform",
+        "topic_partitions": [{"topic_id": FOO, "partitions": [0, 1]}],
+    }
+    response = rs.ConsumerGroupHeartbeatResponse(
+        E.NONE, "m", 4, 5_000, (TopicPartitions("foo", (0,)), TopicPartitions("bar", (2,)))
+    )
+    kio_response = {
+        "error_code": 0,
+        "member_id": "m",
+        "member_epoch": 4,
+        "heartbeat_interval": 5_000,
+        "assignment": {
+            "topic_partitions": [
+                {"topic_id": FOO, "partitions": [0]},
+                {"topic_id": BAR, "partitions": [2]},
+            ]
+        },
+    }
+    return Case(request, kio_request, response, kio_response)
+
+
+def consumer_group_heartbeat_unchanged(v: int) -> Case:
+    """Null fields: nothing changed since the last heartbeat, and no new assignment."""
+    request = rq.ConsumerGroupHeartbeat(
+        ID, v, NOW, group_id="g", member_id="m", member_epoch=4, client_id="", client_host=""
+    )
+    kio_request = {"group_id": "g", "member_id": "m", "member_epoch": 4, "rebalance_timeout": -1}
+    response = rs.ConsumerGroupHeartbeatResponse(E.FENCED_MEMBER_EPOCH)
+    kio_response = {"error_code": int(E.FENCED_MEMBER_EPOCH), "member_epoch": 0}
+    return Case(request, kio_request, response, kio_response)
+
+
+def consumer_group_describe(v: int) -> Case:
+    request = rq.ConsumerGroupDescribe(ID, v, NOW, group_ids=("g", "h"))
+    member = rs.DescribedConsumerMember(
+        "m",
+        None,
+        "r",
+        4,
+        CLIENT_ID,
+        HOST,
+        ("foo", "bar"),
+        None,
+        (rs.DescribedTopicPartitions("foo", "foo", (0,)),),
+        (
+            rs.DescribedTopicPartitions("foo", "foo", (0,)),
+            rs.DescribedTopicPartitions("bar", "bar", (1,)),
+        ),
+    )
+    response = rs.ConsumerGroupDescribeResponse(
+        (
+            rs.DescribedConsumerGroup(E.NONE, "g", "Reconciling", 5, 5, "uniform", (member,)),
+            rs.DescribedConsumerGroup(E.GROUP_ID_NOT_FOUND, "h"),
+        )
+    )
+    kio_response = {
+        "groups": [
+            {
+                "error_code": 0,
+                "group_id": "g",
+                "group_state": "Reconciling",
+                "group_epoch": 5,
+                "assignment_epoch": 5,
+                "assignor_name": "uniform",
+                "members": [
+                    {
+                        "member_id": "m",
+                        "rack_id": "r",
+                        "member_epoch": 4,
+                        "client_id": CLIENT_ID,
+                        "client_host": HOST,
+                        "subscribed_topic_names": ["foo", "bar"],
+                        "assignment": {
+                            "topic_partitions": [
+                                {"topic_id": FOO, "topic_name": "foo", "partitions": [0]}
+                            ]
+                        },
+                        "target_assignment": {
+                            "topic_partitions": [
+                                {"topic_id": FOO, "topic_name": "foo", "partitions": [0]},
+                                {"topic_id": BAR, "topic_name": "bar", "partitions": [1]},
+                            ]
+                        },
+                    }
+                ],
+                "authorized_operations": rs.AUTHORIZED_OPERATIONS_OMITTED,
+            },
+            {
+                "error_code": int(E.GROUP_ID_NOT_FOUND),
+                "group_id": "h",
+                "authorized_operations": rs.AUTHORIZED_OPERATIONS_OMITTED,
+            },
+        ]
+    }
+    kio_request = {"group_ids": ["g", "h"], "include_authorized_operations": False}
+    return Case(request, kio_request, response, kio_response)
+
+
 SIMPLE_CASES: list[tuple[str, Callable[[int], Case | None]]] = [
     ("JoinGroup", join_group),
     ("JoinGroup", join_group_refused),
@@ -505,6 +635,9 @@ SIMPLE_CASES: list[tuple[str, Callable[[int], Case | None]]] = [
     ("DeleteGroups", delete_groups),
     ("OffsetDelete", offset_delete),
     ("OffsetDelete", offset_delete_refused),
+    ("ConsumerGroupHeartbeat", consumer_group_heartbeat),
+    ("ConsumerGroupHeartbeat", consumer_group_heartbeat_unchanged),
+    ("ConsumerGroupDescribe", consumer_group_describe),
 ]
 AT_EVERY_VERSION = [
     pytest.param(api, made, id=f"{case.__name__}-v{v}")
@@ -536,11 +669,12 @@ def _envelope(request: rq.Request) -> Envelope:
 def test_a_request_maps_both_ways(api: str, c: Case) -> None:
     v = c.request.api_version
     entity = build(_request_class(api, v), c.kio_request)
-    assert request_to_kio(c.request) == entity
-    assert request_from_kio(api, entity, _envelope(c.request)) == c.request
+    envelope = _envelope(c.request)
+    assert request_to_kio(c.request, IDS) == entity
+    assert request_from_kio(api, entity, envelope, IDS) == c.request
     # Round trips, each from its own side.
-    assert request_from_kio(api, request_to_kio(c.request), _envelope(c.request)) == c.request
-    assert request_to_kio(request_from_kio(api, entity, _envelope(c.request))) == entity
+    assert request_from_kio(api, request_to_kio(c.request, IDS), envelope, IDS) == c.request
+    assert request_to_kio(request_from_kio(api, entity, envelope, IDS), IDS) == entity
 
 
 @pytest.mark.parametrize(("api", "c"), AT_EVERY_VERSION)
@@ -549,12 +683,23 @@ def test_a_response_maps_both_ways(api: str, c: Case) -> None:
     cls = _response_class(api, v)
     asked = build(_request_class(api, v), c.kio_request)
     entity = build(cls, c.kio_response)
-    assert build(cls, response_values(api, v, asked, c.response)) == entity
-    assert response_from_kio(api, v, entity) == c.response
-    written = build(cls, response_values(api, v, asked, c.response))
-    assert response_from_kio(api, v, written) == c.response
-    read = response_from_kio(api, v, entity)
-    assert build(cls, response_values(api, v, asked, read)) == entity
+    assert build(cls, response_values(api, v, asked, c.response, IDS)) == entity
+    assert response_from_kio(api, v, entity, IDS) == c.response
+    written = build(cls, response_values(api, v, asked, c.response, IDS))
+    assert response_from_kio(api, v, written, IDS) == c.response
+    read = response_from_kio(api, v, entity, IDS)
+    assert build(cls, response_values(api, v, asked, read, IDS)) == entity
+
+
+def test_a_topic_without_an_id_is_not_sent_and_an_unknown_id_reads_as_its_text() -> None:
+    request = consumer_group_heartbeat(1).request
+    with pytest.raises(ValueError, match="topic 'foo', which has no id on the broker"):
+        request_to_kio(request, TopicIds({}))
+    entity = build(
+        _response_class("ConsumerGroupHeartbeat", 1), consumer_group_heartbeat(1).kio_response
+    )
+    read = response_from_kio("ConsumerGroupHeartbeat", 1, entity, TopicIds({"foo": FOO}))
+    assert read.assignment == (TopicPartitions("foo", (0,)), TopicPartitions(str(BAR), (2,)))
 
 
 def _has_instance_id(cls: type) -> bool:
