@@ -440,7 +440,7 @@ def _write_consumer_group_describe(
     return _request_values(request)
 
 
-def _described_ids(topics: tuple[DescribedTopicPartitions, ...], ids: TopicIds) -> dict:
+def _described_ids(topics: tuple[DescribedTopicPartitions, ...], ids: TopicIds) -> dict[str, Any]:
     return {
         "topic_partitions": [
             {
