@@ -53,6 +53,7 @@ class ErrorCode(IntEnum):
     FENCED_MEMBER_EPOCH = 110
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
 
 
 # How a failed append of coordinator records reaches the client (Kafka 4.x,

@@ -50,6 +50,12 @@ def build(
     def generation() -> int:
         return r(f.generation_id) if f.generation_id is not None else client.generation_id
 
+    def commit_generation() -> int:
+        """A consumer group's member commits with its member epoch (CG-60)."""
+        if f.generation_id is None and client.member_epoch > 0:
+            return client.member_epoch
+        return generation()
+
     envelope = (request_id, version, now_ms)
     if step.api == "JoinGroup":
         if "group_instance_id" in given:
@@ -121,7 +127,7 @@ def build(
             group_id=r(f.group_id),
             producer_id=f.producer_id,
             producer_epoch=f.producer_epoch,
-            generation_id=generation() if member else -1,
+            generation_id=commit_generation() if member else -1,
             member_id=member_id() if member else "",
             group_instance_id=instance_id(),
             topics=committed,
@@ -130,7 +136,7 @@ def build(
         return rq.OffsetCommit(
             *envelope,
             group_id=r(f.group_id),
-            generation_id=generation(),
+            generation_id=commit_generation(),
             member_id=member_id(),
             group_instance_id=instance_id(),
             retention_time_ms=f.retention_time_ms,

@@ -67,6 +67,8 @@ _ERROR_RULES = {
     ("ConsumerGroupHeartbeat", E.UNKNOWN_MEMBER_ID): "CG-5",
     ("ConsumerGroupHeartbeat", E.UNRELEASED_INSTANCE_ID): "CG-31",
     ("ConsumerGroupHeartbeat", E.FENCED_INSTANCE_ID): "CG-35",
+    ("OffsetCommit", E.STALE_MEMBER_EPOCH): "CG-60",
+    ("OffsetFetch", E.STALE_MEMBER_EPOCH): "CG-62",
     ("ConsumerGroupDescribe", E.GROUP_ID_NOT_FOUND): "CG-50",
     ("ConsumerGroupDescribe", E.INVALID_GROUP_ID): "CG-50",
 }

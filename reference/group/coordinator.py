@@ -333,6 +333,9 @@ class GroupCoordinator:
         for group_id, consumer_group in replay_consumer_groups(records).items():
             if group_id in self.consumer_groups:
                 raise UsageError(f"LoadGroups: group {group_id!r} is already loaded")
+            offsets = self.groups.pop(group_id, None)  # the loader reads its offsets as a group's
+            if offsets is not None:
+                consumer_group.offset_store = offsets
             self.consumer_groups[group_id] = consumer_group
             self._consumer_group_loaded(consumer_group)
 
@@ -388,9 +391,9 @@ class GroupCoordinator:
         self._refused.pop(parked.request_id, None)
 
     def _consumer_group_named(self, req: Request) -> ConsumerGroup | None:
-        """CG-36..CG-39: a classic group request naming a consumer group's id."""
-        if not self.consumer_groups or isinstance(
-            req, (ConsumerGroupHeartbeat, ConsumerGroupDescribe, DescribeGroups, ListGroups)
+        """CG-36..CG-38: a classic membership request naming a consumer group's id."""
+        if not self.consumer_groups or not isinstance(
+            req, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
         ):
             return None
         return next(

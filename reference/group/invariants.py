@@ -144,7 +144,7 @@ class Monitor:
     def __init__(self) -> None:
         # group id -> (the group object, its generation); a deleted and re-created group starts afresh
         self._generations: dict[str, tuple[Group, int]] = {}
-        self._commits: dict[int | str, _CommitContext] = {}
+        self._commits: dict[int | str, _CommitContext | consumer.CommitContext] = {}
         self._syncs: dict[int | str, SyncGroup] = {}
         # (group id, incarnation, generation) -> partition -> owner (instance id, or member id)
         self._owners: dict[tuple[str, int, int], dict[tuple[str, int], str]] = {}
@@ -153,7 +153,12 @@ class Monitor:
         self.steps = 0
 
     def before(self, coordinator: GroupCoordinator, event: Event) -> None:
-        if isinstance(event, OffsetCommit) and event.group_id is not None:
+        if isinstance(event, OffsetCommit) and event.group_id in coordinator.consumer_groups:
+            members = coordinator.consumer_groups[event.group_id].members
+            self._commits[event.request_id] = consumer.CommitContext(
+                event, {m.member_id: m.member_epoch for m in members.values()}
+            )
+        elif isinstance(event, OffsetCommit) and event.group_id is not None:
             group = coordinator.groups.get(event.group_id)
             self._commits[event.request_id] = _CommitContext(
                 request=event,
@@ -198,7 +203,10 @@ class Monitor:
             if context is not None and any(
                 p.error_code == ErrorCode.NONE for t in response.topics for p in t.partitions
             ):
-                check_no_stale_generation_commit(context)
+                if isinstance(context, consumer.CommitContext):
+                    consumer.check_no_stale_member_epoch_commit(context)
+                else:
+                    check_no_stale_generation_commit(context)
         elif isinstance(response, SyncGroupResponse):
             request = self._syncs.pop(reply.request_id, None)
             if request is not None and response.error_code == ErrorCode.NONE:

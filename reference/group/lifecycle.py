@@ -2,7 +2,7 @@
 
 Follows Kafka 4.x ``GroupMetadataManager.describeGroups`` / ``listGroups`` /
 ``validateDeleteGroup`` and ``GroupCoordinatorShard.cleanupGroupMetadata``.
-Spec rules GM-55 (expiry), GM-60..GM-62.
+Spec rules GM-55 (expiry), GM-60..GM-62; for consumer groups CG-64 and CG-65.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from coordspec.reference.group.after_write import (
     Deletion,
     GroupsDeleted,
     OffsetsExpired,
-    same_group,
 )
+from coordspec.reference.group.consumer.offsets import empty_group_tombstones
+from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.context import Context
-from coordspec.reference.group.offsets import expired_offset_keys
+from coordspec.reference.group.offsets import expired_offset_keys, offsets_of
 from coordspec.reference.group.records import GroupMetadataKey, OffsetCommitKey, Record
 from coordspec.reference.group.requests import DeleteGroups, DescribeGroups, ListGroups
 from coordspec.reference.group.responses import (
@@ -94,28 +95,37 @@ def list_groups(c: Context, req: ListGroups) -> None:
     c.reply(req, ListGroupsResponse(ErrorCode.NONE, listed))
 
 
-def group_tombstones(group: Group) -> tuple[Record, ...]:
-    """The group's offsets, then the partitions only a transaction holds (GM-59), then the
-    group (Kafka's ``deleteAllOffsets``, then the group's tombstone)."""
+def offset_tombstones(group: Group) -> tuple[Record, ...]:
+    """The group's offsets, then the partitions only a transaction holds (GM-59): Kafka's
+    ``deleteAllOffsets``."""
     partitions = dict.fromkeys(group.offsets)
     for pending in group.pending_offsets.values():
         partitions.update(dict.fromkeys(pending))
-    offsets = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in partitions)
-    return (*offsets, Record(GroupMetadataKey(group.group_id), None))
+    return tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in partitions)
+
+
+def _group_tombstones(group: Group | ConsumerGroup) -> tuple[Record, ...]:
+    """The records of an empty group, not its offsets (GM-62, CG-64)."""
+    if isinstance(group, ConsumerGroup):
+        return empty_group_tombstones(group.group_id)
+    return (Record(GroupMetadataKey(group.group_id), None),)
 
 
 def delete_groups(c: Context, req: DeleteGroups) -> None:
     """GM-62: only an Empty group can be deleted; its offsets go with it."""
     results: dict[str | None, ErrorCode] = {}
     waiting: set[str] = set()
-    deletable = []
+    deletable: list[Group | ConsumerGroup] = []
     for group_id in req.groups_names:
-        group = c.groups.get(group_id) if group_id is not None else None
+        group: Group | ConsumerGroup | None = None
+        if group_id is not None:
+            consumer = c.consumer_groups.get(group_id)
+            group = consumer if consumer is not None else c.groups.get(group_id)
         if group_id is None:
             results[group_id] = ErrorCode.INVALID_GROUP_ID
         elif group is None or group.state == DEAD:
             results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-        elif group.state != EMPTY:
+        elif group.state != EMPTY:  # CG-64: for a consumer group too, by its own state
             results[group_id] = ErrorCode.NON_EMPTY_GROUP
         else:
             results[group_id] = ErrorCode.NONE
@@ -127,7 +137,9 @@ def delete_groups(c: Context, req: DeleteGroups) -> None:
         c.deletions[req.request_id] = deletion
     for group in deletable:
         c.write(
-            group.group_id, group_tombstones(group), GroupsDeleted(group.group_id, req.request_id)
+            group.group_id,
+            (*offset_tombstones(_offsets(group)), *_group_tombstones(group)),
+            GroupsDeleted(group.group_id, req.request_id),
         )
     if not waiting:
         answer_deletion(c, deletion)
@@ -136,7 +148,7 @@ def delete_groups(c: Context, req: DeleteGroups) -> None:
 def groups_deleted(c: Context, after: GroupsDeleted, error: ErrorCode) -> None:
     deletion = c.deletions[after.request_id]
     if error == ErrorCode.NONE:
-        c.drop_group(after.group_id)
+        _drop(c, after.group_id)
     else:
         deletion.results[after.group_id] = append_error_to_response_error(error)
     deletion.waiting.discard(after.group_id)
@@ -152,24 +164,45 @@ def answer_deletion(c: Context, deletion: Deletion) -> None:
 
 def sweep_expired_offsets(c: Context) -> None:
     """GM-55: runs every offsets.retention.check.interval.ms."""
-    for group in list(c.groups.values()):
-        expired, all_expired = expired_offset_keys(c, group)
-        delete_group = all_expired and group.state == EMPTY
+    groups: list[Group | ConsumerGroup] = [*c.groups.values(), *c.consumer_groups.values()]
+    for group in groups:
+        if isinstance(group, ConsumerGroup):
+            # CG-65: the members' subscriptions keep their topics' offsets.
+            store = group.store
+            store.subscribed_topics = {
+                t for m in group.members.values() for t in m.subscribed_topic_names
+            }
+            empty = not group.members
+        else:
+            store, empty = group, group.state == EMPTY
+        expired, all_expired = expired_offset_keys(c, store)
+        delete_group = all_expired and empty
         if not expired and not delete_group:
             continue
         records = tuple(Record(OffsetCommitKey(group.group_id, t, p), None) for (t, p) in expired)
         if delete_group:
-            records = (*records, Record(GroupMetadataKey(group.group_id), None))
-        written = OffsetsExpired(group.group_id, group.incarnation, tuple(expired), delete_group)
+            records = (*records, *_group_tombstones(group))
+        written = OffsetsExpired(group.group_id, store.incarnation, tuple(expired), delete_group)
         c.write(group.group_id, records, written)
     c.timers.schedule(RETENTION_TIMER, c.now_ms + c.config.offsets_retention_check_interval_ms)
 
 
 def offsets_expired(c: Context, after: OffsetsExpired, error: ErrorCode) -> None:
-    group = same_group(c.groups, after.group_id, after.incarnation)
-    if error != ErrorCode.NONE or group is None:
+    group = offsets_of(c, after.group_id)
+    if error != ErrorCode.NONE or group is None or group.incarnation != after.incarnation:
         return
     for key in after.expired:
         group.offsets.pop(key, None)
-    if after.delete_group and group.state == EMPTY and not group.offsets:
-        c.drop_group(group.group_id)
+    consumer = c.consumer_groups.get(after.group_id)
+    empty = group.state == EMPTY if consumer is None else not consumer.members
+    if after.delete_group and empty and not group.offsets:
+        _drop(c, after.group_id)
+
+
+def _offsets(group: Group | ConsumerGroup) -> Group:
+    return group.store if isinstance(group, ConsumerGroup) else group
+
+
+def _drop(c: Context, group_id: str) -> None:
+    if c.consumer_groups.pop(group_id, None) is None:
+        c.drop_group(group_id)

@@ -2,7 +2,8 @@
 
 Follows Kafka 4.x ``OffsetMetadataManager`` and ``ClassicGroup.validateOffsetCommit`` /
 ``validateOffsetDelete`` / ``offsetExpirationCondition``. Spec rules GM-50..GM-55, GM-59 and
-GM-63; transactional offsets (GM-57, GM-58) are in :mod:`txn_offsets`.
+GM-63; transactional offsets (GM-57, GM-58) are in :mod:`txn_offsets`. A consumer group's
+offsets take the same paths; only its group checks differ (:mod:`consumer.offsets`, CG-60..CG-65).
 A commit or a deletion is acknowledged only once its records are appended, and becomes
 visible to OffsetFetch at the same moment.
 """
@@ -18,6 +19,8 @@ from coordspec.reference.group.after_write import (
     OffsetsWritten,
     same_group,
 )
+from coordspec.reference.group.consumer import offsets as consumer_offsets
+from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.rebalance import reschedule_heartbeat
 from coordspec.reference.group.records import (
@@ -81,6 +84,11 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if req.group_id is None:
         c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
         return
+    consumer = c.consumer_groups.get(req.group_id)
+    if consumer is not None:
+        expire_timestamp = -1 if req.retention_time_ms == -1 else c.now_ms + req.retention_time_ms
+        commit_to_consumer_group(c, req, consumer, req.api_version >= 6, expire_timestamp)
+        return
     group = c.groups.get(req.group_id)
     created = group is None
     if group is None:
@@ -104,6 +112,21 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
         reschedule_heartbeat(c, group, group.members[req.member_id])
     expire_timestamp = c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1
     write_accepted(c, req, group, created, req.api_version >= 6, expire_timestamp)
+
+
+def commit_to_consumer_group(
+    c: Context,
+    req: OffsetCommit | TxnOffsetCommit,
+    group: ConsumerGroup,
+    with_leader_epochs: bool,
+    expire_timestamp: int,
+) -> None:
+    """CG-60, CG-61: a consumer group's commit, checked by its members' epochs."""
+    error = consumer_offsets.validate_commit(group, req)
+    if error is not None:
+        c.reply(req, commit_error_response(req, error))
+        return
+    write_accepted(c, req, group.store, False, with_leader_epochs, expire_timestamp)
 
 
 def write_accepted(
@@ -191,11 +214,17 @@ def apply_offset_records(c: Context, records: list[Record] | tuple[Record, ...])
         key, value = record.key, record.value
         assert isinstance(key, OffsetCommitKey)
         assert value is None or isinstance(value, OffsetCommitValue)
-        group = c.groups.get(key.group)
+        group = offsets_of(c, key.group)
         if group is None and value is not None:
             group = c.create_group(key.group)
         if group is not None:
             group.replay_offset(key, value, record.producer_id, c.next_position())
+
+
+def offsets_of(c: Context, group_id: str) -> Group | None:
+    """The group holding a group id's offsets: a consumer group's store, or the classic group."""
+    consumer = c.consumer_groups.get(group_id)
+    return consumer.store if consumer is not None else c.groups.get(group_id)
 
 
 def fetch_offsets(c: Context, req: OffsetFetch) -> None:
@@ -216,7 +245,12 @@ def group_offsets(c: Context, req: OffsetFetch) -> OffsetFetchResponse:
     """The answer to an OffsetFetch of one group."""
     if req.group_id is None:
         return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID)
-    group = c.groups.get(req.group_id)
+    consumer = c.consumer_groups.get(req.group_id)
+    if consumer is not None:
+        error = consumer_offsets.validate_fetch(consumer, req)
+        if error is not None:
+            return OffsetFetchResponse(error)
+    group = offsets_of(c, req.group_id)
     if group is None or group.state == DEAD:
         group = None
     offsets = group.offsets if group is not None else {}
@@ -261,16 +295,23 @@ def fetched(
 
 def delete_offsets(c: Context, req: OffsetDelete) -> None:
     """GM-63: offsets of topics the group does not subscribe to are deleted by tombstones."""
-    error = validate_offset_delete(c.groups.get(req.group_id), req)
+    consumer = c.consumer_groups.get(req.group_id)
+    group = offsets_of(c, req.group_id)
+    # CG-63: a consumer group's store is always Empty: no state check refuses it.
+    error = validate_offset_delete(group, req)
     if error is not None:
         c.reply(req, OffsetDeleteResponse(error))
         return
-    group = c.groups[req.group_id]
+    assert group is not None
     held = offsets_once_written(c, group)
     topics = []
     tombstones: list[Record] = []
     for topic in req.topics:
-        subscribed = group.is_subscribed_to_topic(topic.name)
+        subscribed = (
+            consumer_offsets.is_subscribed_to_topic(consumer, topic.name)
+            if consumer is not None
+            else group.is_subscribed_to_topic(topic.name)
+        )
         answers = []
         for p in topic.partitions:
             if subscribed:

@@ -399,7 +399,7 @@ class OffsetDelete(Request):
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupHeartbeat(Request):
-    """KIP-848's one request of a consumer group member (CG-1..CG-39). ``member_epoch``: 0 to
+    """KIP-848's one request of a consumer group member (CG-1..CG-38). ``member_epoch``: 0 to
     join, -1 to leave, -2 for a static member leaving for a while. Fields left None did not
     change since the member's last heartbeat. ``client_id`` and ``client_host`` come from the
     request's header and connection."""

@@ -22,6 +22,7 @@ from coordspec.reference.group.after_write import MarkerWritten
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.offsets import (
     commit_error_response,
+    commit_to_consumer_group,
     validate_offset_commit,
     write_accepted,
 )
@@ -34,6 +35,10 @@ def commit_txn_offsets(c: Context, req: TxnOffsetCommit) -> None:
     is not a member; an unknown group is created only outside group management."""
     if not req.group_id:
         c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
+        return
+    consumer = c.consumer_groups.get(req.group_id)
+    if consumer is not None:
+        commit_to_consumer_group(c, req, consumer, req.api_version >= 2, -1)
         return
     group = c.groups.get(req.group_id)
     created = group is None
@@ -61,3 +66,5 @@ def marker_written(c: Context, after: MarkerWritten, error: ErrorCode) -> None:
         return
     for group in c.groups.values():
         group.end_transaction(after.producer_id, after.result)
+    for consumer in c.consumer_groups.values():
+        consumer.store.end_transaction(after.producer_id, after.result)

@@ -27,14 +27,17 @@ from consumer_group_context import (
 )
 from driver import Driver
 
-from coordspec.reference.errors import ErrorCode, InvariantViolation, UsageError
+from coordspec.reference.errors import ErrorCode, InvariantViolation
 from coordspec.reference.group.consumer import invariants, reconcile
+from coordspec.reference.group.consumer import offsets as consumer_offsets
 from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerMember
 from coordspec.reference.group.coordinator import GroupCoordinator
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
 from coordspec.reference.group.requests import (
     AppendCompleted,
+    CommitPartition,
+    CommitTopic,
     ConsumerGroupDescribe,
     ConsumerGroupHeartbeat,
     DescribeGroups,
@@ -168,8 +171,6 @@ def test_classic_requests_on_a_consumer_group():
     assert classic_request(ctx, sync).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert classic_request(ctx, beat).error_code == ErrorCode.FENCED_INSTANCE_ID
     assert classic_request(ctx, join).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    with pytest.raises(UsageError, match="not modelled"):
-        ctx.coordinator.handle(OffsetCommit(13, 9, 0, group_id=GROUP_ID))
 
 
 def test_leave_group_removes_consumer_members():
@@ -231,6 +232,9 @@ def test_list_and_describe_groups():
     assert described.groups[0].group_state == "Dead"
 
 
+COMMIT_FOO_0 = (CommitTopic("foo", (CommitPartition(0, 1),)),)
+
+
 def _mutant_partition_given_before_release(monkeypatch):
     original = reconcile._next
 
@@ -249,9 +253,14 @@ def _mutant_member_epoch_ahead(monkeypatch):
     monkeypatch.setattr(reconcile, "_updated", ahead)
 
 
+def _mutant_commit_without_epoch_check(monkeypatch):
+    monkeypatch.setattr(consumer_offsets, "validate_commit", lambda group, req: None)
+
+
 MUTANTS = {
     "AtMostOneOwnerPerPartition": _mutant_partition_given_before_release,
     "MemberEpochNotAheadOfGroup": _mutant_member_epoch_ahead,
+    "NoStaleMemberEpochCommit": _mutant_commit_without_epoch_check,
 }
 
 
@@ -267,6 +276,12 @@ def test_each_mutant_breaks_its_invariant(name, monkeypatch):
         ctx.heartbeat(member_id="m1", subscribed_topic_names=("foo",), **JOIN)
         ctx.heartbeat(member_id="m2", subscribed_topic_names=("foo",), **JOIN)
         ctx.heartbeat(member_id="m1", member_epoch=1)
+        stale = OffsetCommit(
+            60, 9, 0, group_id=GROUP_ID, member_id="m1", generation_id=0, topics=COMMIT_FOO_0
+        )
+        assert classic_request(ctx, stale).topics[0].partitions[0].error_code == (
+            ErrorCode.STALE_MEMBER_EPOCH
+        )
     assert caught.value.invariant == name
 
 

@@ -1,19 +1,16 @@
-"""Classic group requests that name a consumer group's id (CG-36..CG-39), answered as Kafka
+"""Classic membership requests that name a consumer group's id (CG-36..CG-38), answered as Kafka
 4.0 answers them with ``group.consumer.migration.policy=disabled``: the online migration of
 a classic member into a consumer group is not modelled yet (spec/consumer-group.md)."""
 
 from __future__ import annotations
 
-from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import membership
 from coordspec.reference.group.consumer.heartbeat import epoch_record, remove, write
+from coordspec.reference.group.consumer.offsets import empty_group_tombstones
 from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.context import Context
-from coordspec.reference.group.records import (
-    ConsumerGroupMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    Record,
-)
+from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
     Heartbeat,
     JoinGroup,
@@ -42,11 +39,6 @@ def answer(c: Context, req: Request, group: ConsumerGroup) -> None:
             c.reply(req, HeartbeatResponse(error))
         case LeaveGroup():
             _leave(c, req, group)
-        case _:
-            raise UsageError(
-                f"{req.api}: group {group.group_id!r} is a consumer group; its offsets and its "
-                "deletion are not modelled yet"
-            )
 
 
 def _join(c: Context, req: JoinGroup, group: ConsumerGroup) -> None:
@@ -54,12 +46,14 @@ def _join(c: Context, req: JoinGroup, group: ConsumerGroup) -> None:
     if group.members:
         c.reply(req, JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         return
-    tombstones = (
-        Record(ConsumerGroupTargetAssignmentMetadataKey(group.group_id), None),
-        Record(ConsumerGroupMetadataKey(group.group_id), None),
-    )
-    c.write(group.group_id, tombstones, None)
+    c.write(group.group_id, empty_group_tombstones(group.group_id), None)
     del c.consumer_groups[group.group_id]
+    if group.store.offsets or group.store.pending_offsets:
+        # Kafka keeps offsets by group id, whichever kind of group holds it (CG-60).
+        classic = c.create_group(group.group_id)
+        classic.offsets = group.store.offsets
+        classic.offset_positions = group.store.offset_positions
+        classic.pending_offsets = group.store.pending_offsets
     membership.join_group(c, req)
 
 

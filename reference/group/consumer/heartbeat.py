@@ -348,7 +348,10 @@ def consumer_group_written(c: Context, after: ConsumerGroupWritten, error: Error
         if after.before is None:
             del c.consumer_groups[after.group_id]
         else:
-            c.consumer_groups[after.group_id] = after.before.copy()
+            restored = after.before.copy()
+            # Offsets are not the heartbeat's records: those written meanwhile stay.
+            restored.offset_store = c.consumer_groups[after.group_id].store
+            c.consumer_groups[after.group_id] = restored
     if after.request is None or after.response is None:
         return
     if error == ErrorCode.NONE:

@@ -6,8 +6,11 @@ every consumer group a step touched, after the step, as it checks classic groups
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from coordspec.reference.errors import Invariant, InvariantViolation, registry
 from coordspec.reference.group.consumer.state import STATIC_LEAVE_EPOCH, ConsumerGroup, Partition
+from coordspec.reference.group.requests import OffsetCommit
 
 INVARIANTS: dict[str, Invariant] = registry(
     Invariant(
@@ -20,6 +23,13 @@ INVARIANTS: dict[str, Invariant] = registry(
         "MemberEpochNotAheadOfGroup",
         "CG-12",
         "no member's epoch, and not the target assignment's, is ahead of the group epoch",
+        tla=True,
+    ),
+    Invariant(
+        "NoStaleMemberEpochCommit",
+        "CG-60",
+        "an accepted OffsetCommit to a consumer group came from a member at its current epoch, "
+        "or without a member epoch while the group had no members",
         tla=True,
     ),
 )
@@ -55,3 +65,23 @@ def check_member_epoch_not_ahead_of_group(group: ConsumerGroup) -> None:
 
 
 STATE_CHECKS = (check_at_most_one_owner_per_partition, check_member_epoch_not_ahead_of_group)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitContext:
+    """A consumer group's members' epochs when an OffsetCommit reached the coordinator."""
+
+    request: OffsetCommit
+    member_epochs: dict[str, int]
+
+
+def check_no_stale_member_epoch_commit(context: CommitContext) -> None:
+    req = context.request
+    if req.generation_id < 0 and not context.member_epochs:
+        return
+    if context.member_epochs.get(req.member_id) != req.generation_id:
+        raise InvariantViolation(
+            "NoStaleMemberEpochCommit",
+            f"consumer group {req.group_id!r}: commit by {req.member_id!r} at epoch "
+            f"{req.generation_id} accepted; the members' epochs were {context.member_epochs}",
+        )

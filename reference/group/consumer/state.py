@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordspec.reference.group.records import TopicPartitions
+from coordspec.reference.group.state import Group
 
 Partition = tuple[str, int]
 Partitions = frozenset[Partition]
@@ -57,6 +58,18 @@ class ConsumerGroup:
     partition_epochs: dict[Partition, int] = field(default_factory=dict)
     # The epoch each member's rebalance timer was set at (not written: timers are not).
     revoking_epochs: dict[str, int] = field(default_factory=dict)
+    # CG-60: the group's offsets, kept as a classic group keeps them (only its offset fields
+    # are used), so that one copy of the offset code serves both kinds.
+    offset_store: Group | None = None
+
+    def __post_init__(self) -> None:
+        if self.offset_store is None:
+            self.offset_store = Group(self.group_id)
+
+    @property
+    def store(self) -> Group:
+        assert self.offset_store is not None
+        return self.offset_store
 
     def copy(self) -> ConsumerGroup:
         return ConsumerGroup(
@@ -68,6 +81,7 @@ class ConsumerGroup:
             dict(self.target),
             dict(self.partition_epochs),
             dict(self.revoking_epochs),
+            self.store.copy(),
         )
 
     @property
