@@ -104,3 +104,36 @@ def test_a_heartbeat_field_of_the_wrong_kind_is_one_line(tmp_path: Path):
     path.write_text(STEPS.replace("topic_partitions: null", "topic_partitions: [foo]"))
     with pytest.raises(ScenarioError, match=r"bad\.yaml:9: ConsumerGroupHeartbeat: "):
         load(path)
+
+
+def test_a_member_commits_with_its_member_epoch(tmp_path: Path):
+    """CG-60: OffsetCommit and TxnOffsetCommit carry a consumer member's epoch unless given."""
+    path = tmp_path / "commit.yaml"
+    path.write_text(
+        "checks: the commit steps of a consumer group member\n"
+        "rules: [CG-60]\n"
+        "clients: [c1]\n"
+        "steps:\n"
+        "  - c1: ConsumerGroupHeartbeat\n"
+        "  - c1: OffsetCommit\n"
+        "    offsets: {foo-0: 1}\n"
+        "  - c1: TxnOffsetCommit\n"
+        "    offsets: {foo-0: 1}\n"
+        "  - c1: OffsetCommit\n"
+        "    generation_id: 2\n"
+        "    offsets: {foo-0: 1}\n"
+    )
+    scenario = load(path)
+    symbols = Symbols("g", scenario.clients)
+    join = build(scenario.steps[0], 1, 1, 0, symbols)
+    learn(
+        symbols.clients["c1"],
+        symbols,
+        ConsumerGroupHeartbeatResponse(ErrorCode.NONE, join.member_id, 7, 5000, ()),
+    )
+    commit = build(scenario.steps[1], 9, 2, 0, symbols)
+    txn = build(scenario.steps[2], 3, 3, 0, symbols)
+    given = build(scenario.steps[3], 9, 4, 0, symbols)
+    assert (commit.member_id, commit.generation_id) == (join.member_id, 7)
+    assert (txn.member_id, txn.generation_id) == (join.member_id, 7)
+    assert given.generation_id == 2

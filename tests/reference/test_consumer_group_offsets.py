@@ -34,12 +34,14 @@ from coordspec.reference.group.requests import (
     DeleteGroups,
     FailNextWrite,
     FetchTopic,
+    JoinGroup,
     LoadGroups,
     OffsetCommit,
     OffsetDelete,
     OffsetDeletePartition,
     OffsetDeleteTopic,
     OffsetFetch,
+    Protocol,
     Tick,
     TxnOffsetCommit,
     WriteTxnMarker,
@@ -331,3 +333,17 @@ def test_loading_rebuilds_the_offsets_of_a_consumer_group():
     assert not [e for e in effects if isinstance(e, AppendRecords)]
     assert GROUP_ID not in loaded.groups
     assert loaded.consumer_groups[GROUP_ID].store.offsets[("bar", 0)].offset == 100
+
+
+def test_a_classic_join_keeps_the_offsets_of_the_empty_consumer_group():
+    """CG-60, CG-36: the classic group that takes an empty consumer group's id has its
+    offsets, as Kafka keeps offsets by group id."""
+    ctx = Offsets()
+    epoch = ctx.join("member")
+    ctx.commit("member", epoch)
+    ctx.heartbeat(member_id="member", member_epoch=-1)
+    join = JoinGroup(30, 3, 0, group_id=GROUP_ID, member_id="", protocols=(Protocol("range"),))
+    ctx.coordinator.handle(join)
+    assert GROUP_ID not in ctx.coordinator.consumer_groups
+    assert ctx.coordinator.groups[GROUP_ID].offsets[("bar", 0)].offset == 100
+    assert ctx.fetch().topics[0].partitions[0].committed_offset == 100
