@@ -84,9 +84,9 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if req.group_id is None:
         c.reply(req, commit_error_response(req, ErrorCode.INVALID_GROUP_ID))
         return
+    expire_timestamp = c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1
     consumer = c.consumer_groups.get(req.group_id)
     if consumer is not None:
-        expire_timestamp = -1 if req.retention_time_ms == -1 else c.now_ms + req.retention_time_ms
         commit_to_consumer_group(c, req, consumer, req.api_version >= 6, expire_timestamp)
         return
     group = c.groups.get(req.group_id)
@@ -110,7 +110,6 @@ def commit_offsets(c: Context, req: OffsetCommit) -> None:
     if group.state in (STABLE, PREPARING):
         # GM-52: in the classic protocol a commit also keeps the member's session alive.
         reschedule_heartbeat(c, group, group.members[req.member_id])
-    expire_timestamp = c.now_ms + req.retention_time_ms if req.retention_time_ms != -1 else -1
     write_accepted(c, req, group, created, req.api_version >= 6, expire_timestamp)
 
 
