@@ -67,7 +67,7 @@ def test_the_summary_leads_with_the_distinct_divergences_and_stays_under_1_mib(p
         assert block.index(f"- **runs** {len(d.runs)} failed, {d.stopped} stopped") < 300
         assert f"- **rerun** `{rerun_command(d.example, RERUN)}`" in block
         assert f"```text\n{d.example.path}:{d.example.failure.line}: step" in block
-    assert "- **rules** GM-62 DeleteGroups; GM-31 LeaveGroup" in text
+    assert "- **rules** GM-62 DeleteGroups; CG-64 DeleteGroups of a consumer group" in text
     assert "| **safety** | a stale generation or zombie is accepted" in text
     assert "| GM-62 | DeleteGroups | ✗ failed |" in text
     assert "| JoinGroup | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✓ | ✗ | ✗ | ✗ |" in text
