@@ -16,7 +16,6 @@ side in this run. Goal (issue 19): consumer-group heartbeats at >= 100,000 event
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import time
 from pathlib import Path
@@ -28,13 +27,12 @@ import reference_throughput as classic
 
 from coordspec.reference.choices import SeededChoices
 from coordspec.reference.errors import ErrorCode
-from coordspec.reference.group import GroupConfig, GroupCoordinator, Tick
+from coordspec.reference.group import GroupCoordinator, Tick
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.records import TopicPartitions
 from coordspec.reference.group.requests import ConsumerGroupHeartbeat
 
 GOAL_EVENTS_PER_S = 100_000
-CONFIG = GroupConfig(initial_rebalance_delay_ms=0)
 TOPIC = "t"
 
 
@@ -51,7 +49,7 @@ class Consumer:
 class Recorder:
     def __init__(self, seed: int, partitions: int) -> None:
         self.topics = {TOPIC: partitions}
-        self.coordinator = GroupCoordinator(CONFIG, SeededChoices(seed), topics=self.topics)
+        self.coordinator = GroupCoordinator(classic.CONFIG, SeededChoices(seed), topics=self.topics)
         self.events: list = []
         self.now_ms = 0
         self.request_id = 0
@@ -107,16 +105,6 @@ def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
     return r.events
 
 
-def replay(events: list, seed: int, topics: dict[str, int] | None) -> float:
-    coordinator = GroupCoordinator(CONFIG, SeededChoices(seed), topics=topics)
-    handle = coordinator.handle
-    gc.collect()
-    start = time.perf_counter()
-    for event in events:
-        handle(event)
-    return time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=2_000)
@@ -137,8 +125,8 @@ def main() -> int:
     topics = {TOPIC: 2 * args.members}
     consumer_s = classic_s = float("inf")
     for _ in range(3):  # alternating, so both see the same load
-        consumer_s = min(consumer_s, replay(consumer, args.seed, topics))
-        classic_s = min(classic_s, replay(classic_events, args.seed, None))
+        consumer_s = min(consumer_s, classic.replay(consumer, args.seed, False, topics))
+        classic_s = min(classic_s, classic.replay(classic_events, args.seed, False))
     consumer_rate, classic_rate = len(consumer) / consumer_s, len(classic_events) / classic_s
     print(f"consumer groups (KIP-848): {consumer_rate:>12,.0f} events/s  ({consumer_s:.2f} s)")
     print(f"classic groups:            {classic_rate:>12,.0f} events/s  ({classic_s:.2f} s)")

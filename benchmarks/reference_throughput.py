@@ -184,9 +184,9 @@ def rebalance(r: Recorder, group: str, ids: list[str], names: list[str]) -> int:
     return sync_all(r, group, ids)
 
 
-def replay(events: list, seed: int, monitored: bool) -> float:
+def replay(events: list, seed: int, monitored: bool, topics: dict[str, int] | None = None) -> float:
     coordinator = GroupCoordinator(
-        CONFIG, SeededChoices(seed), observer=Monitor() if monitored else None
+        CONFIG, SeededChoices(seed), observer=Monitor() if monitored else None, topics=topics
     )
     handle = coordinator.handle
     gc.collect()

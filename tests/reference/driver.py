@@ -117,6 +117,17 @@ class Pending:
         return self.response.error_code
 
 
+def _commit_topics(
+    offsets: dict[tuple[str, int], int], leader_epoch: int, metadata: str | None
+) -> tuple[CommitTopic, ...]:
+    topics: dict[str, list[CommitPartition]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(
+            CommitPartition(partition, offset, leader_epoch, metadata)
+        )
+    return tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items())
+
+
 class Driver:
     def __init__(
         self,
@@ -285,11 +296,6 @@ class Driver:
         metadata: str | None = "",
         leader_epoch: int = -1,
     ) -> Pending:
-        topics: dict[str, list[CommitPartition]] = {}
-        for (topic, partition), offset in offsets.items():
-            topics.setdefault(topic, []).append(
-                CommitPartition(partition, offset, leader_epoch, metadata)
-            )
         return self.send(
             OffsetCommit,
             version,
@@ -298,7 +304,7 @@ class Driver:
             member_id=member_id,
             group_instance_id=group_instance_id,
             retention_time_ms=retention_time_ms,
-            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+            topics=_commit_topics(offsets, leader_epoch, metadata),
         )
 
     def txn_commit(
@@ -314,11 +320,6 @@ class Driver:
         metadata: str | None = "",
         leader_epoch: int = -1,
     ) -> Pending:
-        topics: dict[str, list[CommitPartition]] = {}
-        for (topic, partition), offset in offsets.items():
-            topics.setdefault(topic, []).append(
-                CommitPartition(partition, offset, leader_epoch, metadata)
-            )
         return self.send(
             TxnOffsetCommit,
             version,
@@ -328,7 +329,7 @@ class Driver:
             generation_id=generation_id,
             member_id=member_id,
             group_instance_id=group_instance_id,
-            topics=tuple(CommitTopic(t, tuple(ps)) for t, ps in topics.items()),
+            topics=_commit_topics(offsets, leader_epoch, metadata),
         )
 
     def marker(self, producer_id: int, result: str, *, group_id: str = GROUP_ID) -> list[Record]:
