@@ -49,6 +49,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from coordspec.conformance.security import PLAINTEXT, ClientSecurity
@@ -210,8 +211,9 @@ class KafkaTarget:
             )
             await self._check_listeners(connection, metadata.brokers)
             if offsets_log.readable(connection.versions):
-                self.offsets_leaders = await _offsets_leaders(connection, self.timeout_s)
-                self.shows_records = bool(self.offsets_leaders)
+                # Listed is enough: a new cluster may still be electing the partitions'
+                # leaders, which each session looks up at its first read (written()).
+                self.shows_records = await _offsets_leaders(connection, self.timeout_s) is not None
         except WireError as exc:
             raise TargetError(str(exc)) from None
         finally:
@@ -313,19 +315,42 @@ def _unreachable(error: WireError, timeout_s: float) -> str:
     return f"which fails ({error})"
 
 
-async def _offsets_leaders(connection: Connection, timeout_s: float) -> dict[int, tuple[str, int]]:
-    """The leader of each ``__consumer_offsets`` partition, or none if the topic is not listed."""
+async def _offsets_leaders(
+    connection: Connection, timeout_s: float
+) -> dict[int, tuple[str, int]] | None:
+    """The leader of each ``__consumer_offsets`` partition that has one; None if the topic is
+    not listed."""
     version = min(connection.versions.get(METADATA, range(1)).stop - 1, 12)
     request = {"topics": [{"name": OFFSETS_TOPIC}], "allow_auto_topic_creation": False}
     metadata = await connection.call(METADATA, version, request, timeout_s)
     brokers = {b.node_id: (b.host, int(b.port)) for b in metadata.brokers}
-    return {
-        p.partition_index: brokers[p.leader_id]
-        for t in metadata.topics
-        if int(t.error_code) == 0
-        for p in t.partitions
-        if p.leader_id in brokers
-    }
+    listed = [t for t in metadata.topics if int(t.error_code) == 0]
+    if not listed:
+        return None
+    return {p.partition_index: brokers.get(p.leader_id) for t in listed for p in t.partitions}
+
+
+async def _every_offsets_leader(
+    connection: Connection, timeout_s: float
+) -> dict[int, tuple[str, int]]:
+    """The leader of every ``__consumer_offsets`` partition, waiting (up to ``timeout_s``)
+    while the topic is created or a partition's leader elected."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        leaders = await _offsets_leaders(connection, timeout_s)
+        if leaders and all(leaders.values()):
+            return leaders  # type: ignore[return-value]
+        if time.monotonic() >= deadline:
+            missing = (
+                "the topic is not listed"
+                if leaders is None
+                else (
+                    "no leader for partition "
+                    + ", ".join(str(p) for p, leader in sorted(leaders.items()) if leader is None)
+                )
+            )
+            raise WireError(f"{OFFSETS_TOPIC}: {missing} after {timeout_s:g} s")
+        await asyncio.sleep(0.1)
 
 
 async def _ensure_topics(
@@ -497,7 +522,7 @@ class KafkaSession:
         if self.log is None:
             reader = self.clients.setdefault(_LOG_READER, _Client())
             self.log = offsets_log.OffsetsLog(
-                self.target.offsets_leaders,
+                partial(self._locate_offsets, reader),
                 lambda address: self._connection(reader, address),
                 self.target.timeout_s,
             )
@@ -511,6 +536,14 @@ class KafkaSession:
             if r.key.group == self.group_id or r.key.group.startswith(f"{self.group_id}-")
         )
         return [_renamed_record(r, self.target.back) for r in mine]
+
+    async def _locate_offsets(self, reader: _Client) -> dict[int, tuple[str, int]]:
+        """The offsets partitions' leaders as the broker tells them now, kept in the target's
+        map (a fault hook moves them there)."""
+        connection = await self._connection(reader, (self.target.host, self.target.port))
+        found = await _every_offsets_leader(connection, self.target.timeout_s)
+        self.target.offsets_leaders.update(found)
+        return self.target.offsets_leaders
 
     async def close(self) -> None:
         await self._drop_connections()

@@ -28,6 +28,7 @@ _CLASSIC_KEYS = (0, 1, 2)  # offset commit (v0, v1) and group metadata (v2) keys
 _CONTROL = 0x20  # a batch attribute: transaction markers
 _MAX_BYTES = 8 * 1024 * 1024
 Connect = Callable[[tuple[str, int]], Awaitable[Connection]]
+Locate = Callable[[], Awaitable[dict[int, tuple[str, int]]]]
 
 
 def readable(versions: dict[int, range]) -> bool:
@@ -42,12 +43,12 @@ EMPTY_READ_PAUSE_S = 0.1
 
 
 class OffsetsLog:
-    """The records after a cursor, by partition; ``leaders``: each partition's broker."""
+    """The records after a cursor, by partition; ``locate``: each partition's broker, looked up
+    when the cursor is placed."""
 
-    def __init__(
-        self, leaders: dict[int, tuple[str, int]], connect: Connect, timeout_s: float
-    ) -> None:
-        self.leaders = leaders
+    def __init__(self, locate: Locate, connect: Connect, timeout_s: float) -> None:
+        self.locate = locate
+        self.leaders: dict[int, tuple[str, int]] = {}
         self.connect = connect
         self.timeout_s = timeout_s
         self.cursor: dict[int, int] | None = None  # partition -> next offset to read
@@ -56,6 +57,7 @@ class OffsetsLog:
         """The records written since the last call (at the first: none, from now on)."""
         try:
             if self.cursor is None:
+                self.leaders = await self.locate()
                 self.cursor = await self._ends()
                 return []
             # A write answered a moment ago can still be above the high watermark the
