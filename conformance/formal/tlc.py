@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -262,21 +263,27 @@ def check(
         )
     find_jar()  # before any output: a missing TLC is the one line
     verdicts = []
-    for spec in specs or known:
-        config = TLA_DIR / (f"MC{spec}_deep.cfg" if deep else f"MC{spec}.cfg")
-        say(f"{spec}: model checking {config.name} with {workers} worker(s)")
-        say(f"  checking {', '.join(checked_names(config))}")
-        result = run_tlc(
-            f"MC{spec}",
-            config,
-            workers=workers,
-            on_progress=lambda text, s=spec: say(f"  {s}: {progress_line(text)}"),
-        )
-        verdicts.append(Verdict(spec, "pass", result))
-        report(spec, result, out, say)
-        if mutants:
-            for cfg, flag, invariant in mutants_of(spec):
-                mutant = run_tlc(f"MC{spec}", cfg, workers=1)
+    # The mutants (one TLC worker each) run beside the spec's own check on the cores its
+    # workers leave free: each is a JVM of its own, mostly starting up and waiting.
+    with ThreadPoolExecutor(max(1, (os.cpu_count() or 1) // workers)) as pool:
+        for spec in specs or known:
+            config = TLA_DIR / (f"MC{spec}_deep.cfg" if deep else f"MC{spec}.cfg")
+            say(f"{spec}: model checking {config.name} with {workers} worker(s)")
+            say(f"  checking {', '.join(checked_names(config))}")
+            checked = pool.submit(
+                run_tlc,
+                f"MC{spec}",
+                config,
+                workers=workers,
+                on_progress=lambda text, s=spec: say(f"  {s}: {progress_line(text)}"),
+            )
+            cases = mutants_of(spec) if mutants else []
+            caught = [pool.submit(run_tlc, f"MC{spec}", cfg, workers=1) for cfg, _, _ in cases]
+            result = checked.result()
+            verdicts.append(Verdict(spec, "pass", result))
+            report(spec, result, out, say)
+            for (_, flag, invariant), run in zip(cases, caught, strict=True):
+                mutant = run.result()
                 verdicts.append(Verdict(f"{spec} with {flag}", invariant, mutant))
                 if mutant.violated is not None:
                     write_counterexample(spec, mutant, out / f"{spec}-{flag}-counterexample.md")
