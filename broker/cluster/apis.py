@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordspec.broker.apis import registry
 from coordspec.broker.apis.create_topics import MAX_RECORDS_PER_USER_OP, POLICY_VIOLATION
+from coordspec.broker.apis.delete_topics import ZERO_ID
 from coordspec.broker.apis.find_coordinator import (
     GROUP_KEY_TYPE,
     TRANSACTIONS_NOT_SERVED,
@@ -146,6 +148,7 @@ def _topic_metadata(ctx: ClusterContext, name: str) -> dict[str, Any]:
     return {
         "error_code": NONE,
         "name": name,
+        "topic_id": ctx.view.topic_ids.get(name, ZERO_ID),  # none in a znode written without
         "is_internal": name == OFFSETS_TOPIC,
         "partitions": partitions,
         "topic_authorized_operations": -2147483648,
@@ -194,7 +197,7 @@ async def metadata_handle(
                 error = INVALID_REPLICATION_FACTOR
             else:
                 error = LEADER_NOT_AVAILABLE
-                await asyncio.to_thread(ctx.node.create_topic, name, assignment)
+                await asyncio.to_thread(ctx.node.create_topic, name, assignment, uuid.uuid4())
             topics.append(
                 {"error_code": error, "name": name, "is_internal": False, "partitions": []}
             )
@@ -274,11 +277,13 @@ async def create_topics_handle(
     for topic in body.topics:
         answer = {
             "name": topic.name,
+            "topic_id": ZERO_ID,
             "error_message": None,
             "num_partitions": -1,
             "replication_factor": -1,
             "configs": None,
         }
+        topic_id = uuid.uuid4()
         partitions = partitions_of(topic)
         factor = (
             ctx.topic_defaults.replication_factor
@@ -311,7 +316,11 @@ async def create_topics_handle(
             )
         elif (
             body.validate_only
-            or (created := await asyncio.to_thread(ctx.node.create_topic, topic.name, assignment))
+            or (
+                created := await asyncio.to_thread(
+                    ctx.node.create_topic, topic.name, assignment, topic_id
+                )
+            )
             is True
         ):
             error, message = NONE, None
@@ -321,6 +330,8 @@ async def create_topics_handle(
             error, message = UNKNOWN_SERVER_ERROR, created
         if error == NONE:
             answer.update(num_partitions=partitions, replication_factor=factor, configs=[])
+            if not body.validate_only:
+                answer["topic_id"] = topic_id
         results.append({**answer, "error_code": error, "error_message": message})
     return {"topics": results}
 

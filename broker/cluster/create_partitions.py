@@ -14,6 +14,7 @@ with ``timeout_ms`` <= 0 it is REQUEST_TIMED_OUT at once, ``validate_only`` NONE
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from coordspec.broker.apis.create_partitions import (
@@ -50,7 +51,7 @@ def _grow(ctx: Any, topic: Any, validate_only: bool) -> dict[str, Any]:
                 f"A partition reassignment is in progress for the topic '{topic.name}'.",
             )
         added = new_partitions(topic, assignment.partitions, brokers)
-        return TopicAssignment({**assignment.partitions, **added}, {}, {})
+        return dataclasses.replace(assignment, partitions={**assignment.partitions, **added})
 
     try:
         outcome = ctx.node.grow_topic(topic.name, grow, write=not validate_only)

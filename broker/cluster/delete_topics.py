@@ -2,8 +2,8 @@
 
 Only the active controller accepts it (KafkaApis.handleDeleteTopicsRequest): any other
 broker answers NOT_CONTROLLER and the client asks the controller Metadata names. The
-controller screens each topic (:func:`coordspec.broker.apis.delete_topics.screen`; the
-cluster has no topic ids, so every id is unknown), marks the others under
+controller screens each topic (:func:`coordspec.broker.apis.delete_topics.screen`; a topic
+named by id is found by the ids its znode holds, Kafka 2.8+), marks the others under
 ``/admin/delete_topics`` (ZkAdminManager.deleteTopics; a topic already marked is waited
 for as well) and answers once they are gone from the metadata this broker publishes, or
 after ``timeout_ms`` with REQUEST_TIMED_OUT for those still there (DelayedDeleteTopics
@@ -38,7 +38,8 @@ async def handle(ctx: Any, client: Client, version: int, body: Any) -> dict[str,
     asked = requested(body)
     if not ctx.node.replica.controller.active:
         return {"responses": [answer(name, i, NOT_CONTROLLER) for name, i in asked]}
-    answers = screen(asked, lambda _: None, ctx.view.assignments.__contains__)
+    ids = {topic_id: name for name, topic_id in ctx.view.topic_ids.items()}
+    answers = screen(asked, ids.get, ctx.view.assignments.__contains__)
     marked = []
     for topic in (a for a in answers if a["error_code"] == NONE):
         outcome = await asyncio.to_thread(ctx.node.mark_for_deletion, topic["name"])

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -242,15 +243,18 @@ class ClusterNode:
             p: tuple(ids[(p + i) % len(ids)] for i in range(factor))
             for p in range(self.config.offsets_partitions)
         }
-        await asyncio.to_thread(self.create_topic, OFFSETS_TOPIC, assignment)
+        await asyncio.to_thread(self.create_topic, OFFSETS_TOPIC, assignment, uuid.uuid4())
 
-    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> bool | str:
-        """Write the topic's assignment (the controller's child watch does the rest): True,
-        False if it exists, or what ZooKeeper said instead."""
+    def create_topic(
+        self, topic: str, assignment: dict[int, tuple[int, ...]], topic_id: uuid.UUID
+    ) -> bool | str:
+        """Write the topic's assignment with its new id, as AdminZkClient does in Kafka 2.8+
+        (the controller's child watch does the rest): True, False if it exists, or what
+        ZooKeeper said instead."""
         assert self.view is not None
         try:
             self.view.client.create(
-                topic_path(topic), TopicAssignment.of(assignment).encode(), makepath=True
+                topic_path(topic), TopicAssignment.of(assignment, topic_id).encode(), makepath=True
             )
         except NodeExistsError:
             return False

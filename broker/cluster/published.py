@@ -11,6 +11,7 @@ own published state, which the controller's writes and the leaders' ISR writes d
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -36,6 +37,7 @@ class PublishedView:
     live_brokers: set[int] = field(default_factory=set)
     controller: int = -1
     assignments: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the znodes that have one
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     _watched_topics: set[str] = field(default_factory=set)
     _watched_states: set[TopicPartition] = field(default_factory=set)
@@ -94,6 +96,7 @@ class PublishedView:
             new = [t for t in children if t not in self._watched_topics]
             self._watched_topics |= set(new)
             self.assignments = {t: p for t, p in self.assignments.items() if t in children}
+            self.topic_ids = {t: i for t, i in self.topic_ids.items() if t in children}
         for topic in new:
             self._watch(topic_path(topic), self._on_assignment(topic))
 
@@ -108,14 +111,18 @@ class PublishedView:
         if data is None:
             with self._lock:
                 self.assignments = {t: p for t, p in self.assignments.items() if t != topic}
+                self.topic_ids = {t: i for t, i in self.topic_ids.items() if t != topic}
                 self._watched_topics.discard(topic)
             return False  # stop watching a deleted topic
         try:
-            partitions = TopicAssignment.decode(topic_path(topic), data).partitions
+            assignment = TopicAssignment.decode(topic_path(topic), data)
         except UsageError:
             return None
+        partitions = assignment.partitions
         with self._lock:
             self.assignments = {**self.assignments, topic: partitions}
+            if assignment.topic_id is not None:
+                self.topic_ids = {**self.topic_ids, topic: assignment.topic_id}
             new = [
                 TopicPartition(topic, n)
                 for n in partitions

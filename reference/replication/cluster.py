@@ -24,9 +24,10 @@ writes ZooKeeper accepted, and the records acknowledged (committed).
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from coordspec.reference.errors import UsageError
@@ -337,9 +338,14 @@ class Cluster:
 
     # -- administration (an admin client's own session) ------------------------------------------
 
-    def create_topic(self, topic: str, assignment: dict[int, tuple[int, ...]]) -> list[Notice]:
+    def create_topic(
+        self,
+        topic: str,
+        assignment: dict[int, tuple[int, ...]],
+        topic_id: uuid.UUID | None = None,
+    ) -> list[Notice]:
         self._admin(
-            Create(topic_path(topic), TopicAssignment.of(assignment).encode()),
+            Create(topic_path(topic), TopicAssignment.of(assignment, topic_id).encode()),
             f"create_topic {topic!r}",
         )
         return self._checked([])
@@ -362,7 +368,12 @@ class Cluster:
             raise UsageError(f"add_partitions {topic!r}: a reassignment is in progress")
         start = len(current.partitions)
         added = {start + i: r for i, r in enumerate(replicas)}
-        updated = TopicAssignment({**current.partitions, **added}, {}, {})
+        updated = replace(
+            current,
+            partitions={**current.partitions, **added},
+            adding_replicas={},
+            removing_replicas={},
+        )
         self._admin(SetData(path, updated.encode(), node.version), f"add_partitions {topic!r}")
         return self._checked([])
 

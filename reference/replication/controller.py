@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import replace
 from typing import TypeAlias, TypeVar
 
 from coordspec.reference.errors import UsageError
@@ -605,9 +606,7 @@ class Controller:
         added = {p: r for p, r in listed.items() if p not in known.partitions}
         if not added:
             return
-        self.assignments[topic] = TopicAssignment(
-            {**known.partitions, **added}, known.adding_replicas, known.removing_replicas
-        )
+        self.assignments[topic] = replace(known, partitions={**known.partitions, **added})
         tps = [TopicPartition(topic, p) for p in sorted(added)]
         yield from self._change_leaders(tps, "InitLeaders")
 
@@ -728,13 +727,14 @@ class Controller:
                 r for r in original if r not in target
             )  # ReplicaAssignment.reassignTo
             self.reassignments[tp] = target
-            updated = TopicAssignment(
-                {**assignment.partitions, tp.partition: full},
-                {
+            updated = replace(
+                assignment,
+                partitions={**assignment.partitions, tp.partition: full},
+                adding_replicas={
                     **assignment.adding_replicas,
                     tp.partition: tuple(r for r in full if r not in original),
                 },
-                {
+                removing_replicas={
                     **assignment.removing_replicas,
                     tp.partition: tuple(r for r in full if r not in target),
                 },
@@ -772,7 +772,12 @@ class Controller:
             removing = {p: r for p, r in assignment.removing_replicas.items() if p != tp.partition}
             yield from self._write_assignment(
                 tp.topic,
-                TopicAssignment({**assignment.partitions, tp.partition: target}, adding, removing),
+                replace(
+                    assignment,
+                    partitions={**assignment.partitions, tp.partition: target},
+                    adding_replicas=adding,
+                    removing_replicas=removing,
+                ),
             )
             del self.reassignments[tp]
             dropped = [b for b in old if b not in target and b in self.live_brokers]

@@ -8,7 +8,9 @@ Kafka's own writers touch these znodes.
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -177,28 +179,33 @@ class PartitionState:
 @dataclass(frozen=True, slots=True)
 class TopicAssignment:
     """The replicas of each partition, in assignment order (the order elections follow),
-    and a reassignment's adding/removing replicas (KIP-455, Kafka 2.4+)."""
+    a reassignment's adding/removing replicas (KIP-455, Kafka 2.4+), and the topic's id
+    (KIP-516, Kafka 2.8+: version 3 of the znode; None in a topic written without one)."""
 
     partitions: dict[int, tuple[int, ...]]
     adding_replicas: dict[int, tuple[int, ...]]
     removing_replicas: dict[int, tuple[int, ...]]
+    topic_id: uuid.UUID | None = None
 
     @staticmethod
-    def of(partitions: Mapping[int, Iterable[int]]) -> TopicAssignment:
-        return TopicAssignment({p: tuple(r) for p, r in partitions.items()}, {}, {})
+    def of(
+        partitions: Mapping[int, Iterable[int]], topic_id: uuid.UUID | None = None
+    ) -> TopicAssignment:
+        return TopicAssignment({p: tuple(r) for p, r in partitions.items()}, {}, {}, topic_id)
 
     def encode(self) -> bytes:
         def table(mapping: dict[int, tuple[int, ...]]) -> dict[str, list[int]]:
             return {str(p): list(r) for p, r in sorted(mapping.items())}
 
-        return _dumps(
-            {
-                "version": 2,
-                "partitions": table(self.partitions),
-                "adding_replicas": table(self.adding_replicas),
-                "removing_replicas": table(self.removing_replicas),
-            }
-        )
+        value: dict[str, object] = {
+            "version": 2 if self.topic_id is None else 3,
+            "partitions": table(self.partitions),
+            "adding_replicas": table(self.adding_replicas),
+            "removing_replicas": table(self.removing_replicas),
+        }
+        if self.topic_id is not None:
+            value["topic_id"] = kafka_uuid(self.topic_id)
+        return _dumps(value)
 
     @staticmethod
     def decode(path: str, data: bytes) -> TopicAssignment:
@@ -212,9 +219,30 @@ class TopicAssignment:
                 )
             return {int(p): _brokers(path, r) for p, r in raw.items()}
 
+        topic_id = value.get("topic_id")
+        if topic_id is not None and not isinstance(topic_id, str):
+            raise UsageError(f"{path}: field 'topic_id' must be a string, got {topic_id!r}")
         return TopicAssignment(
-            table("partitions"), table("adding_replicas"), table("removing_replicas")
+            table("partitions"),
+            table("adding_replicas"),
+            table("removing_replicas"),
+            None if topic_id is None else parse_kafka_uuid(path, topic_id),
         )
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid (Uuid.toString): its 16 bytes in URL-safe base64, unpadded."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(path: str, text: str) -> uuid.UUID:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        raw = b""
+    if len(raw) != 16:
+        raise UsageError(f"{path}: field 'topic_id' is not a Kafka Uuid: {text!r}")
+    return uuid.UUID(bytes=raw)
 
 
 # -- /admin/reassign_partitions ---------------------------------------------------------

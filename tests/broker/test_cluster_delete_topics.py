@@ -3,7 +3,8 @@ and raw requests, as ZooKeeper-mode Kafka serves it: the controller marks the to
 /admin/delete_topics and answers once the topic has left the metadata; its znodes and
 every broker's replica logs are gone, every broker answers UNKNOWN_TOPIC_OR_PARTITION for
 it, and a topic of the same name starts empty. Brokers other than the controller answer
-NOT_CONTROLLER.
+NOT_CONTROLLER. Topics have ids as Kafka 2.8+ gives them (KIP-516): in their znode, in
+every broker's Metadata and CreateTopics answer, and DeleteTopics takes them.
 
 One cluster serves the module (cluster_fixtures); every wait is bounded.
 """
@@ -31,7 +32,12 @@ from kafka.admin import KafkaAdminClient
 from coordspec.broker.cluster.launcher import Cluster
 from coordspec.broker.testing import Connection
 from coordspec.broker.wire.fuzz import record_batch
-from coordspec.reference.replication.znodes import delete_topic_path, partitions_path, topic_path
+from coordspec.reference.replication.znodes import (
+    TopicAssignment,
+    delete_topic_path,
+    partitions_path,
+    topic_path,
+)
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.wire]
 
@@ -148,9 +154,7 @@ def test_delete_topics_answers_kafkas_errors_from_the_controller_only(cluster: C
         delete(controller, [{"name": "twice"}, {"name": "twice"}])
         == [("twice", INVALID_REQUEST)] * 2
     )
-    assert delete(controller, [{"topic_id": uuid.UUID(int=1)}]) == [(None, UNKNOWN_TOPIC_ID)], (
-        "no ids here"
-    )
+    assert delete(controller, [{"topic_id": uuid.UUID(int=1)}]) == [(None, UNKNOWN_TOPIC_ID)]
     # timeout_ms 0: marked, answered at once with REQUEST_TIMED_OUT (ZkAdminManager.deleteTopics)
     assert delete(controller, [{"name": "quick"}], timeout=0) == [("quick", REQUEST_TIMED_OUT)]
     wait_for(lambda: "quick" not in cluster.view.assignments, 20, "quick deleted all the same")
@@ -169,4 +173,48 @@ def test_delete_topics_answers_kafkas_errors_from_the_controller_only(cluster: C
         20,
         "only twice left",
     )
+    assert_no_errors(cluster)
+
+
+def topic_ids(cluster: Cluster, broker: int, topic: str) -> tuple[int, uuid.UUID]:
+    metadata = request(
+        cluster, broker, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    )
+    return metadata.topics[0].error_code, metadata.topics[0].topic_id
+
+
+def test_a_topic_has_one_id_everywhere_and_a_recreated_one_a_new_id(cluster: Cluster) -> None:
+    """CreateTopics v7+ answers the id it wrote into the topic's znode (version 3, Kafka's
+    text form of the Uuid); every broker's Metadata v10+ gives it; DeleteTopics v6 by id
+    deletes that topic; the same name created again is another topic with another id."""
+    created = request(
+        cluster,
+        cluster.controller(),
+        19,
+        7,
+        {"topics": [{"name": "with-id", "num_partitions": 1, "replication_factor": 3}]},
+    )
+    [answer] = created.topics
+    assert answer.error_code == 0 and answer.topic_id != uuid.UUID(int=0)
+    path = topic_path("with-id")
+    assert (
+        TopicAssignment.decode(path, cluster.view.client.get(path)[0]).topic_id == answer.topic_id
+    )
+    for broker in cluster.broker_ids:
+        wait_for(
+            lambda b=broker: topic_ids(cluster, b, "with-id") == (0, answer.topic_id),
+            20,
+            f"broker {broker} to give the topic's id",
+        )
+    body = request(
+        cluster,
+        cluster.controller(),
+        20,
+        6,
+        {"topics": [{"topic_id": answer.topic_id}], "timeout": 20_000},
+    )
+    assert [(r.name, r.error_code) for r in body.responses] == [("with-id", 0)]
+    create(cluster, "with-id", 1)
+    again = topic_ids(cluster, cluster.controller(), "with-id")
+    assert again[0] == 0 and again[1] not in (answer.topic_id, uuid.UUID(int=0))
     assert_no_errors(cluster)

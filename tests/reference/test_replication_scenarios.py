@@ -5,6 +5,8 @@ min.insync.replicas, truncation, topic deletion, reassignment and restarts."""
 
 from __future__ import annotations
 
+import uuid
+
 from coordspec.reference.replication.broker import Broker
 from coordspec.reference.replication.cluster import Cluster
 from coordspec.reference.replication.config import ReplicationConfig
@@ -258,23 +260,25 @@ def test_partitions_added_while_the_controller_moves_are_started_by_the_new_one(
 
 
 def test_a_reassignment_starts_new_replicas_waits_for_the_isr_then_switches():
+    """The controller's writes of the assignment keep the topic's id (KIP-516)."""
+    topic_id = uuid.UUID(int=42)
     cluster = Cluster([1, 2, 3, 4], CONFIG, monitor=Monitor())
     cluster.settle()
-    cluster.create_topic("t", {0: (1, 2)})
+    cluster.create_topic("t", {0: (1, 2)}, topic_id)
     cluster.settle()
     cluster.produce(1, TP)
     replicate(cluster, [2])
     cluster.reassign({TP: (3, 4)})
     cluster.settle()
     assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
-    assert assignment == TopicAssignment({0: (3, 4, 1, 2)}, {0: (3, 4)}, {0: (1, 2)}), (
+    assert assignment == TopicAssignment({0: (3, 4, 1, 2)}, {0: (3, 4)}, {0: (1, 2)}, topic_id), (
         "Kafka's reassignTo: target first"
     )
     assert state(cluster).leader_epoch == 1 and sorted(cluster.followers(TP)) == [2, 3, 4]
     replicate(cluster, [2, 3, 4], rounds=3)
     cluster.settle()
     assignment = TopicAssignment.decode(topic_path("t"), cluster.zk.tree.node(topic_path("t")).data)
-    assert assignment == TopicAssignment.of({0: (3, 4)})
+    assert assignment == TopicAssignment.of({0: (3, 4)}, topic_id)
     assert state(cluster).leader == 3 and set(state(cluster).isr) == {3, 4}
     assert cluster.zk.tree.node(REASSIGN_PARTITIONS) is None
     assert TP not in cluster.broker(1).logs and TP not in cluster.broker(2).logs

@@ -4,6 +4,7 @@ byte where Kafka fixes the field order, and the codecs' round trips."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from hypothesis import given
@@ -69,6 +70,19 @@ def test_topic_assignment_is_kafkas_json_with_kip_455_fields():
     assert TopicAssignment.decode(
         "t", b'{"version":1,"partitions":{"0":[1]}}'
     ) == TopicAssignment.of({0: [1]})
+
+
+def test_a_topic_id_is_version_3_with_kafkas_text_form_of_the_uuid():
+    """KIP-516 (Kafka 2.8+): ``topic_id`` is Uuid.toString, URL-safe base64 without padding."""
+    topic_id = uuid.UUID(int=(7 << 64) | 1)
+    assignment = TopicAssignment.of({0: [1]}, topic_id)
+    value = json.loads(assignment.encode())
+    assert (value["version"], value["topic_id"]) == (3, "AAAAAAAAAAcAAAAAAAAAAQ")
+    assert TopicAssignment.decode("t", assignment.encode()) == assignment
+    with pytest.raises(UsageError, match="/brokers/topics/t: field 'topic_id' is not a Kafka Uuid"):
+        TopicAssignment.decode(
+            "/brokers/topics/t", b'{"version":3,"topic_id":"short","partitions":{"0":[1]}}'
+        )
 
 
 def test_controller_reassignment_and_isr_change_znodes_round_trip():
