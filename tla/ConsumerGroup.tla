@@ -7,7 +7,7 @@
 (* the partitions it is assigned or must revoke; each member reconciles     *)
 (* towards its target through ConsumerGroupHeartbeat. A partition goes to   *)
 (* its new owner only once no other member holds it at the coordinator.     *)
-(* spec/consumer-group-tla.md explains the model rule by rule.              *)
+(* spec/consumer-group.md ("The TLA+ model") explains it rule by rule.      *)
 (*                                                                           *)
 (* Abstractions: a heartbeat is answered at once, or its answer is lost; a  *)
 (* client applies an answer (revokes, then takes its new partitions) in the *)
@@ -98,8 +98,9 @@ ValidTargets(M, sub) ==
                             IF Owners(p) = {} THEN f[p] = "none" ELSE f[p] \in Owners(p)}
     IN {[m \in Members |-> {p \in Partitions : f[p] = m}] : f \in Choices}
 
-(* Partitions some other member holds at the coordinator (partition epoch /= -1). *)
-HeldByOthers(m, M, A, R) == UNION {A[n] \cup R[n] : n \in M \ {m}}
+(* Partitions with a partition epoch (/= -1): held by another member, or still pending *)
+(* revocation by m itself (Kafka counts those as unreleased too).                      *)
+Held(m, M, A, R) == UNION {A[n] \cup R[n] : n \in M \ {m}} \cup R[m]
 
 (* CurrentAssignmentBuilder.computeNextAssignment for member cur moving to epoch e, *)
 (* whose process reported it owns o; free partitions of the target are taken at once. *)
@@ -196,7 +197,7 @@ ConsumerGroupHeartbeat(m, sub, delivered) ==
            bump == joining \/ sub /= subscription[m]
            epoch2 == IF bump THEN group_epoch + 1 ELSE group_epoch
            recompute == epoch2 > assignment_epoch
-           others == HeldByOthers(m, M, assigned, pending_revocation)
+           held == Held(m, M, assigned, pending_revocation)
        IN
        /\ sub /= client_subscription[m] => group_epoch < MaxGroupEpoch
        /\ members' = M
@@ -204,7 +205,7 @@ ConsumerGroupHeartbeat(m, sub, delivered) ==
        /\ group_epoch' = epoch2
        /\ assignment_epoch' = IF recompute THEN epoch2 ELSE assignment_epoch
        /\ \E target \in IF recompute THEN ValidTargets(M, sub2) ELSE {target_assignment} :
-          LET next0 == Reconciled(cur, o, target[m], assignment_epoch', others)
+          LET next0 == Reconciled(cur, o, target[m], assignment_epoch', held)
               next == IF BugEpochPerHeartbeat /\ next0 = cur
                          THEN [cur EXCEPT !.epoch = cur.epoch + 1] ELSE next0
           IN
@@ -267,10 +268,12 @@ SessionTimeout(m) ==
     /\ UNCHANGED <<clients, lost>>
     /\ acked_commit' = NoCommit
 
-(* The rebalance timeout fires for a member that has not revoked in time. *)
+(* The rebalance timeout fires for a member that has not revoked in time. The timer   *)
+(* fences only a member still at the epoch it was set at: not one away with epoch -2. *)
 RebalanceTimeout(m) ==
     /\ m \in members
     /\ member_state[m] = UNREVOKED
+    /\ member_epoch[m] /= StaticLeaveEpoch
     /\ group_epoch < MaxGroupEpoch
     /\ RemoveMember(m)
     /\ UNCHANGED <<clients, lost>>

@@ -1,5 +1,5 @@
-"""The shape the three spec checks share (group.py, isr.py, failover.py): each drives the
-reference as a spec's actions, records its steps, and asks TLC two questions.
+"""The shape the four spec checks share (group.py, isr.py, failover.py, consumer_group.py):
+each drives the reference as a spec's actions, records its steps, and asks TLC two questions.
 
 * :func:`check_trace_data`: is every recorded trace a behaviour of the spec?
   ``tla/Trace<Spec>.tla`` follows each trace through the spec's ``Next`` with deadlock

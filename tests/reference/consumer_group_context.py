@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 
 from coordspec.reference import assignors
 from coordspec.reference.assignors.server import GroupSpec
+from coordspec.reference.group.consumer.heartbeat import REBALANCE_TIMER, SESSION_TIMER
 from coordspec.reference.group.consumer.state import (
     ConsumerGroup,
     ConsumerMember,
@@ -167,10 +168,10 @@ class Context:
         return self.coordinator.consumer_groups[group_id]
 
     def session_deadline(self, member_id: str, group_id: str = GROUP_ID) -> int | None:
-        return self.coordinator.timers.deadline(("ExpireConsumerSession", group_id, member_id))
+        return self.coordinator.timers.deadline((SESSION_TIMER, group_id, member_id))
 
     def rebalance_deadline(self, member_id: str, group_id: str = GROUP_ID) -> int | None:
-        return self.coordinator.timers.deadline(("ExpireRebalanceTimeout", group_id, member_id))
+        return self.coordinator.timers.deadline((REBALANCE_TIMER, group_id, member_id))
 
 
 @contextlib.contextmanager

@@ -45,8 +45,9 @@ from coordspec.reference.group.requests import ConsumerGroupHeartbeat, LeaveGrou
 from coordspec.reference.group.responses import ConsumerGroupHeartbeatResponse, LeaveGroupResponse
 from coordspec.reference.group.transitions import DEAD, EMPTY
 
-SESSION_TIMER = "ExpireConsumerSession"
-REBALANCE_TIMER = "ExpireRebalanceTimeout"
+# The timers carry the names of tla/ConsumerGroup.tla's actions that fire them.
+SESSION_TIMER = "SessionTimeout"
+REBALANCE_TIMER = "RebalanceTimeout"
 # Kafka 4.0's ConsumerGroupHeartbeatRequest.CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION.
 CLIENT_MEMBER_ID_VERSION = 1
 
