@@ -32,6 +32,7 @@ class Context(Protocol):
     appends_issued: int  # how many writes so far: a handler sees whether it wrote
     deletions: dict[int | str, Deletion]  # DeleteGroups requests awaiting their writes
     substeps: SubStepObserver  # told of CompleteJoin and of every change of a group's state
+    metadata_version: int  # how many metadata images came since the start (CG-68, CG-70)
 
     @property
     def topics(self) -> Mapping[str, int] | None:

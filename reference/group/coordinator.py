@@ -65,10 +65,12 @@ from coordspec.reference.group.requests import (
     LeaveGroup,
     ListGroups,
     LoadGroups,
+    NewMetadataImage,
     OffsetCommit,
     OffsetDelete,
     OffsetFetch,
     Request,
+    ResolveRegularExpressions,
     SyncGroup,
     Tick,
     TxnOffsetCommit,
@@ -150,6 +152,7 @@ class GroupCoordinator:
         (GM-56). None: every partition exists (a driver with a request layer of its own)."""
         self.config = config or GroupConfig()
         self.topics = None if topics is None else MappingProxyType(dict(topics))
+        self.metadata_version = 0  # NewMetadataImage events so far (CG-70)
         self.choices: Choices = choices or SeededChoices()
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}  # KIP-848 groups (CG-3)
@@ -217,7 +220,17 @@ class GroupCoordinator:
         """Apply one event; return the effects it caused, in order."""
         handler = _HANDLERS.get(type(event))
         if handler is None and not isinstance(
-            event, (Tick, AppendCompleted, FailNextWrite, WriteTxnMarker, LoadGroups, UnloadGroups)
+            event,
+            (
+                Tick,
+                AppendCompleted,
+                FailNextWrite,
+                WriteTxnMarker,
+                LoadGroups,
+                UnloadGroups,
+                ResolveRegularExpressions,
+                NewMetadataImage,
+            ),
         ):
             raise UsageError(
                 f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event"
@@ -268,6 +281,13 @@ class GroupCoordinator:
             case UnloadGroups():
                 self._unload()
                 self.touched_groups.update(self.groups)
+            case ResolveRegularExpressions():
+                self.touched_groups.add(event.group_id)
+                heartbeat.resolve_regular_expressions(self, event.group_id)
+                self._complete_own_appends()
+            case NewMetadataImage():
+                self.topics = MappingProxyType(dict(event.topics))
+                self.metadata_version += 1
             case Tick():
                 pass  # only the timers due by now, fired above
         self._fire_timers(now_ms)

@@ -3,7 +3,7 @@
 Keys and values follow Kafka's schemas (GroupMetadataKey/Value, OffsetCommitKey/Value
 in ``group-coordinator/src/main/resources/common/message``): key version 2 is a group's
 metadata, key version 1 an offset commit; a ``None`` value is a tombstone. A consumer group
-(KIP-848, CG-40) writes key versions 3 and 5 to 8 (ConsumerGroup*Key/Value). A record written
+(KIP-848, CG-40) writes key versions 3, 5 to 8 and 16 (ConsumerGroup*Key/Value). A record written
 by a transaction carries its producer id (Kafka keeps it in the batch header), and the
 transaction ends with a control record, :class:`EndTransactionMarker` (GM-57, GM-58).
 """
@@ -152,8 +152,25 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     partitions_pending_revocation: tuple[TopicPartitions, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    """CG-68: the resolution of one regular expression a group's members subscribe to."""
+
+    group_id: str
+    regular_expression: str
+    version: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: tuple[str, ...]
+    version: int  # the metadata image resolved against (the reference counts its images)
+    timestamp: int
+
+
 ConsumerGroupKey = (
     ConsumerGroupMetadataKey
+    | ConsumerGroupRegularExpressionKey
     | ConsumerGroupMemberMetadataKey
     | ConsumerGroupTargetAssignmentMetadataKey
     | ConsumerGroupTargetAssignmentMemberKey
@@ -165,6 +182,7 @@ ConsumerGroupValue = (
     | ConsumerGroupTargetAssignmentMetadataValue
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
 )
 CONSUMER_GROUP_KEYS = (
     ConsumerGroupMetadataKey,
@@ -172,6 +190,7 @@ CONSUMER_GROUP_KEYS = (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupRegularExpressionKey,
 )
 
 NO_PRODUCER_ID = -1  # a record outside any transaction

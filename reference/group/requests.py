@@ -11,6 +11,7 @@ timeout) are accepted here and answered with Kafka's error codes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
@@ -521,8 +522,41 @@ class UnloadGroups:
         _check_time("UnloadGroups", self.now_ms)
 
 
+@dataclass(frozen=True, slots=True)
+class ResolveRegularExpressions:
+    """CG-68: the coordinator resolves the regular expressions ``group_id``'s members
+    subscribe to, against the topics it knows now. Kafka does so asynchronously after a
+    heartbeat brings a new regex, and every refresh interval; the driver says when."""
+
+    group_id: str
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("ResolveRegularExpressions", self.now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class NewMetadataImage:
+    """CG-70: the broker's topics and their partition counts are now ``topics`` (Kafka's
+    onNewMetadataImage); regexes resolved after it see them."""
+
+    topics: Mapping[str, int]
+    now_ms: int
+
+    def __post_init__(self) -> None:
+        _check_time("NewMetadataImage", self.now_ms)
+
+
 Event = (
-    Request | Tick | AppendCompleted | FailNextWrite | WriteTxnMarker | LoadGroups | UnloadGroups
+    Request
+    | Tick
+    | AppendCompleted
+    | FailNextWrite
+    | WriteTxnMarker
+    | LoadGroups
+    | UnloadGroups
+    | ResolveRegularExpressions
+    | NewMetadataImage
 )
 GROUP_REQUESTS = (
     JoinGroup,

@@ -35,7 +35,13 @@ from coordspec.reference.group.records import (
     Record,
     TopicPartitions,
 )
-from coordspec.reference.group.requests import ConsumerGroupHeartbeat, LoadGroups, Tick
+from coordspec.reference.group.requests import (
+    ConsumerGroupHeartbeat,
+    LoadGroups,
+    NewMetadataImage,
+    ResolveRegularExpressions,
+    Tick,
+)
 from coordspec.reference.group.responses import ConsumerGroupHeartbeatResponse
 
 GROUP_ID = "fooup"
@@ -163,6 +169,14 @@ class Context:
         """Time moves on; the records the timers due by then wrote."""
         self.now_ms += ms
         return self._written(self.coordinator.handle(Tick(now_ms=self.now_ms)))
+
+    def resolve_regular_expressions(self, group_id: str = GROUP_ID) -> list[Record]:
+        """Kafka's executor running the group's regex refresh, then its result handler."""
+        effects = self.coordinator.handle(ResolveRegularExpressions(group_id, self.now_ms))
+        return self._written(effects)
+
+    def new_metadata_image(self, topics: Mapping[str, int]) -> None:
+        self.coordinator.handle(NewMetadataImage(topics, self.now_ms))
 
     def group(self, group_id: str = GROUP_ID) -> ConsumerGroup:
         return self.coordinator.consumer_groups[group_id]

@@ -106,14 +106,6 @@ def test_unsupported_assignor():
     assert response.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
 
 
-def test_consumer_heartbeat_regex_validation():
-    """Kafka: testConsumerHeartbeatRegexValidation (regex subscriptions refused: CG-2)."""
-    response, _ = Context().heartbeat(
-        member_id="m", subscribed_topic_regex="t*", subscribed_topic_names=None, **JOIN
-    )
-    assert response.error_code == ErrorCode.INVALID_REQUEST
-
-
 def test_member_id_generation():
     """Kafka: testMemberIdGeneration (v0: the coordinator names a joining member)."""
     response, _ = Context().heartbeat(

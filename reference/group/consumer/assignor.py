@@ -13,7 +13,7 @@ from coordspec.reference.assignors.server import (
     MemberSpec,
     subscription_type,
 )
-from coordspec.reference.group.consumer.state import ConsumerMember, Partitions
+from coordspec.reference.group.consumer.state import ConsumerGroup, ConsumerMember, Partitions
 
 DEFAULT_ASSIGNOR = "uniform"  # the first of Kafka's group.consumer.assignors
 
@@ -31,24 +31,26 @@ def preferred_assignor(members: Mapping[str, ConsumerMember]) -> str:
 
 
 def subscribed_topics(
-    members: Mapping[str, ConsumerMember], topics: Mapping[str, int] | None
+    group: ConsumerGroup, members: Mapping[str, ConsumerMember], topics: Mapping[str, int] | None
 ) -> dict[str, int]:
     """The subscription metadata: each topic some member subscribes to that exists."""
-    names = {t for m in members.values() for t in m.subscribed_topic_names}
+    names = {t for m in members.values() for t in group.subscription(m)}
     known = topics or {}
     return {t: known[t] for t in sorted(names) if t in known}
 
 
 def target_assignment(
+    group: ConsumerGroup,
     members: Mapping[str, ConsumerMember],
     metadata: Mapping[str, int],
     current: Mapping[str, Partitions],
 ) -> dict[str, Partitions]:
     """Every member's new target; ``current``: each member's target so far (a static member
-    that replaced another brings the other's)."""
+    that replaced another brings the other's). A member subscribes as ``group.subscription``
+    says (CG-66)."""
     specs = {
         member_id: MemberSpec(
-            frozenset(member.subscribed_topic_names),
+            group.subscription(member),
             _by_topic(current.get(member_id, frozenset())),
             member.instance_id,
             member.rack_id,

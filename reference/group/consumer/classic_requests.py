@@ -8,7 +8,8 @@ from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group import membership
 from coordspec.reference.group.consumer.heartbeat import epoch_record, remove, write
 from coordspec.reference.group.consumer.offsets import empty_group_tombstones
-from coordspec.reference.group.consumer.state import ConsumerGroup
+from coordspec.reference.group.consumer.regex import tombstones_of_leaving
+from coordspec.reference.group.consumer.state import ConsumerGroup, ConsumerMember
 from coordspec.reference.group.context import Context
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
@@ -71,6 +72,7 @@ def _leave(c: Context, req: LeaveGroup, group: ConsumerGroup) -> None:
     removeMembersFromConsumerGroup); unknown ones are answered UNKNOWN_MEMBER_ID."""
     answers = []
     records: list[Record] = []
+    leaving: list[ConsumerMember] = []
     for identity in req.members:
         if identity.group_instance_id is None:
             member = group.members.get(identity.member_id)
@@ -85,7 +87,9 @@ def _leave(c: Context, req: LeaveGroup, group: ConsumerGroup) -> None:
                 error = ErrorCode.NONE
         if member is not None:
             records += remove(c, group, member)
+            leaving.append(member)
         answers.append(LeaveMemberResponse(identity.member_id, identity.group_instance_id, error))
     if records:
+        records += tombstones_of_leaving(group, leaving)  # CG-69
         records.append(epoch_record(group.group_id, group.group_epoch + 1))
     write(c, req.group_id, records, req, LeaveGroupResponse(ErrorCode.NONE, tuple(answers)))

@@ -14,6 +14,12 @@ from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import ConsumerGroupWritten
 from coordspec.reference.group.consumer.assignor import subscribed_topics, target_assignment
 from coordspec.reference.group.consumer.reconcile import reconcile
+from coordspec.reference.group.consumer.regex import (
+    UpdateRegularExpressionStatus,
+    resolution_records,
+    tombstones_of_leaving,
+    update_regular_expressions,
+)
 from coordspec.reference.group.consumer.replay import apply
 from coordspec.reference.group.consumer.state import (
     JOIN_EPOCH,
@@ -84,12 +90,10 @@ def invalid(req: ConsumerGroupHeartbeat) -> ErrorCode | None:
         return ErrorCode.INVALID_REQUEST
     if _blank(req.group_id) or _blank(req.instance_id) or _blank(req.rack_id):
         return ErrorCode.INVALID_REQUEST
-    if req.subscribed_topic_regex is not None:
-        return ErrorCode.INVALID_REQUEST  # CG-2: regex subscriptions are not modelled yet
     if req.member_epoch == JOIN_EPOCH:
         if req.rebalance_timeout_ms == -1 or req.topic_partitions != ():
             return ErrorCode.INVALID_REQUEST
-        if req.subscribed_topic_names is None:
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
             return ErrorCode.INVALID_REQUEST
     elif req.member_epoch == STATIC_LEAVE_EPOCH:
         if req.instance_id is None:
@@ -158,6 +162,10 @@ def _heartbeat(
     if changes or (member_id not in group.members and not replaced):
         records.append(_subscription_record(group.group_id, updated))
         bump = updated.subscribed_topic_names != member.subscribed_topic_names
+    status = update_regular_expressions(group, member, updated, records)  # CG-66, CG-67
+    if status is None:
+        raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION)
+    bump |= status == UpdateRegularExpressionStatus.REGEX_UPDATED_AND_RESOLVED
     group_epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump:
         records.append(epoch_record(group.group_id, group_epoch))
@@ -166,7 +174,8 @@ def _heartbeat(
         members = {m: x for m, x in group.members.items() if m != replaced}
         members[member_id] = updated
         current = {m: group.target_of(m, x.instance_id) for m, x in members.items()}
-        targets = target_assignment(members, subscribed_topics(members, c.topics), current)
+        metadata = subscribed_topics(group, members, c.topics)
+        targets = target_assignment(group, members, metadata, current)
         for m, partitions in targets.items():
             if partitions != current[m]:
                 records.append(_target_record(group.group_id, m, partitions))
@@ -195,7 +204,7 @@ def _heartbeat(
     )  # CG-33
     full = create or (
         req.rebalance_timeout_ms != -1
-        and req.subscribed_topic_names is not None
+        and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
         and req.topic_partitions is not None
     )
     show = full or reconciled.assigned != member.assigned
@@ -280,7 +289,11 @@ def _leave(
 
 def fence(c: Context, group: ConsumerGroup, member: ConsumerMember) -> list[Record]:
     """CG-8: the member's records go, and the group moves to a new epoch without it."""
-    return [*remove(c, group, member), epoch_record(group.group_id, group.group_epoch + 1)]
+    return [
+        *remove(c, group, member),
+        *tombstones_of_leaving(group, (member,)),  # CG-69
+        epoch_record(group.group_id, group.group_epoch + 1),
+    ]
 
 
 def remove(c: Context, group: ConsumerGroup, member: ConsumerMember) -> list[Record]:
@@ -312,6 +325,18 @@ def on_session_timeout(c: Context, group_id: str, member_id: str) -> None:
     member = None if group is None else group.members.get(member_id)
     if group is not None and member is not None:
         write(c, group_id, fence(c, group, member), None, None)
+
+
+def resolve_regular_expressions(c: Context, group_id: str) -> None:
+    """CG-68: the group's regexes resolved against the coordinator's topics now (Kafka's
+    asynchronous refresh and handleRegularExpressionsResult, as one step)."""
+    group = c.consumer_groups.get(group_id)
+    if group is None:
+        return
+    records, changed = resolution_records(group, c.topics, c.metadata_version, c.now_ms)
+    if changed:
+        records.append(epoch_record(group_id, group.group_epoch + 1))
+    write(c, group_id, records, None, None)
 
 
 def on_rebalance_timeout(c: Context, group_id: str, member_id: str) -> None:
@@ -379,6 +404,8 @@ def _changes(member: ConsumerMember, req: ConsumerGroupHeartbeat) -> dict[str, A
         given["server_assignor"] = req.server_assignor
     if req.subscribed_topic_names is not None:
         given["subscribed_topic_names"] = tuple(sorted(set(req.subscribed_topic_names)))
+    if req.subscribed_topic_regex is not None:
+        given["subscribed_topic_regex"] = req.subscribed_topic_regex
     return {k: v for k, v in given.items() if getattr(member, k) != v}
 
 

@@ -46,8 +46,9 @@ def validate_fetch(group: ConsumerGroup, req: OffsetFetch) -> ErrorCode | None:
 
 
 def is_subscribed_to_topic(group: ConsumerGroup, topic: str) -> bool:
-    """CG-63, CG-65: a topic some member subscribes to (ModernGroup.isSubscribedToTopic)."""
-    return any(topic in m.subscribed_topic_names for m in group.members.values())
+    """CG-63, CG-65: a topic some member subscribes to, by name or by a resolved regex
+    (ModernGroup.isSubscribedToTopic)."""
+    return any(topic in group.subscription(m) for m in group.members.values())
 
 
 def empty_group_tombstones(group_id: str) -> tuple[Record, ...]:

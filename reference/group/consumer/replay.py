@@ -27,6 +27,8 @@ from coordspec.reference.group.records import (
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -121,6 +123,14 @@ def apply(groups: dict[str, ConsumerGroup], record: Record) -> None:
                 )
             _set_partition_epochs(group, member, updated)
             group.members[key.member_id] = updated
+        case ConsumerGroupRegularExpressionKey():  # CG-68
+            if value is None:
+                if key.group_id in groups:
+                    groups[key.group_id].resolved_regexes.pop(key.regular_expression, None)
+            else:
+                assert isinstance(value, ConsumerGroupRegularExpressionValue)
+                resolved = frozenset(value.topics)
+                _group(groups, key.group_id).resolved_regexes[key.regular_expression] = resolved
         case _:
             raise UsageError(f"not a consumer group record: {key!r}")
 

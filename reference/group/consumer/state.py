@@ -58,6 +58,8 @@ class ConsumerGroup:
     partition_epochs: dict[Partition, int] = field(default_factory=dict)
     # The epoch each member's rebalance timer was set at (not written: timers are not).
     revoking_epochs: dict[str, int] = field(default_factory=dict)
+    # CG-68: each regular expression's topics, as last resolved (ConsumerGroupRegularExpression).
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     # CG-60: the group's offsets, kept as a classic group keeps them (only its offset fields
     # are used), so that one copy of the offset code serves both kinds.
     offset_store: Group | None = None
@@ -81,6 +83,7 @@ class ConsumerGroup:
             dict(self.target),
             dict(self.partition_epochs),
             dict(self.revoking_epochs),
+            dict(self.resolved_regexes),
             self.store.copy(),
         )
 
@@ -98,6 +101,13 @@ class ConsumerGroup:
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         member_id = self.static_members.get(instance_id)
         return None if member_id is None else self.members.get(member_id)
+
+    def subscription(self, member: ConsumerMember) -> frozenset[str]:
+        """CG-66: the topics a member subscribes to: its names, and the topics its regex was
+        last resolved to (none while it is unresolved)."""
+        names = frozenset(member.subscribed_topic_names)
+        regex = member.subscribed_topic_regex
+        return names | self.resolved_regexes.get(regex, frozenset()) if regex else names
 
     def partition_epoch(self, partition: Partition) -> int:
         return self.partition_epochs.get(partition, -1)
