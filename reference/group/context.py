@@ -38,6 +38,10 @@ class Context(Protocol):
     def topics(self) -> Mapping[str, int] | None:
         """The broker's topics and partition counts, when the model knows them."""
 
+    @property
+    def topic_ids(self) -> Mapping[str, str]:
+        """CG-70: the id of each of ``topics``, by name."""
+
     def reply(self, req: Request, response: Response) -> None:
         """Answer the request being handled."""
 

@@ -48,6 +48,7 @@ from coordspec.reference.group.after_write import (
 )
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.consumer import classic_requests, describe, heartbeat
+from coordspec.reference.group.consumer.assignor import subscribed_topics
 from coordspec.reference.group.consumer.replay import replay_consumer_groups
 from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerGroup
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
@@ -146,12 +147,15 @@ class GroupCoordinator:
         observer: Observer | None = None,
         substeps: SubStepObserver = UNOBSERVED,
         topics: Mapping[str, int] | None = None,
+        topic_ids: Mapping[str, str] | None = None,
     ) -> None:
         """``topics``: the broker's topics and their partition counts, when the model knows
         them: a commit to any other partition is refused as Kafka's request layer refuses it
-        (GM-56). None: every partition exists (a driver with a request layer of its own)."""
+        (GM-56). None: every partition exists (a driver with a request layer of its own).
+        ``topic_ids``: their ids, by name (CG-70); a topic left out is known by its name."""
         self.config = config or GroupConfig()
         self.topics = None if topics is None else MappingProxyType(dict(topics))
+        self.topic_ids = _ids(topics or {}, topic_ids or {})
         self.metadata_version = 0  # NewMetadataImage events so far (CG-70)
         self.choices: Choices = choices or SeededChoices()
         self.groups: dict[str, Group] = {}
@@ -287,6 +291,7 @@ class GroupCoordinator:
                 self._complete_own_appends()
             case NewMetadataImage():
                 self.topics = MappingProxyType(dict(event.topics))
+                self.topic_ids = _ids(event.topics, event.topic_ids)
                 self.metadata_version += 1
             case Tick():
                 pass  # only the timers due by now, fired above
@@ -360,7 +365,11 @@ class GroupCoordinator:
             self._consumer_group_loaded(consumer_group)
 
     def _consumer_group_loaded(self, group: ConsumerGroup) -> None:
-        """CG-41: sessions restart from the load; a member revoking gets its rebalance timeout."""
+        """CG-41: sessions restart from the load; a member revoking gets its rebalance timeout.
+        CG-70: the subscription metadata is taken to be the topics' as they are now."""
+        group.subscription_metadata = subscribed_topics(
+            group, group.members, self.topics, self.topic_ids
+        )
         for member in group.members.values():
             self.timers.schedule(
                 (heartbeat.SESSION_TIMER, group.group_id, member.member_id),
@@ -545,3 +554,7 @@ class GroupCoordinator:
     def open_requests(self) -> Iterable[int | str]:
         """Requests parked or waiting on a write: not yet answered."""
         return set(self._open_requests)
+
+
+def _ids(topics: Mapping[str, int], ids: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType({name: ids.get(name, name) for name in topics})

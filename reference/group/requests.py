@@ -538,10 +538,12 @@ class ResolveRegularExpressions:
 @dataclass(frozen=True, slots=True)
 class NewMetadataImage:
     """CG-70: the broker's topics and their partition counts are now ``topics`` (Kafka's
-    onNewMetadataImage); regexes resolved after it see them."""
+    onNewMetadataImage), known by the ids ``topic_ids`` gives (a topic it leaves out is known
+    by its name). A topic deleted and created again is a new topic: give it a new id."""
 
     topics: Mapping[str, int]
     now_ms: int
+    topic_ids: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_time("NewMetadataImage", self.now_ms)

@@ -175,8 +175,10 @@ class Context:
         effects = self.coordinator.handle(ResolveRegularExpressions(group_id, self.now_ms))
         return self._written(effects)
 
-    def new_metadata_image(self, topics: Mapping[str, int]) -> None:
-        self.coordinator.handle(NewMetadataImage(topics, self.now_ms))
+    def new_metadata_image(
+        self, topics: Mapping[str, int], topic_ids: Mapping[str, str] | None = None
+    ) -> None:
+        self.coordinator.handle(NewMetadataImage(topics, self.now_ms, topic_ids or {}))
 
     def group(self, group_id: str = GROUP_ID) -> ConsumerGroup:
         return self.coordinator.consumer_groups[group_id]

@@ -31,12 +31,27 @@ def preferred_assignor(members: Mapping[str, ConsumerMember]) -> str:
 
 
 def subscribed_topics(
-    group: ConsumerGroup, members: Mapping[str, ConsumerMember], topics: Mapping[str, int] | None
+    group: ConsumerGroup,
+    members: Mapping[str, ConsumerMember],
+    topics: Mapping[str, int] | None,
+    topic_ids: Mapping[str, str],
 ) -> dict[str, int]:
-    """The subscription metadata: each topic some member subscribes to that exists."""
+    """The subscription metadata: the partition count of each topic some member subscribes
+    to that exists, by topic id (CG-70)."""
     names = {t for m in members.values() for t in group.subscription(m)}
     known = topics or {}
-    return {t: known[t] for t in sorted(names) if t in known}
+    return {topic_ids[t]: known[t] for t in sorted(names) if t in known}
+
+
+def metadata_changed(
+    group: ConsumerGroup, topics: Mapping[str, int] | None, topic_ids: Mapping[str, str]
+) -> bool:
+    """CG-70: whether a subscribed topic was deleted or created again (a new id), created, or
+    given more partitions since the target was computed, while the target is current (a
+    group epoch ahead computes a new target anyway)."""
+    if group.group_epoch != group.assignment_epoch:
+        return False
+    return subscribed_topics(group, group.members, topics, topic_ids) != group.subscription_metadata
 
 
 def target_assignment(
@@ -44,13 +59,14 @@ def target_assignment(
     members: Mapping[str, ConsumerMember],
     metadata: Mapping[str, int],
     current: Mapping[str, Partitions],
+    topic_ids: Mapping[str, str],
 ) -> dict[str, Partitions]:
     """Every member's new target; ``current``: each member's target so far (a static member
     that replaced another brings the other's). A member subscribes as ``group.subscription``
-    says (CG-66)."""
+    says (CG-66); topics are known by id (``metadata`` and ``current`` are by id)."""
     specs = {
         member_id: MemberSpec(
-            group.subscription(member),
+            frozenset(topic_ids.get(t, t) for t in group.subscription(member)),
             _by_topic(current.get(member_id, frozenset())),
             member.instance_id,
             member.rack_id,

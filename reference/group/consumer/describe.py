@@ -24,12 +24,21 @@ def consumer_group_describe(c: Context, req: ConsumerGroupDescribe) -> None:
     c.reply(
         req,
         ConsumerGroupDescribeResponse(
-            tuple(_describe(c.consumer_groups.get(g), g) for g in req.group_ids)
+            tuple(_describe(c.consumer_groups.get(g), g, _names(c)) for g in req.group_ids)
         ),
     )
 
 
-def _describe(group: ConsumerGroup | None, group_id: str) -> DescribedConsumerGroup:
+def _names(c: Context) -> dict[str, str] | None:
+    """Each topic's name by id; None without a metadata image (then ids are names)."""
+    if c.topics is None:
+        return None
+    return {topic_id: name for name, topic_id in c.topic_ids.items()}
+
+
+def _describe(
+    group: ConsumerGroup | None, group_id: str, names: dict[str, str] | None
+) -> DescribedConsumerGroup:
     """A blank id is INVALID_GROUP_ID (and no id); an id of no consumer group, a classic
     one's included, is GROUP_ID_NOT_FOUND."""
     if group_id == "":
@@ -53,16 +62,26 @@ def _describe(group: ConsumerGroup | None, group_id: str) -> DescribedConsumerGr
                 client_host=m.client_host,
                 subscribed_topic_names=m.subscribed_topic_names,
                 subscribed_topic_regex=m.subscribed_topic_regex,
-                assignment=_partitions(m.assigned),
-                target_assignment=_partitions(group.target.get(m.member_id, frozenset())),
+                assignment=_partitions(m.assigned, names),
+                target_assignment=_partitions(group.target.get(m.member_id, frozenset()), names),
             )
             for m in group.members.values()
         ),
     )
 
 
-def _partitions(partitions: Partitions) -> tuple[DescribedTopicPartitions, ...]:
+def _partitions(
+    partitions: Partitions, names: dict[str, str] | None
+) -> tuple[DescribedTopicPartitions, ...]:
+    """CG-70: named as the metadata image names them; a topic it no longer has is left out
+    (ConsumerGroupMember.topicPartitionsFromMap)."""
+    if names is None:
+        return tuple(
+            DescribedTopicPartitions(t.topic_id, t.topic_id, t.partitions)
+            for t in to_topic_partitions(partitions)
+        )
     return tuple(
-        DescribedTopicPartitions(t.topic_id, t.topic_id, t.partitions)
+        DescribedTopicPartitions(t.topic_id, names[t.topic_id], t.partitions)
         for t in to_topic_partitions(partitions)
+        if t.topic_id in names
     )

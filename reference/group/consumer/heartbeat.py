@@ -12,7 +12,11 @@ from typing import Any
 from coordspec.reference.assignors.server import ASSIGNORS
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import ConsumerGroupWritten
-from coordspec.reference.group.consumer.assignor import subscribed_topics, target_assignment
+from coordspec.reference.group.consumer.assignor import (
+    metadata_changed,
+    subscribed_topics,
+    target_assignment,
+)
 from coordspec.reference.group.consumer.reconcile import reconcile
 from coordspec.reference.group.consumer.regex import (
     UpdateRegularExpressionStatus,
@@ -166,6 +170,7 @@ def _heartbeat(
     if status is None:
         raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION)
     bump |= status == UpdateRegularExpressionStatus.REGEX_UPDATED_AND_RESOLVED
+    bump |= metadata_changed(group, c.topics, c.topic_ids)  # CG-70
     group_epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump:
         records.append(epoch_record(group.group_id, group_epoch))
@@ -174,8 +179,8 @@ def _heartbeat(
         members = {m: x for m, x in group.members.items() if m != replaced}
         members[member_id] = updated
         current = {m: group.target_of(m, x.instance_id) for m, x in members.items()}
-        metadata = subscribed_topics(group, members, c.topics)
-        targets = target_assignment(group, members, metadata, current)
+        metadata = subscribed_topics(group, members, c.topics, c.topic_ids)
+        targets = target_assignment(group, members, metadata, current, c.topic_ids)
         for m, partitions in targets.items():
             if partitions != current[m]:
                 records.append(_target_record(group.group_id, m, partitions))
@@ -365,6 +370,12 @@ def write(
     snapshot = None if before is None else before.copy()
     for record in records:
         apply(c.consumer_groups, record)
+    if any(
+        isinstance(r.key, ConsumerGroupTargetAssignmentMetadataKey) and r.value is not None
+        for r in records
+    ):
+        group = c.consumer_groups[group_id]  # CG-70: the metadata of the new target
+        group.subscription_metadata = subscribed_topics(group, group.members, c.topics, c.topic_ids)
     c.write(group_id, tuple(records), ConsumerGroupWritten(group_id, req, response, snapshot))
 
 

@@ -60,6 +60,9 @@ class ConsumerGroup:
     revoking_epochs: dict[str, int] = field(default_factory=dict)
     # CG-68: each regular expression's topics, as last resolved (ConsumerGroupRegularExpression).
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    # CG-70: the partition count of each subscribed topic, by id, when the target was last
+    # computed (Kafka 4.0 writes it as ConsumerGroupPartitionMetadata; the reference keeps it).
+    subscription_metadata: dict[str, int] = field(default_factory=dict)
     # CG-60: the group's offsets, kept as a classic group keeps them (only its offset fields
     # are used), so that one copy of the offset code serves both kinds.
     offset_store: Group | None = None
@@ -84,6 +87,7 @@ class ConsumerGroup:
             dict(self.partition_epochs),
             dict(self.revoking_epochs),
             dict(self.resolved_regexes),
+            dict(self.subscription_metadata),
             self.store.copy(),
         )
 
