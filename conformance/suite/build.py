@@ -199,7 +199,8 @@ def _consumer_heartbeat(
         return getattr(f, name) if name in given else on_join if joining else later
 
     owned = field("topic_partitions", [], list(client.assigned))
-    names = field("subscribed_topic_names", ["foo"], None)
+    by_regex = "subscribed_topic_regex" in given
+    names = field("subscribed_topic_names", None if by_regex else ["foo"], None)
     return rq.ConsumerGroupHeartbeat(
         *envelope,
         group_id=r(f.group_id),
@@ -208,6 +209,7 @@ def _consumer_heartbeat(
         instance_id=client.group_instance_id,
         rebalance_timeout_ms=field("rebalance_timeout_ms", 10_000, -1),
         subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=f.subscribed_topic_regex,
         server_assignor=f.server_assignor,
         topic_partitions=None
         if owned is None

@@ -196,6 +196,7 @@ class EmbeddedTarget:
     fails_writes = False  # a real log: no hook refuses a chosen write
     completes_transactions = False  # a broker needs its transaction coordinator for that
     moves_coordinator = False  # no hook holds a broker at each step of a move
+    drives_metadata = False  # a broker resolves regexes on its own, when it will
     shows_records = True  # its brokers' __consumer_offsets, read as any broker's (offsets_log)
     faults_are_shared = False  # a session with faults has a cluster to itself
     answer_ms, settle_ms = KafkaTarget.answer_ms, KafkaTarget.settle_ms

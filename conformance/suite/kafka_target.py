@@ -153,6 +153,7 @@ class KafkaTarget:
         self.fails_writes = False  # a broker's log: no hook refuses a chosen write
         self.completes_transactions = False  # a broker needs its transaction coordinator for that
         self.moves_coordinator = False  # no hook stops a broker at each step of a move
+        self.drives_metadata = False  # a broker resolves regexes on its own, when it will
         # Where each __consumer_offsets partition is led, once the check found it readable
         # (offsets_log): then sessions show the records the coordinator writes.
         self.offsets_leaders: dict[int, tuple[str, int]] = {}

@@ -22,9 +22,13 @@ from coordspec.conformance.suite.scenario import (
     Fault,
     FaultStep,
     Header,
+    NewMetadataImage,
+    NewMetadataImageStep,
     OffsetFetchStep,
     RecordSpec,
     RequestStep,
+    ResolveRegularExpressions,
+    ResolveRegularExpressionsStep,
     Scenario,
     Sleep,
     SleepStep,
@@ -32,6 +36,7 @@ from coordspec.conformance.suite.scenario import (
     WriteTxnMarkerStep,
     parse_expectation,
 )
+from coordspec.conformance.suite.target import CATALOG_TOPICS
 from coordspec.conformance.suite.versions import parse_range
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.group.requests import VERSIONS
@@ -46,7 +51,13 @@ _FOLLOWS = {
 }
 # Steps a broker that does not serve the group cannot take in the model: faults and markers
 # act on its coordinator, and its host does not answer TxnOffsetCommit.
-_SERVED_ONLY = {"fault", "fail_next_write", "write_txn_marker", "TxnOffsetCommit"}
+_SERVED_ONLY = {
+    "fault",
+    "fail_next_write",
+    "write_txn_marker",
+    "TxnOffsetCommit",
+    "resolve_regular_expressions",
+}
 
 
 class ScenarioError(ValueError):
@@ -102,6 +113,8 @@ class _Builder:
         self.path = path
         self.lines = lines
         self.coordinator = "LoadGroup"  # the last coordinator: step; LoadGroup: serving
+        self.topic_ids = {name: name for name in CATALOG_TOPICS}  # the image's, CG-70
+        self.incarnations = dict.fromkeys(CATALOG_TOPICS, 1)  # topics by name so far
 
     def fail(self, where: tuple, message: str) -> ScenarioError:
         for cut in range(len(where), -1, -1):
@@ -219,10 +232,18 @@ class _Builder:
             marker = self.validate(WriteTxnMarkerStep, raw, where, "write_txn_marker: ")
             m = marker.write_txn_marker
             return WriteTxnMarker(m.producer_id, m.result)
+        if "resolve_regular_expressions" in raw:
+            self.validate(
+                ResolveRegularExpressionsStep, raw, where, "resolve_regular_expressions: "
+            )
+            return ResolveRegularExpressions()
+        if "new_metadata_image" in raw:
+            image = self.validate(NewMetadataImageStep, raw, where, "new_metadata_image: ")
+            return self.metadata_image(dict(image.new_metadata_image))
         raise self.fail(
             where,
             "a step starts with a client (c1: ...), await, sleep, fault, fail_next_write, "
-            "write_txn_marker or coordinator; "
+            "write_txn_marker, coordinator, resolve_regular_expressions or new_metadata_image; "
             f"got {', '.join(map(str, raw))}",
         )
 
@@ -243,6 +264,19 @@ class _Builder:
             )
         self.coordinator = event
         return CoordinatorEvent(event)
+
+    def metadata_image(self, topics: dict[str, int]) -> NewMetadataImage:
+        """A topic keeps its id while it exists; one created again gets ``name~N``."""
+        ids = {}
+        for name in topics:
+            if name not in self.topic_ids:
+                self.incarnations[name] = self.incarnations.get(name, 0) + 1
+                count = self.incarnations[name]
+                ids[name] = name if count == 1 else f"{name}~{count}"
+            else:
+                ids[name] = self.topic_ids[name]
+        self.topic_ids = ids
+        return NewMetadataImage(topics, dict(ids))
 
     def request(
         self, raw: dict, client: str, where: tuple, clients: list[str], waiting: dict

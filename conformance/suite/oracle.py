@@ -57,7 +57,12 @@ from coordspec.reference.group import (
 from coordspec.reference.group.coordinator import Observer
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import Record
-from coordspec.reference.group.requests import Event, Request
+from coordspec.reference.group.requests import (
+    Event,
+    NewMetadataImage,
+    Request,
+    ResolveRegularExpressions,
+)
 from coordspec.reference.group.responses import Response
 
 MAX_HYPOTHESES = 256
@@ -329,6 +334,7 @@ class Oracle:
         across coordinator restarts). ``topics``: the broker's, when known (GroupCoordinator)."""
         self.config = config
         self.topics = topics
+        self.topic_ids: Mapping[str, str] = {}  # by name, when not the name (CG-70)
         self.latency_ms = latency_ms
         self.timing_tolerance_ms = timing_tolerance_ms
         self.tolerance = tolerance
@@ -452,6 +458,30 @@ class Oracle:
             lambda h: FailNextWrite(error, max(h.coordinator.now_ms, at_ms - self.latency_ms)),
         )
 
+    def resolve_regular_expressions(self, group_id: str, at_ms: int) -> None:
+        """CG-68: at ``at_ms`` the coordinator resolved ``group_id``'s regexes."""
+        self.advance(at_ms)
+        self.hypotheses = self._expand(
+            self.hypotheses,
+            lambda h: ResolveRegularExpressions(
+                group_id, max(h.coordinator.now_ms, at_ms - self.latency_ms)
+            ),
+        )
+
+    def new_metadata_image(
+        self, topics: Mapping[str, int], topic_ids: Mapping[str, str], at_ms: int
+    ) -> None:
+        """CG-70: from ``at_ms`` the broker's topics are ``topics``, known by ``topic_ids``; a
+        coordinator loaded later knows them too."""
+        self.advance(at_ms)
+        self.topics, self.topic_ids = dict(topics), dict(topic_ids)
+        self.hypotheses = self._expand(
+            self.hypotheses,
+            lambda h: NewMetadataImage(
+                topics, max(h.coordinator.now_ms, at_ms - self.latency_ms), topic_ids
+            ),
+        )
+
     def write_txn_marker(self, group_id: str, producer_id: int, result: str, at_ms: int) -> None:
         """At ``at_ms`` the transaction coordinator (the harness) ends ``producer_id``'s
         transaction on the partition of ``group_id`` (GM-58)."""
@@ -545,6 +575,7 @@ class Oracle:
                         now_ms=up_ms,
                         observer=branch.coordinator.observer,
                         topics=self.topics,
+                        topic_ids=self.topic_ids,
                     )
                 )
                 reloaded.append(branch)

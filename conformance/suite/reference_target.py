@@ -38,7 +38,12 @@ from coordspec.reference.group import (
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.invariants import Monitor
 from coordspec.reference.group.records import Record
-from coordspec.reference.group.requests import VERSIONS, Request
+from coordspec.reference.group.requests import (
+    VERSIONS,
+    NewMetadataImage,
+    Request,
+    ResolveRegularExpressions,
+)
 from coordspec.reference.group.responses import Response
 
 
@@ -54,6 +59,7 @@ class ReferenceTarget:
     fails_writes = True
     completes_transactions = True
     moves_coordinator = True
+    drives_metadata = True
     shows_records = True  # the log of its AppendRecords
     faults_are_shared = False  # each session has a coordinator of its own
     partitions = CATALOG_TOPICS
@@ -80,6 +86,7 @@ class ReferenceSession:
         self.config = config
         self.choices = choices
         self.topics = topics
+        self.topic_ids: Mapping[str, str] = {}  # by name, when not the name (CG-70)
         self.monitor = Monitor()
         self.coordinator = GroupCoordinator(config, choices, observer=self.monitor, topics=topics)
         self.log: list[Record] = []
@@ -148,7 +155,12 @@ class ReferenceSession:
         self.monitor = Monitor()
         self.unserved = None
         self.coordinator = GroupCoordinator(
-            self.config, self.choices, now_ms=now, observer=self.monitor, topics=self.topics
+            self.config,
+            self.choices,
+            now_ms=now,
+            observer=self.monitor,
+            topics=self.topics,
+            topic_ids=self.topic_ids,
         )
         self._handle(LoadGroups(tuple(self.log), now))
 
@@ -170,3 +182,12 @@ class ReferenceSession:
 
     async def load_group(self) -> None:
         await self.restart()
+
+    async def resolve_regular_expressions(self, group_id: str) -> None:
+        self._handle(ResolveRegularExpressions(group_id, self.now_ms()))
+
+    async def new_metadata_image(
+        self, topics: Mapping[str, int], topic_ids: Mapping[str, str]
+    ) -> None:
+        self.topics, self.topic_ids = dict(topics), dict(topic_ids)  # a restart keeps them
+        self._handle(NewMetadataImage(topics, self.now_ms(), topic_ids))

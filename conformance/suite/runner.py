@@ -24,7 +24,9 @@ from coordspec.conformance.suite.scenario import (
     CoordinatorEvent,
     FailNextWrite,
     Fault,
+    NewMetadataImage,
     RequestStep,
+    ResolveRegularExpressions,
     Scenario,
     Sleep,
     WriteTxnMarker,
@@ -55,6 +57,8 @@ def missing_capability(scenario: Scenario, target: Target) -> str | None:
         return f"needs to act as the transaction coordinator (TxnOffsetCommit, write_txn_marker), which target {target.name} does not let it"
     if scenario.moves_coordinator and not (target.supports_faults and target.moves_coordinator):
         return f"needs to resign, become and load the group's coordinator step by step (coordinator: ...), which target {target.name} cannot"
+    if scenario.drives_metadata and not (target.supports_faults and target.drives_metadata):
+        return f"needs to change the broker's topics or run its regex resolution (new_metadata_image, resolve_regular_expressions), which target {target.name} cannot"
     if scenario.expects_records and not target.shows_records:
         return f"needs the records the coordinator writes (expect.records), which target {target.name} does not show"
     return None
@@ -259,6 +263,20 @@ class _Run:
                 self.oracle.fault(at_ms)  # the loader allows no request in flight here
             else:
                 getattr(self.oracle, step.fault)(at_ms)
+        elif isinstance(step, ResolveRegularExpressions):
+            assert self.session.faults is not None  # config_for: the target drives metadata
+            at_ms = self.session.now_ms()
+            await self.session.faults.resolve_regular_expressions(self.result.group_id)
+            self.record(kind="resolve_regular_expressions")
+            self.oracle.resolve_regular_expressions(self.result.group_id, at_ms)
+        elif isinstance(step, NewMetadataImage):
+            assert self.session.faults is not None  # config_for: the target drives metadata
+            at_ms = self.session.now_ms()
+            await self.session.faults.new_metadata_image(step.topics, step.topic_ids)
+            self.record(
+                kind="metadata_image", topics=dict(step.topics), topic_ids=dict(step.topic_ids)
+            )
+            self.oracle.new_metadata_image(step.topics, step.topic_ids, at_ms)
         elif isinstance(step, Fault):
             # On a real broker or cluster the hook takes time: the coordinator stops when it
             # begins and its successor has loaded the group when it returns.

@@ -19,6 +19,7 @@ name of the author's choosing bound by an expectation (``member_id: $old``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -431,6 +432,7 @@ class ConsumerGroupHeartbeatStep(StepCommon):
     instance_id: str | None = None
     rebalance_timeout_ms: int | None = None
     subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None  # v1+; a join with it sends no names
     server_assignor: str | None = None
     topic_partitions: list[PartitionName] | None = None
     client_id: str | None = None  # the client id in the request header; default the client's name
@@ -518,6 +520,16 @@ CoordinatorEventName = Literal["ResignCoordinator", "BecomeCoordinator", "LoadGr
 
 class CoordinatorStep(_Strict):
     coordinator: CoordinatorEventName
+
+
+class ResolveRegularExpressionsStep(_Strict):
+    # CG-68: the coordinator resolves the run's group's regexes now (Kafka does on its own).
+    resolve_regular_expressions: Literal["$group"]
+
+
+class NewMetadataImageStep(_Strict):
+    # CG-70: the broker's topics are now these, with their partition counts.
+    new_metadata_image: dict[str, Annotated[int, Field(ge=1)]]
 
 
 # -- the scenario ---------------------------------------------------------------------------
@@ -633,7 +645,31 @@ _FAULT_NAMES = {
 }
 
 
-Step = RequestStep | Await | Sleep | Fault | FailNextWrite | WriteTxnMarker | CoordinatorEvent
+@dataclass(frozen=True)
+class ResolveRegularExpressions:
+    """The reference's event of that name, for the run's group (CG-68)."""
+
+
+@dataclass(frozen=True)
+class NewMetadataImage:
+    """The reference's event of that name (CG-70). The loader gives the ids: a topic keeps its
+    id while it exists; one created again under a name a deleted topic had gets a new one."""
+
+    topics: Mapping[str, int]
+    topic_ids: Mapping[str, str]
+
+
+Step = (
+    RequestStep
+    | Await
+    | Sleep
+    | Fault
+    | FailNextWrite
+    | WriteTxnMarker
+    | CoordinatorEvent
+    | ResolveRegularExpressions
+    | NewMetadataImage
+)
 
 
 @dataclass(frozen=True)
@@ -674,6 +710,11 @@ class Scenario:
     @property
     def moves_coordinator(self) -> bool:
         return any(isinstance(s, CoordinatorEvent) for s in self.steps)
+
+    @property
+    def drives_metadata(self) -> bool:
+        """Whether the harness changes the broker's topics or runs the regex resolution."""
+        return any(isinstance(s, (ResolveRegularExpressions, NewMetadataImage)) for s in self.steps)
 
     @property
     def expects_records(self) -> bool:

@@ -61,6 +61,15 @@ class FaultHooks(Protocol):
     async def load_group(self) -> None:
         """The load is done: it serves the group as the log holds it."""
 
+    # Only on a target whose ``drives_metadata`` is True.
+    async def resolve_regular_expressions(self, group_id: str) -> None:
+        """The coordinator resolves the regexes ``group_id``'s members subscribe to, now."""
+
+    async def new_metadata_image(
+        self, topics: Mapping[str, int], topic_ids: Mapping[str, str]
+    ) -> None:
+        """The broker's topics are now ``topics``, known by ``topic_ids``."""
+
 
 class Session(Protocol):
     faults: FaultHooks | None  # None when the target cannot inject faults
@@ -112,6 +121,9 @@ class Target(Protocol):
     # producer of its own and write the transaction's markers (GM-57, GM-58).
     completes_transactions: bool
     moves_coordinator: bool  # whether their hooks can resign, become and load the coordinator
+    # Whether their hooks can change the broker's topics and run the coordinator's resolution
+    # of a group's regexes when a scenario says (CG-68, CG-70).
+    drives_metadata: bool
     shows_records: bool  # whether sessions show the records the coordinator writes
     # A fault hits every session at once (one real broker or cluster holds every group): the
     # suite runs the scenarios with faults alone, one at a time, after the others. A target

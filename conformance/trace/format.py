@@ -118,6 +118,19 @@ class TxnMarkerRecord(_Record):
     result: Literal["COMMIT", "ABORT"]
 
 
+class ResolveRegularExpressionsRecord(_Record):
+    kind: Literal["resolve_regular_expressions"]
+    # At ``t_ms`` the coordinator resolved the regexes of ``group_id``'s members (CG-68).
+
+
+class MetadataImageRecord(_Record):
+    kind: Literal["metadata_image"]
+    # From ``t_ms`` the broker's topics are these, with their partition counts, known by the
+    # ids ``topic_ids`` gives (a topic it leaves out by its name) (CG-70).
+    topics: dict[str, Annotated[int, Field(ge=0)]]
+    topic_ids: dict[str, str] = Field(default_factory=dict)
+
+
 class TopicsRecord(_Record):
     kind: Literal["topics"]
     # The broker's topics a run's commits may name, with their partition counts: a commit to
@@ -207,6 +220,8 @@ AnyRecord = (
     | TimeRecord
     | FaultRecord
     | TxnMarkerRecord
+    | ResolveRegularExpressionsRecord
+    | MetadataImageRecord
     | TopicsRecord
     | PartitionRecord
 )

@@ -146,7 +146,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         else LATENCY_BY_SOURCE.get(first.source, DEFAULT_LATENCY_MS)
     )
     coverage = rules.Coverage()
-    # The broker's topics, for a run whose writer knew them (GM-56): they hold for the whole run.
+    # The broker's topics, for a run whose writer knew them (GM-56): they hold for the whole
+    # run, or until a metadata_image record (CG-70).
     topics = next((r.topics for _, r, _ in parsed if r.kind == "topics"), None)
     oracle = Oracle(
         dataclasses.replace(GroupConfig(), **overrides),
@@ -266,6 +267,10 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                 oracle.write_txn_marker(
                     record.group_id, record.producer_id, record.result, record.t_ms
                 )
+            elif kind == "resolve_regular_expressions":
+                oracle.resolve_regular_expressions(record.group_id, record.t_ms)
+            elif kind == "metadata_image":
+                oracle.new_metadata_image(record.topics, record.topic_ids, record.t_ms)
         except (OracleOverflow, InvariantViolation, UsageError) as exc:
             violate(index, "error", "", getattr(exc, "invariant", ""), f"the replay stopped: {exc}")
             break

@@ -170,6 +170,7 @@ def _heartbeat(
     if status is None:
         raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION)
     bump |= status == UpdateRegularExpressionStatus.REGEX_UPDATED_AND_RESOLVED
+    bump |= group.group_epoch == 0  # CG-10: a new group moves away from epoch 0
     bump |= metadata_changed(group, c.topics, c.topic_ids)  # CG-70
     group_epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump:
