@@ -6,7 +6,10 @@ metadata image; the reference resolves them when the driver sends
 :class:`~coordspec.reference.group.requests.ResolveRegularExpressions`. A regex is checked
 with RE2J's syntax (Kafka compiles it with ``com.google.re2j.Pattern``); the reference
 compiles it with Python's ``re`` and first refuses, by name, what ``re`` accepts and RE2J does
-not (:func:`refusal`). A regex matches a topic name whole (``Matcher.matches``).
+not (:func:`refusal`). RE2 syntax that ``re`` reads otherwise (``[[:alpha:]]``, ``a{,2}``) or
+not at all (``\\z``, ``\\Q...\\E``, ``\\pL``, ``(?U)``, ``(?<name>...)``) is refused too: not
+modelled (spec/consumer-group.md, CG-67). A regex matches a topic name whole
+(``Matcher.matches``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def refusal(pattern: str) -> str | None:
             i += 2
             continue
         if in_class:
+            if pattern.startswith("[:", i):
+                return "POSIX character classes are not modelled"
             in_class = ch != "]"
             i += 1
             continue
@@ -71,6 +76,8 @@ def refusal(pattern: str) -> str | None:
             i += pattern[i : i + 1] == "]"  # a ] first in a class is a literal
             in_class = True
             continue
+        if pattern.startswith("{,", i):
+            return "{,n} is a literal to RE2 and a repetition to Python: not modelled"
         for group, name in _UNSUPPORTED_GROUPS.items():
             if pattern.startswith(group, i):
                 return f"{name} {group} is not supported"
