@@ -76,8 +76,8 @@ class EndTransactionMarker:
 
 @dataclass(frozen=True, slots=True)
 class TopicPartitions:
-    """Partitions of one topic. ``topic_id`` holds the topic's name: the reference does not
-    know topics by id yet (spec/consumer-group.md)."""
+    """Partitions of one topic, by its id: the reference's ids are names (``name~N`` for a
+    topic created again, CG-70); a classic group's records name topics."""
 
     topic_id: str
     partitions: tuple[int, ...]

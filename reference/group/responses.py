@@ -298,7 +298,7 @@ class ConsumerGroupHeartbeatResponse:
 
 @dataclass(frozen=True, slots=True)
 class DescribedTopicPartitions:
-    topic_id: str  # the topic's name: topics are not known by id yet
+    topic_id: str  # the reference's id (CG-70)
     topic_name: str
     partitions: tuple[int, ...]
 

@@ -6,8 +6,8 @@ Kafka's tests read one step's records and response; here the heartbeat is answer
 records are written (the coordinator completes its own writes), and the ``Monitor``
 checks the consumer-group invariants after every step. Differences kept on purpose:
 - Kafka writes a ConsumerGroupPartitionMetadata record when the subscribed topics' metadata
-  changes; the reference's topics do not change, so it writes none (spec/consumer-group.md).
-- Topics are named, not known by id: ``topic_id`` carries the name.
+  changes; the reference keeps that metadata unwritten (CG-70, spec/consumer-group.md).
+- The reference's topic ids are the topics' names (CG-70): ``topic_id`` carries the name.
 - Kafka's messages are not compared; only error codes are.
 """
 
