@@ -1,9 +1,10 @@
 """A Hypothesis state machine: consumers of a KIP-848 group against the reference.
 
 Clients join, heartbeat (acknowledging their revocations or not), change their
-subscriptions, leave (static ones for a while with -2), come back, and keep heartbeating
-with stale epochs as zombies, while time moves and session and rebalance timeouts fence
-them. The ``Monitor`` checks ``AtMostOneOwnerPerPartition`` and
+subscriptions (by names and by regex), leave (static ones for a while with -2), come back,
+and keep heartbeating with stale epochs as zombies, while time moves and session and
+rebalance timeouts fence them, the coordinator resolves the regexes, and topics are deleted,
+created again (a new id) and given more partitions (CG-66..CG-70). The ``Monitor`` checks ``AtMostOneOwnerPerPartition`` and
 ``MemberEpochNotAheadOfGroup`` after every step (CG-12, CG-21); the machine adds that every
 request is answered at once and, once subscriptions stop changing and every client
 heartbeats acknowledging what it was told, the group converges: Stable, every member at the
@@ -29,12 +30,18 @@ from coordspec.reference.group.consumer.state import (
 from coordspec.reference.group.coordinator import GroupCoordinator
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.invariants import Monitor
-from coordspec.reference.group.requests import ConsumerGroupHeartbeat, Tick
+from coordspec.reference.group.requests import (
+    ConsumerGroupHeartbeat,
+    NewMetadataImage,
+    ResolveRegularExpressions,
+    Tick,
+)
 from coordspec.reference.group.responses import ConsumerGroupHeartbeatResponse
 
 GROUP = "g"
 TOPICS = {"a": 4, "b": 3}
 SUBSCRIPTIONS = st.sampled_from([("a",), ("b",), ("a", "b"), ("a", "missing")])
+REGEXES = st.sampled_from(["a|b", "b", "", "mis.*"])
 CLIENTS = st.integers(0, 3)
 
 
@@ -56,6 +63,9 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.requests = 0
         self.incarnations = 0
         self.clients = [Client(f"m{i}", f"i{i}" if i % 2 else None) for i in range(4)]
+        self.topics = dict(TOPICS)
+        self.topic_ids = {t: t for t in TOPICS}
+        self.created = 0  # topics created again, each under a new id
 
     def send(self, client: Client, **fields: object) -> ConsumerGroupHeartbeatResponse:
         self.requests += 1
@@ -126,6 +136,29 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             )
             self.learn(client, response)
 
+    @rule(index=CLIENTS, regex=REGEXES)
+    def subscribe_by_regex(self, index: int, regex: str) -> None:
+        client = self.clients[index]
+        if client.joined:
+            response = self.send(client, member_epoch=client.epoch, subscribed_topic_regex=regex)
+            self.learn(client, response)
+
+    @rule()
+    def resolve_regular_expressions(self) -> None:
+        self.coordinator.handle(ResolveRegularExpressions(GROUP, self.now_ms))
+
+    @rule(change=st.sampled_from(["delete b", "create b", "grow a"]))
+    def new_metadata_image(self, change: str) -> None:
+        if change == "delete b":
+            self.topics.pop("b", None)
+        elif change == "create b" and "b" not in self.topics:
+            self.created += 1
+            self.topics["b"], self.topic_ids["b"] = 3, f"b~{self.created}"
+        elif change == "grow a":
+            self.topics["a"] += 1
+        ids = {t: self.topic_ids[t] for t in self.topics}
+        self.coordinator.handle(NewMetadataImage(dict(self.topics), self.now_ms, ids))
+
     @rule(index=CLIENTS, delta=st.sampled_from([-1, 1, 5]))
     def zombie(self, index: int, delta: int) -> None:
         """A heartbeat with a stale or future epoch: fenced, never accepted blindly."""
@@ -157,7 +190,9 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     @rule()
     def settle(self) -> None:
         """Subscriptions stop changing and every client heartbeats, acknowledging what it was
-        told (rejoining if it was fenced): the group converges (CG-20..CG-23)."""
+        told (rejoining if it was fenced), its regexes resolved: the group converges
+        (CG-20..CG-23)."""
+        self.resolve_regular_expressions()
         for _ in range(8):
             for client in self.clients:
                 if client.joined:
@@ -171,10 +206,15 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         assert group.state == "Stable", group
         for member in group.members.values():
             assert member.member_epoch == group.assignment_epoch
-            assert member.assigned == group.target[member.member_id]
-        subscribed = {t for m in group.members.values() for t in m.subscribed_topic_names}
+            assert member.assigned == group.target.get(member.member_id, frozenset())
+        subscribed = {t for m in group.members.values() for t in group.subscription(m)}
         held = set().union(*(m.assigned for m in group.members.values()))
-        assert held == {(t, p) for t, n in TOPICS.items() if t in subscribed for p in range(n)}
+        assert held == {
+            (self.topic_ids[t], p)
+            for t, n in self.topics.items()
+            if t in subscribed
+            for p in range(n)
+        }
 
 
 TestConsumerGroupMachine = ConsumerGroupMachine.TestCase
