@@ -61,6 +61,7 @@ _ERROR_RULES = {
     ("OffsetFetch", E.UNSTABLE_OFFSET_COMMIT): "GM-59",
     ("ConsumerGroupHeartbeat", E.INVALID_REQUEST): "CG-1",
     ("ConsumerGroupHeartbeat", E.UNSUPPORTED_ASSIGNOR): "CG-1",
+    ("ConsumerGroupHeartbeat", E.INVALID_REGULAR_EXPRESSION): "CG-67",
     ("ConsumerGroupHeartbeat", E.GROUP_ID_NOT_FOUND): "CG-3",
     ("ConsumerGroupHeartbeat", E.GROUP_MAX_SIZE_REACHED): "CG-4",
     ("ConsumerGroupHeartbeat", E.FENCED_MEMBER_EPOCH): "CG-5",

@@ -153,8 +153,7 @@ def resolution_records(
     never resolved counts as resolved to no topic), which moves the group epoch."""
     records: list[Record] = []
     changed = False
-    for regex in sorted({m.subscribed_topic_regex for m in group.members.values()} - {None, ""}):
-        assert regex is not None
+    for regex in sorted({m.subscribed_topic_regex or "" for m in group.members.values()} - {""}):
         resolved = resolve(regex, topics or {})
         changed |= resolved != group.resolved_regexes.get(regex, frozenset())
         records.append(
