@@ -48,7 +48,7 @@ from coordspec.reference.group.after_write import (
 )
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.consumer import classic_requests, describe, heartbeat
-from coordspec.reference.group.consumer.assignor import subscribed_topics
+from coordspec.reference.group.consumer.assignor import take_subscription_metadata
 from coordspec.reference.group.consumer.replay import replay_consumer_groups
 from coordspec.reference.group.consumer.state import UNREVOKED_PARTITIONS, ConsumerGroup
 from coordspec.reference.group.effects import AppendRecords, Effect, Reply
@@ -367,9 +367,7 @@ class GroupCoordinator:
     def _consumer_group_loaded(self, group: ConsumerGroup) -> None:
         """CG-41: sessions restart from the load; a member revoking gets its rebalance timeout.
         CG-70: the subscription metadata is taken to be the topics' as they are now."""
-        group.subscription_metadata = subscribed_topics(
-            group, group.members, self.topics, self.topic_ids
-        )
+        take_subscription_metadata(self, group)
         for member in group.members.values():
             self.timers.schedule(
                 (heartbeat.SESSION_TIMER, group.group_id, member.member_id),

@@ -14,6 +14,7 @@ from coordspec.reference.assignors.server import (
     subscription_type,
 )
 from coordspec.reference.group.consumer.state import ConsumerGroup, ConsumerMember, Partitions
+from coordspec.reference.group.context import Context
 
 DEFAULT_ASSIGNOR = "uniform"  # the first of Kafka's group.consumer.assignors
 
@@ -43,15 +44,23 @@ def subscribed_topics(
     return {topic_ids[t]: known[t] for t in sorted(names) if t in known}
 
 
-def metadata_changed(
-    group: ConsumerGroup, topics: Mapping[str, int] | None, topic_ids: Mapping[str, str]
-) -> bool:
+def take_subscription_metadata(c: Context, group: ConsumerGroup) -> None:
+    """CG-70: the subscription metadata of a target just written, or of a group loaded."""
+    group.subscription_metadata = subscribed_topics(group, group.members, c.topics, c.topic_ids)
+    group.metadata_version = c.metadata_version
+
+
+def metadata_changed(c: Context, group: ConsumerGroup) -> bool:
     """CG-70: whether a subscribed topic was deleted or created again (a new id), created, or
     given more partitions since the target was computed, while the target is current (a
     group epoch ahead computes a new target anyway)."""
-    if group.group_epoch != group.assignment_epoch:
+    if group.group_epoch != group.assignment_epoch or group.metadata_version == c.metadata_version:
         return False
-    return subscribed_topics(group, group.members, topics, topic_ids) != group.subscription_metadata
+    metadata = subscribed_topics(group, group.members, c.topics, c.topic_ids)
+    if metadata != group.subscription_metadata:
+        return True
+    group.metadata_version = c.metadata_version  # the new image changed none of its topics
+    return False
 
 
 def target_assignment(

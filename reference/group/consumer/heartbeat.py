@@ -15,6 +15,7 @@ from coordspec.reference.group.after_write import ConsumerGroupWritten
 from coordspec.reference.group.consumer.assignor import (
     metadata_changed,
     subscribed_topics,
+    take_subscription_metadata,
     target_assignment,
 )
 from coordspec.reference.group.consumer.reconcile import reconcile
@@ -171,7 +172,7 @@ def _heartbeat(
         raise _Refused(ErrorCode.INVALID_REGULAR_EXPRESSION)
     bump |= status == UpdateRegularExpressionStatus.REGEX_UPDATED_AND_RESOLVED
     bump |= group.group_epoch == 0  # CG-10: a new group moves away from epoch 0
-    bump |= metadata_changed(group, c.topics, c.topic_ids)  # CG-70
+    bump |= metadata_changed(c, group)  # CG-70
     group_epoch = group.group_epoch + 1 if bump else group.group_epoch
     if bump:
         records.append(epoch_record(group.group_id, group_epoch))
@@ -376,7 +377,7 @@ def write(
         for r in records
     ):
         group = c.consumer_groups[group_id]  # CG-70: the metadata of the new target
-        group.subscription_metadata = subscribed_topics(group, group.members, c.topics, c.topic_ids)
+        take_subscription_metadata(c, group)
     c.write(group_id, tuple(records), ConsumerGroupWritten(group_id, req, response, snapshot))
 
 

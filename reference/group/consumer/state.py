@@ -61,8 +61,11 @@ class ConsumerGroup:
     # CG-68: each regular expression's topics, as last resolved (ConsumerGroupRegularExpression).
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     # CG-70: the partition count of each subscribed topic, by id, when the target was last
-    # computed (Kafka 4.0 writes it as ConsumerGroupPartitionMetadata; the reference keeps it).
+    # computed (Kafka 4.0 writes it as ConsumerGroupPartitionMetadata; the reference keeps it),
+    # and the metadata image it was last checked against (a heartbeat looks again only after
+    # a new image).
     subscription_metadata: dict[str, int] = field(default_factory=dict)
+    metadata_version: int = -1
     # CG-60: the group's offsets, kept as a classic group keeps them (only its offset fields
     # are used), so that one copy of the offset code serves both kinds.
     offset_store: Group | None = None
@@ -88,6 +91,7 @@ class ConsumerGroup:
             dict(self.revoking_epochs),
             dict(self.resolved_regexes),
             dict(self.subscription_metadata),
+            self.metadata_version,
             self.store.copy(),
         )
 
