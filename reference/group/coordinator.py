@@ -199,6 +199,7 @@ class GroupCoordinator:
         other.consumer_groups = {k: g.copy() for k, g in self.consumer_groups.items()}
         other.timers = self.timers.copy()
         other.deletions = {k: d.copy() for k, d in self.deletions.items()}
+        other.topic_ids = dict(self.topic_ids)
         other._pending_appends = dict(self._pending_appends)
         other._unwritten = list(self._unwritten)
         other.failing_writes = list(self.failing_writes)
@@ -554,5 +555,5 @@ class GroupCoordinator:
         return set(self._open_requests)
 
 
-def _ids(topics: Mapping[str, int], ids: Mapping[str, str]) -> Mapping[str, str]:
-    return MappingProxyType({name: ids.get(name, name) for name in topics})
+def _ids(topics: Mapping[str, int], ids: Mapping[str, str]) -> dict[str, str]:
+    return {name: ids.get(name, name) for name in topics}
