@@ -8,7 +8,6 @@ Kafka's own writers touch these znodes.
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Iterable, Mapping
@@ -17,6 +16,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from coordspec.reference.errors import UsageError
+from coordspec.reference.wire import kafka_uuid
 
 NO_LEADER = -1  # LeaderAndIsr.NoLeader
 V = TypeVar("V")
@@ -204,7 +204,7 @@ class TopicAssignment:
             "removing_replicas": table(self.removing_replicas),
         }
         if self.topic_id is not None:
-            value["topic_id"] = kafka_uuid(self.topic_id)
+            value["topic_id"] = kafka_uuid.to_text(self.topic_id)
         return _dumps(value)
 
     @staticmethod
@@ -226,23 +226,15 @@ class TopicAssignment:
             table("partitions"),
             table("adding_replicas"),
             table("removing_replicas"),
-            None if topic_id is None else parse_kafka_uuid(path, topic_id),
+            None if topic_id is None else _topic_id(path, topic_id),
         )
 
 
-def kafka_uuid(value: uuid.UUID) -> str:
-    """Kafka's text form of a Uuid (Uuid.toString): its 16 bytes in URL-safe base64, unpadded."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-
-
-def parse_kafka_uuid(path: str, text: str) -> uuid.UUID:
+def _topic_id(path: str, text: str) -> uuid.UUID:
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return kafka_uuid.from_text(text)
     except ValueError:
-        raw = b""
-    if len(raw) != 16:
-        raise UsageError(f"{path}: field 'topic_id' is not a Kafka Uuid: {text!r}")
-    return uuid.UUID(bytes=raw)
+        raise UsageError(f"{path}: field 'topic_id' is not a Kafka Uuid: {text!r}") from None
 
 
 # -- /admin/reassign_partitions ---------------------------------------------------------

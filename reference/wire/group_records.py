@@ -3,7 +3,8 @@
 Each key starts with its version (GroupMetadataKey v2, OffsetCommitKey v1) and each
 value with its own (GroupMetadataValue v3, OffsetCommitValue v1 or v3), in Kafka's
 non-flexible encoding (group-coordinator/src/main/resources/common/message). A record
-with no value is a tombstone.
+with no value is a tombstone. A consumer group's records (key versions 3, 5 to 8 and 16) are
+:mod:`coordspec.reference.wire.consumer_group_records`'.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import struct
 from kio.records.readers import read_batch
 
 from coordspec.reference.group.records import (
+    CONSUMER_GROUP_KEYS,
+    ConsumerGroupKey,
+    ConsumerGroupValue,
     EndTransactionMarker,
     GroupMetadataKey,
     GroupMetadataValue,
@@ -21,6 +25,7 @@ from coordspec.reference.group.records import (
     OffsetCommitValue,
     Record,
 )
+from coordspec.reference.wire import consumer_group_records
 
 
 class CorruptRecord(Exception):
@@ -38,7 +43,11 @@ def _bytes(value: bytes) -> bytes:
     return struct.pack(">i", len(value)) + value
 
 
-def encode_key(key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker) -> bytes:
+def encode_key(
+    key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker | ConsumerGroupKey,
+) -> bytes:
+    if isinstance(key, CONSUMER_GROUP_KEYS):
+        return consumer_group_records.encode_key(key)
     if isinstance(key, EndTransactionMarker):
         # A marker is a control batch, and the broker serves no transactions to write one.
         raise TypeError("a transaction marker is not a group record: it has no key bytes")
@@ -52,9 +61,13 @@ def encode_key(key: GroupMetadataKey | OffsetCommitKey | EndTransactionMarker) -
     )
 
 
-def encode_value(value: GroupMetadataValue | OffsetCommitValue | None) -> bytes | None:
+def encode_value(
+    value: GroupMetadataValue | OffsetCommitValue | ConsumerGroupValue | None,
+) -> bytes | None:
     if value is None:
         return None
+    if not isinstance(value, GroupMetadataValue | OffsetCommitValue):
+        return consumer_group_records.encode_value(value)
     if isinstance(value, OffsetCommitValue):
         if value.version == 1:
             return (
@@ -126,6 +139,15 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     if version in (0, 1):
         offset_key = OffsetCommitKey(k.string() or "", k.string() or "", k.number(">i"))
         return Record(offset_key, None if value is None else _offset_value(_Reader(value)))
+    if version in consumer_group_records.KEY_TYPES:
+        try:
+            cg_key = consumer_group_records.decode_key(key)
+            return Record(
+                cg_key,
+                None if value is None else consumer_group_records.decode_value(cg_key, value),
+            )
+        except (consumer_group_records.CorruptConsumerGroupRecord, UnicodeDecodeError) as exc:
+            raise CorruptRecord(str(exc)) from None
     raise CorruptRecord(f"unknown key version {version}")
 
 
