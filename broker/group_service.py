@@ -14,6 +14,14 @@ next batch.
 
 Requests, replies, the trace and the timer go through :mod:`coordspec.broker.group_driver`: while a
 group has a write in flight, its next requests wait for it (:mod:`coordspec.broker.group_turns`).
+
+Consumer groups (KIP-848) need the broker's topics: the coordinator gets them as a
+``NewMetadataImage`` at start and before the first request after any change, with each topic
+known by Kafka's text form of its id (CG-70). After a ConsumerGroupHeartbeat is answered, a
+group with a regular expression not yet resolved, or resolved against older topics, has its
+regexes resolved (``ResolveRegularExpressions``, CG-68), as Kafka 4.0 does asynchronously.
+The trace shows a consumer group's image before its first request after each change, and
+each resolution.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from kio.serial.errors import SerialError as KioError
@@ -41,9 +50,13 @@ from coordspec.reference.group import (
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
+    NewMetadataImage,
+    ResolveRegularExpressions,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
+from coordspec.reference.wire import kafka_uuid
+from coordspec.reference.wire.group_apis import TopicIds
 from coordspec.reference.wire.group_records import CorruptRecord, decode_records
 
 log = logging.getLogger(__name__)
@@ -58,14 +71,52 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
 
-class _TraceAll:
-    """This broker coordinates every group: each request and reply goes to its trace."""
+CONSUMER_GROUP_APIS = frozenset({"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"})
 
-    def __init__(self, trace: Trace) -> None:
+
+@dataclass(frozen=True)
+class Image:
+    """The broker's topics as the group coordinator knows them (NewMetadataImage)."""
+
+    version: int  # the TopicStore's
+    topics: dict[str, int]
+    topic_ids: dict[str, str]  # name -> Kafka's text form of the topic's Uuid
+
+    @staticmethod
+    def of(topics: TopicStore) -> Image:
+        entries = {name: topics.entry(name) for name in topics.names()}
+        return Image(
+            topics.version,
+            {name: e.partitions for name, e in entries.items()},
+            {name: kafka_uuid.to_text(e.topic_id) for name, e in entries.items()},
+        )
+
+    @cached_property
+    def wire_ids(self) -> TopicIds:
+        """The wire's topic ids, each read as the reference's id of its topic."""
+        return TopicIds({text: kafka_uuid.from_text(text) for text in self.topic_ids.values()})
+
+
+class _TraceAll:
+    """This broker coordinates every group: each request and reply goes to its trace, and a
+    consumer group's request after the image it last showed is preceded by the new one."""
+
+    def __init__(self, trace: Trace, image: Callable[[], Image]) -> None:
         self._trace = trace
+        self._image = image
+        self._shown: dict[str, int] = {}  # group -> the image version its trace has
 
     def request(self, client: str, request: Any) -> None:
+        group_id = request.trace_group
+        if request.api in CONSUMER_GROUP_APIS:
+            image = self._image()
+            if self._shown.get(group_id) != image.version:
+                self._shown[group_id] = image.version
+                self._trace.metadata_image(request.now_ms, group_id, image.topics, image.topic_ids)
         self._trace.request(request.now_ms, client, request)
+
+    def resolved(self, now_ms: int, group_id: str) -> None:
+        self._trace.resolve_regular_expressions(now_ms, group_id)
 
     def reply(self, now_ms: int, reply: Reply, resigning: bool) -> None:
         self._trace.response(now_ms, reply.api, reply.api_version, reply.request_id, reply.response)
@@ -94,15 +145,16 @@ class GroupService:
         self.coordinator = GroupCoordinator(
             config, SeededChoices(secrets.randbits(64)), now_ms=self._now_ms, complete_appends=False
         )
+        self._traced = None if trace is None else _TraceAll(trace, lambda: self.image)
         self.driver = GroupDriver(
-            self._run,
-            self.coordinator.next_deadline_ms,
-            self._now,
-            None if trace is None else _TraceAll(trace),
+            self._run, self.coordinator.next_deadline_ms, self._now, self._traced
         )
         self._writes: list[_Write] = []  # the next batch of the group commit
         self._writer: asyncio.Task | None = None
+        self.image = Image.of(topics)
+        self._run(NewMetadataImage(self.image.topics, self._now(), self.image.topic_ids))
         self._run(LoadGroups(self._read_records(), self._now()))
+        self._resolved: dict[str, int] = {}  # group -> the image version its regexes last saw
 
     def _now(self) -> int:
         self._now_ms = max(self._now_ms, int(time.time() * 1000))
@@ -110,7 +162,35 @@ class GroupService:
 
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
         """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
-        return await self.driver.call(client, make)
+        if self._topics.version != self.image.version:
+            self.image = Image.of(self._topics)
+            self._run(NewMetadataImage(self.image.topics, self._now(), self.image.topic_ids))
+        made: list[Any] = []
+
+        def kept(request_id: int, now_ms: int) -> Any:
+            made.append(make(request_id, now_ms))
+            return made[-1]
+
+        response = await self.driver.call(client, kept)
+        if made[0].api == "ConsumerGroupHeartbeat":
+            self._maybe_resolve(made[0].group_id)
+        return response
+
+    def _maybe_resolve(self, group_id: str) -> None:
+        """CG-68: resolve the group's regexes if one is new or the topics changed since."""
+        group = self.coordinator.consumer_groups.get(group_id)
+        if group is None:
+            return
+        regexes = {m.subscribed_topic_regex for m in group.members.values()} - {None, ""}
+        if regexes and (
+            not regexes <= group.resolved_regexes.keys()
+            or self._resolved.get(group_id) != self.image.version
+        ):
+            self._resolved[group_id] = self.image.version
+            now = self._now()
+            if self._traced is not None:
+                self._traced.resolved(now, group_id)
+            self._run(ResolveRegularExpressions(group_id, now))
 
     def _run(self, event: Any) -> None:
         events = [event]

@@ -155,6 +155,21 @@ class Trace:
                 now_ms, group_id, _COMPACT.encode({"kind": "fault", "fault": fault, **down})[1:]
             )
 
+    def metadata_image(
+        self, now_ms: int, group_id: str, topics: dict[str, int], topic_ids: dict[str, str]
+    ) -> None:
+        """From now on ``group_id``'s coordinator knows these topics (CG-70)."""
+        if self._out is not None:
+            self._see(group_id)
+            image = {"kind": "metadata_image", "topics": topics, "topic_ids": topic_ids}
+            self._line(now_ms, group_id, _COMPACT.encode(image)[1:])
+
+    def resolve_regular_expressions(self, now_ms: int, group_id: str) -> None:
+        """The coordinator resolved ``group_id``'s regular expressions (CG-68)."""
+        if self._out is not None:
+            self._see(group_id)
+            self._line(now_ms, group_id, '"kind":"resolve_regular_expressions"}')
+
     def forget(self, request_id: int | str) -> None:
         """A request that will have no response in the trace (as if in flight at a fault)."""
         self._open.pop(request_id, None)

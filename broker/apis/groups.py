@@ -8,7 +8,8 @@ keyed by group, then replays each on its own. The only work done outside the ref
 what Kafka does in KafkaApis before the coordinator: OffsetCommit and OffsetDelete of a
 partition that does not exist are answered UNKNOWN_TOPIC_OR_PARTITION
 (:mod:`coordspec.reference.group.topics`, as the reference answers them when it knows the
-topics), and ListGroups v5 filters by group type (every group here is classic).
+topics). The consumer group's APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe) name
+topics by id: the ids of the coordinator's image of the broker's topics.
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ async def _call(ctx: BrokerContext, client: Client, api: str, version: int, body
             api, body, Envelope(rid, version, now, client.client_id, client.host)
         ),
     )
+
+
+async def _ask_by_topic_id(
+    ctx: BrokerContext, client: Client, api: str, version: int, body: Any
+) -> dict[str, Any]:
+    """As :func:`_ask`, for the consumer group's APIs, which name topics by id: the ids the
+    coordinator's image gives them (coordspec.broker.group_service.Image)."""
+    response = await ctx.groups.call(
+        client.name,
+        lambda rid, now: request_from_kio(
+            api,
+            body,
+            Envelope(rid, version, now, client.client_id, client.host),
+            ctx.groups.image.wire_ids,
+        ),
+    )
+    return response_values(api, version, body, response, ctx.groups.image.wire_ids)
 
 
 async def _ask(
@@ -122,3 +140,15 @@ async def offset_delete(
         assert isinstance(response, OffsetDeleteResponse)
         response = topics.merged(refused, response)
     return response_values("OffsetDelete", version, body, response)
+
+
+async def consumer_group_heartbeat(
+    ctx: BrokerContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    return await _ask_by_topic_id(ctx, client, "ConsumerGroupHeartbeat", version, body)
+
+
+async def consumer_group_describe(
+    ctx: BrokerContext, client: Client, version: int, body: Any
+) -> dict[str, Any]:
+    return await _ask_by_topic_id(ctx, client, "ConsumerGroupDescribe", version, body)

@@ -65,6 +65,8 @@ GROUP_APIS: dict[int, Api] = dict(
         _group_api("ListGroups", groups.list_groups),
         _group_api("DeleteGroups", groups.delete_groups),
         _group_api("OffsetDelete", groups.offset_delete),
+        _group_api("ConsumerGroupHeartbeat", groups.consumer_group_heartbeat),
+        _group_api("ConsumerGroupDescribe", groups.consumer_group_describe),
     ]
 )
 

@@ -25,6 +25,7 @@ from coordspec.broker.apis.find_coordinator import (
     TRANSACTIONS_NOT_SERVED,
     no_coordinator,
 )
+from coordspec.broker.apis.metadata import by_id
 from coordspec.broker.apis.registry import Api, with_handlers
 from coordspec.broker.cluster import create_partitions, delete_topics
 from coordspec.broker.cluster.node import ClusterNode
@@ -169,13 +170,16 @@ async def metadata_handle(
     ctx: ClusterContext, client: Client, version: int, body: Any
 ) -> dict[str, Any]:
     requested = body.topics
+    topics: list[dict[str, Any]] = []
+    ids = {topic_id: name for name, topic_id in ctx.view.topic_ids.items()}
     if requested is None or (version == 0 and not requested):  # v0: an empty list means all
         names = sorted(ctx.view.assignments)
+    elif (found := by_id(requested, ids.get)) is not None:
+        names, topics = found
     else:
         names = [t.name for t in requested]
     defaults = ctx.topic_defaults
     allow_create = getattr(body, "allow_auto_topic_creation", True) and defaults.auto_create
-    topics = []
     for name in names:
         if name is None or topic_name_error(name):
             topics.append(
@@ -581,9 +585,10 @@ async def list_offsets_handle(
 
 
 # The single broker's table with the cluster's handlers: the group APIs (and ApiVersions) are
-# the same, with the node's coordinator host behind ``ctx.groups``.
+# the same, with the node's coordinator host behind ``ctx.groups``, but for the consumer
+# group's (68, 69): the cluster's coordinators are not given the topics yet (issue 20).
 APIS: dict[int, Api] = with_handlers(
-    registry.APIS,
+    {key: api for key, api in registry.APIS.items() if key not in (68, 69)},
     {
         0: produce_handle,
         1: fetch_handle,

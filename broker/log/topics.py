@@ -64,6 +64,7 @@ class TopicStore:
             ) from None
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._appended = asyncio.Event()
+        self.version = 0  # moves at each change of the topics: the group coordinator's image
 
     def __contains__(self, topic: str) -> bool:
         return topic in self._topics
@@ -73,6 +74,9 @@ class TopicStore:
 
     def entry(self, topic: str) -> TopicEntry:
         return self._topics[topic]
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None:
+        return next((n for n, e in self._topics.items() if e.topic_id == topic_id), None)
 
     def partition_count(self, topic: str) -> int | None:
         entry = self._topics.get(topic)
@@ -101,6 +105,7 @@ class TopicStore:
         self._save()
 
     def _save(self) -> None:
+        self.version += 1
         temporary = self._file.with_suffix(".tmp")
         temporary.write_text(TopicsFile(topics=self._topics).model_dump_json(indent=1))
         temporary.replace(self._file)

@@ -459,6 +459,9 @@ def _write_consumer_group_describe_response(
     groups = []
     for group in response.groups:
         values = _values(group)
+        # The blank id's answer has no id (Kafka sets null), where the schema's string is not
+        # nullable: the wire carries "" (read back as no id).
+        values["group_id"] = group.group_id or ""
         values["members"] = [
             {
                 **_values(m),
@@ -500,7 +503,7 @@ def _read_consumer_group_describe_response(
         tuple(
             DescribedConsumerGroup(
                 error_code(g.error_code),
-                g.group_id,
+                g.group_id or None,
                 g.group_state,
                 g.group_epoch,
                 g.assignment_epoch,
