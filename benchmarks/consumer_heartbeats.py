@@ -1,6 +1,7 @@
 """Replays KIP-848 consumer-group heartbeats through the reference, beside the classic protocol.
 
     .venv/bin/python benchmarks/consumer_heartbeats.py [--groups 2000] [--members 5] [--rounds 20]
+    .venv/bin/python benchmarks/consumer_heartbeats.py --against 33f2f3b   # and that commit's
 
 Two event streams are recorded once by seeded simulations of the same groups (``--groups``
 groups of ``--members`` consumers, ``--rounds`` rounds, a member leaving and coming back every
@@ -10,13 +11,22 @@ fifth round):
   assignment changed, as a reconciling consumer does; the coordinator assigns with ``uniform``;
 - classic groups: reference_throughput.py's stream (join, sync, heartbeat and commit).
 Each stream is then replayed through fresh coordinators with the same seed, best of 3, side by
-side in this run. Goal (issue 19): consumer-group heartbeats at >= 100,000 events/s on one core.
+side in this run. ``--against COMMIT`` adds that commit's reference (``git archive`` of its
+reference/, run in a child process that records the consumer-group stream with it), replayed in
+turn with the others; the two recordings must see the same effects, or the run says so.
+Goal (issue 19): consumer-group heartbeats at >= 100,000 events/s on one core.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
+import os
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +44,7 @@ from coordspec.reference.group.requests import ConsumerGroupHeartbeat
 
 GOAL_EVENTS_PER_S = 100_000
 TOPIC = "t"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Consumer:
@@ -51,6 +62,7 @@ class Recorder:
         self.topics = {TOPIC: partitions}
         self.coordinator = GroupCoordinator(classic.CONFIG, SeededChoices(seed), topics=self.topics)
         self.events: list = []
+        self.effects = hashlib.sha256()  # of every effect, to compare two references' runs
         self.now_ms = 0
         self.request_id = 0
 
@@ -86,10 +98,13 @@ class Recorder:
 
     def _apply(self, event) -> list:
         self.events.append(event)
-        return [e.response for e in self.coordinator.handle(event) if isinstance(e, Reply)]
+        effects = self.coordinator.handle(event)
+        self.effects.update(repr(effects).encode())
+        return [e.response for e in effects if isinstance(e, Reply)]
 
 
-def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
+def build_stream(groups: int, members: int, rounds: int, seed: int) -> tuple[list, str]:
+    """The events, and a digest of the effects they had."""
     r = Recorder(seed, partitions=2 * members)
     state = {
         f"group-{g}": [Consumer(f"g{g}-member-{i}") for i in range(members)] for g in range(groups)
@@ -102,7 +117,56 @@ def build_stream(groups: int, members: int, rounds: int, seed: int) -> list:
             if round_number % 5 == 4:
                 r.heartbeat(group, consumers[-1], leave=True)
                 r.heartbeat(group, consumers[-1])
-    return r.events
+    return r.events, r.effects.hexdigest()
+
+
+def serve(args: argparse.Namespace) -> int:
+    """The child of ``--against``: records with the reference it imports, then replays on
+    each line read."""
+    events, digest = build_stream(args.groups, args.members, args.rounds, args.seed)
+    print(len(events), digest, flush=True)
+    for _ in sys.stdin:
+        print(classic.replay(events, args.seed, False, {TOPIC: 2 * args.members}), flush=True)
+    return 0
+
+
+class Against:
+    """A child process replaying the consumer-group stream with commit ``rev``'s reference."""
+
+    def __init__(self, rev: str, args: argparse.Namespace) -> None:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "reference"], capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            sys.exit(f"--against {rev}: {archive.stderr.decode().strip()}")
+        self.folder = tempfile.TemporaryDirectory(prefix="coordspec-against-")
+        package = Path(self.folder.name) / "coordspec"
+        package.mkdir()
+        (package / "__init__.py").write_text("")  # found before the installed coordspec
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(package, filter="data")
+        options = [f"--{k}={getattr(args, k)}" for k in ("groups", "members", "rounds", "seed")]
+        self.child = subprocess.Popen(
+            [sys.executable, __file__, "--serve", *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": self.folder.name},
+        )
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.stdin, self.stdout = self.child.stdin, self.child.stdout
+        count, self.digest = self.stdout.readline().split()
+        self.events = int(count)
+
+    def replay(self) -> float:
+        self.stdin.write("replay\n")
+        self.stdin.flush()
+        return float(self.stdout.readline())
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.child.wait()
+        self.folder.cleanup()
 
 
 def main() -> int:
@@ -111,26 +175,46 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--against", metavar="COMMIT", help="also replay with this commit's reference"
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        return serve(args)
 
     started = time.perf_counter()
-    consumer = build_stream(args.groups, args.members, args.rounds, args.seed)
+    against = None if args.against is None else Against(args.against, args)
+    consumer, digest = build_stream(args.groups, args.members, args.rounds, args.seed)
     classic_events = classic.build_stream(args.groups, args.members, args.rounds, args.seed)
     print(
         f"recorded {len(consumer):,} consumer-group and {len(classic_events):,} classic events "
         f"for {args.groups:,} groups x {args.members} members in "
-        f"{time.perf_counter() - started:.1f} s",
+        f"{time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
+    if against is not None and (against.events, against.digest) != (len(consumer), digest):
+        print(f"{args.against} recorded {against.events:,} events with other effects", flush=True)
     topics = {TOPIC: 2 * args.members}
-    consumer_s = classic_s = float("inf")
-    for _ in range(3):  # alternating, so both see the same load
+    consumer_s = classic_s = against_s = float("inf")
+    for _ in range(3):  # in turn, so that all see the same load
         consumer_s = min(consumer_s, classic.replay(consumer, args.seed, False, topics))
         classic_s = min(classic_s, classic.replay(classic_events, args.seed, False))
+        if against is not None:
+            against_s = min(against_s, against.replay())
     consumer_rate, classic_rate = len(consumer) / consumer_s, len(classic_events) / classic_s
     print(f"consumer groups (KIP-848): {consumer_rate:>12,.0f} events/s  ({consumer_s:.2f} s)")
+    if against is not None:
+        against.close()
+        against_rate = against.events / against_s
+        name = f"  at {args.against}:"
+        print(f"{name:<27}{against_rate:>12,.0f} events/s  ({against_s:.2f} s)")
+        print(
+            f"  now / {args.against}:{consumer_rate / against_rate:>{19 - len(args.against)}.2f}x"
+        )
     print(f"classic groups:            {classic_rate:>12,.0f} events/s  ({classic_s:.2f} s)")
     print(f"consumer / classic:        {consumer_rate / classic_rate:>12.2f}x")
+    print(f"load average after:        {os.getloadavg()[0]:>12.1f}")
     print(
         f"goal {GOAL_EVENTS_PER_S:,} events/s:     {consumer_rate / GOAL_EVENTS_PER_S:>12.2f}x of goal -> "
         f"{'met' if consumer_rate >= GOAL_EVENTS_PER_S else 'NOT met'}"

@@ -9,6 +9,7 @@ instant fire in the order they were scheduled.
 from __future__ import annotations
 
 import heapq
+import math
 
 TimerKey = tuple[str, ...]  # the timer's kind, then the group (and member) it is for
 
@@ -19,10 +20,14 @@ class Timers:
         # key -> its entry in the heap: an entry in the heap that is not its key's is stale
         self._live: dict[TimerKey, tuple[int, int, TimerKey]] = {}
         self._seq = 0
+        # No timer is due before this (the heap's first entry, stale or not): a step reads it
+        # instead of asking whether a timer is due.
+        self.first_deadline_ms: float = math.inf
 
     def copy(self) -> Timers:
         other = Timers()
         other._heap, other._live, other._seq = list(self._heap), dict(self._live), self._seq
+        other.first_deadline_ms = self.first_deadline_ms
         return other
 
     def same(self, other: Timers) -> bool:
@@ -34,6 +39,7 @@ class Timers:
         self._seq += 1
         entry = self._live[key] = (deadline_ms, self._seq, key)
         heapq.heappush(self._heap, entry)
+        self.first_deadline_ms = min(self.first_deadline_ms, deadline_ms)
 
     def cancel(self, key: TimerKey) -> None:
         self._live.pop(key, None)
@@ -46,6 +52,7 @@ class Timers:
         heap, live = self._heap, self._live
         while heap and live.get(heap[0][2]) != heap[0]:
             heapq.heappop(heap)
+        self.first_deadline_ms = heap[0][0] if heap else math.inf
 
     def next_deadline_ms(self) -> int | None:
         self._drop_stale()
@@ -66,8 +73,9 @@ class Timers:
         self._drop_stale()
         if not heap or heap[0][0] > now_ms:
             return None
-        deadline, _, key = heapq.heappop(self._heap)
+        deadline, _, key = heapq.heappop(heap)
         del self._live[key]
+        self.first_deadline_ms = heap[0][0] if heap else math.inf
         return key, deadline
 
     def __len__(self) -> int:

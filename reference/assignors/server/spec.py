@@ -87,19 +87,25 @@ def check(spec: GroupSpec) -> None:
     for topic, count in spec.topics.items():
         if count < 0:
             raise UsageError(f"topic {topic!r} has a negative partition count {count}")
-    holders: dict[tuple[str, int], str] = {}
+    held: dict[str, set[int]] = {}  # by topic: whole sets compared, not partition by partition
     for member_id, member in spec.members.items():
         for topic, partitions in member.assignment.items():
-            for p in partitions:
-                if p < 0 or (topic in spec.topics and p >= spec.topics[topic]):
-                    raise UsageError(
-                        f"member {member_id!r} is assigned {topic}-{p}, which does not exist"
-                    )
-                other = holders.setdefault((topic, p), member_id)
-                if other != member_id:
-                    raise UsageError(
-                        f"{topic}-{p} is in the assignments of both {other!r} and {member_id!r}"
-                    )
+            if not partitions:
+                continue
+            count = spec.topics.get(topic)
+            if min(partitions) < 0 or (count is not None and max(partitions) >= count):
+                p = min(p for p in partitions if p < 0 or (count is not None and p >= count))
+                raise UsageError(
+                    f"member {member_id!r} is assigned {topic}-{p}, which does not exist"
+                )
+            others = held.setdefault(topic, set())
+            if not others.isdisjoint(partitions):
+                p = min(others.intersection(partitions))
+                other = next(m for m, x in spec.members.items() if p in x.assignment.get(topic, ()))
+                raise UsageError(
+                    f"{topic}-{p} is in the assignments of both {other!r} and {member_id!r}"
+                )
+            others.update(partitions)
     subscriptions = {m.subscribed_topics for m in spec.members.values()}
     if spec.subscription_type is SubscriptionType.HOMOGENEOUS and len(subscriptions) > 1:
         raise UsageError("subscription type HOMOGENEOUS, but the members' subscriptions differ")

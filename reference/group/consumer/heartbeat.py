@@ -6,7 +6,6 @@ and ``GroupMetadataManager.consumerGroupHeartbeat`` / ``consumerGroupLeave`` /
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from coordspec.reference.assignors.server import ASSIGNORS
@@ -162,7 +161,7 @@ def _heartbeat(
 
     # CG-10: a changed subscription (a new member's included) bumps the group epoch.
     changes = _changes(member, req)
-    updated = dataclasses.replace(member, **changes) if changes else member
+    updated = member.changed(**changes) if changes else member
     bump = False
     if changes or (member_id not in group.members and not replaced):
         records.append(_subscription_record(group.group_id, updated))
@@ -254,9 +253,7 @@ def _member(
     if static.member_epoch != STATIC_LEAVE_EPOCH:
         raise _Refused(ErrorCode.UNRELEASED_INSTANCE_ID)  # CG-31
     # CG-32: the new member id takes the place (and assignment) the instance kept.
-    member = dataclasses.replace(
-        static, member_id=member_id, member_epoch=0, previous_member_epoch=0
-    )
+    member = static.changed(member_id=member_id, member_epoch=0, previous_member_epoch=0)
     records += _member_tombstones(group.group_id, static.member_id)
     records.append(_subscription_record(group.group_id, member))
     records.append(
@@ -287,9 +284,7 @@ def _leave(
     if static.member_id != req.member_id:
         raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
     if req.member_epoch == STATIC_LEAVE_EPOCH:
-        away = dataclasses.replace(
-            static, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=frozenset()
-        )
+        away = static.changed(member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=frozenset())
         return [_current_record(group.group_id, away)], left
     return fence(c, group, static), left
 
@@ -369,7 +364,8 @@ def write(
             c.reply(req, response)
         return
     before = c.consumer_groups.get(group_id)
-    snapshot = None if before is None else before.copy()
+    # Offsets are not the heartbeat's records: the snapshot shares them, a restore drops them.
+    snapshot = None if before is None else before.copy(store=before.store)
     for record in records:
         apply(c.consumer_groups, record)
     if any(
@@ -387,10 +383,9 @@ def consumer_group_written(c: Context, after: ConsumerGroupWritten, error: Error
         if after.before is None:
             del c.consumer_groups[after.group_id]
         else:
-            restored = after.before.copy()
             # Offsets are not the heartbeat's records: those written meanwhile stay.
-            restored.offset_store = c.consumer_groups[after.group_id].store
-            c.consumer_groups[after.group_id] = restored
+            current = c.consumer_groups[after.group_id].store
+            c.consumer_groups[after.group_id] = after.before.copy(store=current)
     if after.request is None or after.response is None:
         return
     if error == ErrorCode.NONE:

@@ -4,7 +4,6 @@ by no longer listing them as owned) and reach another only once no one holds the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 from coordspec.reference.group.consumer.state import (
@@ -63,11 +62,4 @@ def _next(
 def _updated(
     member: ConsumerMember, state: int, epoch: int, assigned: Partitions, revoking: Partitions
 ) -> ConsumerMember:
-    return dataclasses.replace(
-        member,
-        state=state,
-        member_epoch=epoch,
-        previous_member_epoch=member.member_epoch,
-        assigned=assigned,
-        pending_revocation=revoking,
-    )
+    return member.with_assignment(state, epoch, member.member_epoch, assigned, revoking)

@@ -8,7 +8,6 @@ wins; tombstones remove.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
 from coordspec.reference.errors import InvariantViolation, UsageError
@@ -71,8 +70,7 @@ def apply(groups: dict[str, ConsumerGroup], record: Record) -> None:
             assert isinstance(value, ConsumerGroupMemberMetadataValue)
             group = _group(groups, key.group_id)
             member = group.members.get(key.member_id) or ConsumerMember(key.member_id)
-            group.members[key.member_id] = dataclasses.replace(
-                member,
+            group.members[key.member_id] = member.changed(
                 instance_id=value.instance_id,
                 rack_id=value.rack_id,
                 client_id=value.client_id,
@@ -104,22 +102,17 @@ def apply(groups: dict[str, ConsumerGroup], record: Record) -> None:
             group = _group(groups, key.group_id)
             member = group.members.get(key.member_id) or ConsumerMember(key.member_id)
             if value is None:
-                updated = dataclasses.replace(
-                    member,
-                    member_epoch=LEAVE_EPOCH,
-                    previous_member_epoch=LEAVE_EPOCH,
-                    assigned=NO_PARTITIONS,
-                    pending_revocation=NO_PARTITIONS,
+                updated = member.with_assignment(
+                    member.state, LEAVE_EPOCH, LEAVE_EPOCH, NO_PARTITIONS, NO_PARTITIONS
                 )
             else:
                 assert isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
-                updated = dataclasses.replace(
-                    member,
-                    member_epoch=value.member_epoch,
-                    previous_member_epoch=value.previous_member_epoch,
-                    state=value.state,
-                    assigned=from_topic_partitions(value.assigned_partitions),
-                    pending_revocation=from_topic_partitions(value.partitions_pending_revocation),
+                updated = member.with_assignment(
+                    value.state,
+                    value.member_epoch,
+                    value.previous_member_epoch,
+                    from_topic_partitions(value.assigned_partitions),
+                    from_topic_partitions(value.partitions_pending_revocation),
                 )
             _set_partition_epochs(group, member, updated)
             group.members[key.member_id] = updated
