@@ -11,7 +11,8 @@ fifth round):
   assignment changed, as a reconciling consumer does; the coordinator assigns with ``uniform``;
 - classic groups: reference_throughput.py's stream (join, sync, heartbeat and commit).
 Each stream is then replayed through fresh coordinators with the same seed, best of 3, side by
-side in this run. ``--against COMMIT`` adds that commit's reference (``git archive`` of its
+side in this run, and the consumer-group stream once more under the invariant ``Monitor``.
+``--against COMMIT`` adds that commit's reference (``git archive`` of its
 reference/, run in a child process that records the consumer-group stream with it), replayed in
 turn with the others; the two recordings must see the same effects, or the run says so.
 Goal (issue 19): consumer-group heartbeats at >= 100,000 events/s on one core.
@@ -202,8 +203,13 @@ def main() -> int:
         classic_s = min(classic_s, classic.replay(classic_events, args.seed, False))
         if against is not None:
             against_s = min(against_s, against.replay())
+    monitored_s = classic.replay(consumer, args.seed, True, topics)
     consumer_rate, classic_rate = len(consumer) / consumer_s, len(classic_events) / classic_s
     print(f"consumer groups (KIP-848): {consumer_rate:>12,.0f} events/s  ({consumer_s:.2f} s)")
+    print(
+        f"  with the Monitor:        {len(consumer) / monitored_s:>12,.0f} events/s  "
+        f"({monitored_s:.2f} s, once)"
+    )
     if against is not None:
         against.close()
         against_rate = against.events / against_s

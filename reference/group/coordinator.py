@@ -256,31 +256,18 @@ class GroupCoordinator:
         self.now_ms = now_ms
         if self.observer is not None:
             self.observer.before(self, event)
-        if isinstance(event, Request):
-            self._request(event)
-        else:
-            self._other(event)
-        if self.timers.first_deadline_ms <= now_ms:
-            self._fire_timers(now_ms)
-        effects, self._effects = self._effects, []
-        if self.observer is not None:
-            self.observer.after(self, event, effects)
-        return effects
-
-    def _request(self, req: Request) -> None:
-        self._open_requests.add(req.request_id)
-        self.touched_groups.update(req.group_ids)
-        request = self._known_partitions(req)
-        consumer_group = self._consumer_group_named(req)
-        if consumer_group is not None:
-            classic_requests.answer(self, req, consumer_group)
-            self._complete_own_appends()
-        elif request is not None:
-            _HANDLERS[type(request)](self, request)
-            self._complete_own_appends()
-
-    def _other(self, event: Event) -> None:
         match event:
+            case Request():
+                self._open_requests.add(event.request_id)
+                self.touched_groups.update(event.group_ids)
+                request = self._known_partitions(event)
+                consumer_group = self._consumer_group_named(event)
+                if consumer_group is not None:
+                    classic_requests.answer(self, event, consumer_group)
+                    self._complete_own_appends()
+                elif request is not None:
+                    _HANDLERS[type(request)](self, request)
+                    self._complete_own_appends()
             case AppendCompleted():
                 self._complete_append(event.append_id, event.error)
             case FailNextWrite():
@@ -309,7 +296,13 @@ class GroupCoordinator:
                 self.topic_ids = _ids(event.topics, event.topic_ids)
                 self.metadata_version += 1
             case Tick():
-                pass  # only the timers due by now, fired in handle
+                pass  # only the timers due by now, fired above
+        if self.timers.first_deadline_ms <= now_ms:
+            self._fire_timers(now_ms)
+        effects, self._effects = self._effects, []
+        if self.observer is not None:
+            self.observer.after(self, event, effects)
+        return effects
 
     def next_deadline_ms(self) -> int | None:
         """The earliest time at which a timer is due; ``Tick`` then to let it fire."""

@@ -71,7 +71,10 @@ def subscription_type(members: Mapping[str, MemberSpec]) -> SubscriptionType:
 def in_java_order(strings: Iterable[str]) -> list[str]:
     """SA-5: the order the reference iterates member ids and topic names in, where Kafka iterates
     a hash map or set (whose order any Kafka outcome may follow): Java's string order."""
-    return sorted(strings, key=java_string_key)
+    ordered = sorted(strings)
+    if all(s.isascii() for s in ordered):
+        return ordered  # Java's order is Python's for ASCII, without the key's encoding
+    return sorted(ordered, key=java_string_key)
 
 
 def known_subscriptions(spec: GroupSpec, member_id: str) -> list[str]:

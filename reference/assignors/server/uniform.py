@@ -24,6 +24,8 @@ its ties by topic id in Kafka and by topic name here.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from coordspec.reference.assignors.range import java_string_key
 from coordspec.reference.assignors.server.spec import (
     Assignment,
@@ -53,8 +55,13 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
     if not member_ids:
         return {}
     topics = known_subscriptions(spec, member_ids[0])
-    held = {(t, p) for m in spec.members.values() for t, ps in m.assignment.items() for p in ps}
-    unassigned = [(t, p) for t in topics for p in range(spec.topics[t]) if (t, p) not in held]
+    held: dict[str, set[int]] = {}
+    for member in spec.members.values():
+        for topic, partitions in member.assignment.items():
+            held.setdefault(topic, set()).update(partitions)
+    unassigned = [
+        (t, p) for t in topics for p in sorted(set(range(spec.topics[t])) - held.get(t, set()))
+    ]
     quota, extra = divmod(sum(spec.topics[t] for t in topics), len(member_ids))
 
     subscribed = set(topics)
@@ -69,7 +76,7 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
             keep, give_up = ordered[:left], ordered[left:]
             if keep:
                 kept[topic] = frozenset(keep)
-            unassigned.extend((topic, p) for p in give_up)
+            unassigned.extend(zip(repeat(topic), give_up))
             left -= len(keep)
         target[member_id] = kept
         if left > 0:
@@ -78,8 +85,11 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
     # The quotas add up to the partitions, so the room left is exactly what is unassigned.
     next_partition = 0
     for member_id, left in room:
+        given: dict[str, list[int]] = {}
         for topic, p in unassigned[next_partition : next_partition + left]:
-            target[member_id][topic] = target[member_id].get(topic, frozenset()) | {p}
+            given.setdefault(topic, []).append(p)
+        for topic, partitions in given.items():
+            target[member_id][topic] = target[member_id].get(topic, frozenset()).union(partitions)
         next_partition += left
     return target
 

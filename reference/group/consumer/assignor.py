@@ -6,6 +6,9 @@ the members' subscriptions, the subscribed topics that exist and the current tar
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
+from itertools import chain, repeat
+from types import MappingProxyType
 
 from coordspec.reference.assignors.server import (
     ASSIGNORS,
@@ -84,13 +87,17 @@ def target_assignment(
     }
     spec = GroupSpec(specs, metadata, subscription_type(specs))
     assigned = ASSIGNORS[preferred_assignor(members)](spec)
-    return {
-        m: frozenset((t, p) for t, ps in assigned.get(m, {}).items() for p in ps) for m in members
-    }
+    return {m: _pairs(assigned.get(m, {})) for m in members}
 
 
-def _by_topic(partitions: Partitions) -> dict[str, frozenset[int]]:
+def _pairs(by_topic: Mapping[str, frozenset[int]]) -> Partitions:
+    return frozenset(chain.from_iterable(zip(repeat(t), ps) for t, ps in by_topic.items()))
+
+
+# A member's target mostly stays as it was from one epoch to the next: remembered, read-only.
+@lru_cache(maxsize=4096)
+def _by_topic(partitions: Partitions) -> Mapping[str, frozenset[int]]:
     by_topic: dict[str, set[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, set()).add(partition)
-    return {t: frozenset(ps) for t, ps in by_topic.items()}
+    return MappingProxyType({t: frozenset(ps) for t, ps in by_topic.items()})

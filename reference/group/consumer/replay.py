@@ -70,16 +70,7 @@ def apply(groups: dict[str, ConsumerGroup], record: Record) -> None:
             assert isinstance(value, ConsumerGroupMemberMetadataValue)
             group = _group(groups, key.group_id)
             member = group.members.get(key.member_id) or ConsumerMember(key.member_id)
-            group.members[key.member_id] = member.changed(
-                instance_id=value.instance_id,
-                rack_id=value.rack_id,
-                client_id=value.client_id,
-                client_host=value.client_host,
-                subscribed_topic_names=value.subscribed_topic_names,
-                subscribed_topic_regex=value.subscribed_topic_regex,
-                rebalance_timeout_ms=value.rebalance_timeout_ms,
-                server_assignor=value.server_assignor,
-            )
+            group.members[key.member_id] = member.with_metadata(value)
             if value.instance_id is not None:
                 group.static_members[value.instance_id] = key.member_id
         case ConsumerGroupTargetAssignmentMetadataKey():

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from coordspec.reference.group.records import TopicPartitions
+from coordspec.reference.group.records import ConsumerGroupMemberMetadataValue, TopicPartitions
 from coordspec.reference.group.state import Group
 
 Partition = tuple[str, int]
@@ -51,6 +51,25 @@ class ConsumerMember:
         fields = {name: getattr(self, name) for name in self.__slots__}
         fields.update(changes)
         return ConsumerMember(**fields)
+
+    def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerMember:
+        """This member with the fields of a member-metadata record."""
+        return ConsumerMember(
+            member_id=self.member_id,
+            instance_id=value.instance_id,
+            rack_id=value.rack_id,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topic_names=value.subscribed_topic_names,
+            subscribed_topic_regex=value.subscribed_topic_regex,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor,
+            member_epoch=self.member_epoch,
+            previous_member_epoch=self.previous_member_epoch,
+            state=self.state,
+            assigned=self.assigned,
+            pending_revocation=self.pending_revocation,
+        )
 
     def with_assignment(
         self,
