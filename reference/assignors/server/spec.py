@@ -95,9 +95,9 @@ def check(spec: GroupSpec) -> None:
         for topic, partitions in member.assignment.items():
             if not partitions:
                 continue
-            count = spec.topics.get(topic)
-            if min(partitions) < 0 or (count is not None and max(partitions) >= count):
-                p = min(p for p in partitions if p < 0 or (count is not None and p >= count))
+            size = spec.topics.get(topic)
+            if min(partitions) < 0 or (size is not None and max(partitions) >= size):
+                p = min(p for p in partitions if p < 0 or (size is not None and p >= size))
                 raise UsageError(
                     f"member {member_id!r} is assigned {topic}-{p}, which does not exist"
                 )

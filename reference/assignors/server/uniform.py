@@ -88,8 +88,8 @@ def _homogeneous(spec: GroupSpec) -> Assignment:
         given: dict[str, list[int]] = {}
         for topic, p in unassigned[next_partition : next_partition + left]:
             given.setdefault(topic, []).append(p)
-        for topic, partitions in given.items():
-            target[member_id][topic] = target[member_id].get(topic, frozenset()).union(partitions)
+        for topic, dealt in given.items():
+            target[member_id][topic] = target[member_id].get(topic, frozenset()).union(dealt)
         next_partition += left
     return target
 
