@@ -204,3 +204,46 @@ def _bounded():
     started = time.monotonic()
     yield
     assert time.monotonic() - started < 120
+
+
+def test_a_kip848_consumer_behind_the_proxy_is_recorded_and_passes_the_trace_check(tmp_path):
+    """ConsumerGroupHeartbeat names topics by id: the proxy reads them with the ids the
+    Metadata answers it forwarded gave, and shows the group those topics first."""
+    trace = tmp_path / "broker.jsonl"
+    with BrokerProcess(tmp_path / "data") as broker:
+        behind = ProxyThread(broker.bootstrap, trace)
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=behind.bootstrap)
+            admin.create_topics([NewTopic("orders", 2, 1)])
+            admin.close()
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": behind.bootstrap,
+                    "group.id": "billing",
+                    "group.protocol": "consumer",
+                    "log_level": 3,
+                }
+            )
+            consumer.subscribe(["orders"])
+            deadline = time.monotonic() + 30
+            while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+                consumer.poll(0.1)
+            assert {p.partition for p in consumer.assignment()} == {0, 1}
+            consumer.close()
+        finally:
+            behind.stop()
+    seen = records(trace)
+    images = [r for r in seen if r["kind"] == "metadata_image"]
+    assert {r["group_id"] for r in images} == {"billing"}
+    assert images[-1]["topics"]["orders"] == 2  # shown once the client's Metadata named it
+    assigned = [
+        r
+        for r in seen
+        if r.get("api") == "ConsumerGroupHeartbeat"
+        and r["kind"] == "response"
+        and r["fields"]["assignment"]
+    ]
+    assert assigned and assigned[0]["fields"]["assignment"][0]["topic_id"] == "orders"
+    findings = check_files([trace], Settings())
+    assert findings.violations == [], findings.violations[0]["message"]
+    assert findings.totals.events >= 4
