@@ -18,6 +18,7 @@ from coordspec.reference.group.transitions import GroupState
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "group-membership.md"
 REPLICATION_SPEC = SPEC.with_name("isr-versioned-writes.md")
+CONSUMER_GROUP_SPEC = SPEC.with_name("consumer-group.md")
 TRANSITIONS = [f"{t.source} -> {t.target} ({t.cause}) {t.rule}" for t in _TRANSITIONS]
 STATES = [str(s) for s in GroupState]
 
@@ -76,23 +77,27 @@ def _coverage_lines(f: Findings) -> list[str]:
     rules, states, transitions = f.covered("rule"), f.covered("state"), f.covered("transition")
     defined = spec_rules() or sorted(r for r in rules if r.startswith("GM-"))
     missing = [r for r in defined if r not in rules]
-    replication = [r for r in rules if r.startswith("ISR-")]
-    if replication:
-        isr_rules = spec_rules(REPLICATION_SPEC, "ISR") or sorted(replication)
-        isr_missing = [r for r in isr_rules if r not in rules]
-        partition_lines = [
-            f"replication rules exercised: {len(isr_rules) - len(isr_missing)} of {len(isr_rules)}"
-            + (f" (not exercised: {', '.join(isr_missing)})" if isr_missing else "")
-        ]
-    else:
-        partition_lines = []
     return [
         f"spec rules exercised: {len([r for r in defined if r in rules])} of {len(defined)}"
         + (f" (not exercised: {', '.join(missing)})" if missing else ""),
         f"group states visited: {len(states)} of {len(STATES)} ({', '.join(states) or 'none'})",
         f"transitions taken: {len([t for t in TRANSITIONS if t in transitions])} of {len(TRANSITIONS)}",
         f"API versions seen: {', '.join(f.covered('api')) or 'none'}",
-        *partition_lines,
+        *_family_line("consumer group", rules, CONSUMER_GROUP_SPEC, "CG"),
+        *_family_line("replication", rules, REPLICATION_SPEC, "ISR"),
+    ]
+
+
+def _family_line(label: str, rules: list[str], spec: Path, prefix: str) -> list[str]:
+    """How many of another page's rules the trace exercised, once it exercised one."""
+    seen = [r for r in rules if r.startswith(f"{prefix}-")]
+    if not seen:
+        return []
+    defined = spec_rules(spec, prefix) or sorted(seen)
+    missing = [r for r in defined if r not in rules]
+    return [
+        f"{label} rules exercised: {len(defined) - len(missing)} of {len(defined)}"
+        + (f" (not exercised: {', '.join(missing)})" if missing else "")
     ]
 
 

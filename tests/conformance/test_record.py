@@ -6,6 +6,7 @@ the group protocol is recorded as a trace, and the trace checker reads it."""
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import threading
 import time
@@ -206,7 +207,9 @@ def _bounded():
     assert time.monotonic() - started < 120
 
 
-def test_a_kip848_consumer_behind_the_proxy_is_recorded_and_passes_the_trace_check(tmp_path):
+def test_a_kip848_consumer_behind_the_proxy_is_recorded_and_passes_the_trace_check(
+    tmp_path, capsys
+):
     """ConsumerGroupHeartbeat names topics by id: the proxy reads them with the ids the
     Metadata answers it forwarded gave, and shows the group those topics first."""
     trace = tmp_path / "broker.jsonl"
@@ -247,3 +250,7 @@ def test_a_kip848_consumer_behind_the_proxy_is_recorded_and_passes_the_trace_che
     findings = check_files([trace], Settings())
     assert findings.violations == [], findings.violations[0]["message"]
     assert findings.totals.events >= 4
+    capsys.readouterr()
+    assert main(["check", str(trace)]) == 0
+    exercised = re.search(r"consumer group rules exercised: (\d+) of \d+", capsys.readouterr().out)
+    assert exercised and int(exercised.group(1)) >= 1
