@@ -9,6 +9,7 @@ Every wait is bounded; the broker runs on a free port.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,6 @@ from test_broker_confluent import (
     PARTITIONS,
     RECORDS,
     Member,
-    assert_trace_replays,
     consumer,
     create_topic,
     poll_all,
@@ -26,10 +26,23 @@ from test_broker_confluent import (
 )
 
 from coordspec.broker.testing import BrokerProcess
+from coordspec.conformance.tracecheck.check import check_files
+from coordspec.conformance.tracecheck.replay import Settings
 
 pytestmark = pytest.mark.wire
 
 BROKER_ARGS = ("--broker-config", "group.initial.rebalance.delay.ms=0")
+# Members heartbeat each second, not Kafka's 5 s: a change reaches them sooner.
+FAST_HEARTBEATS = ("--broker-config", "group.consumer.heartbeat.interval.ms=1000")
+
+
+def assert_trace_replays(path: Path) -> None:
+    """The broker's trace, replayed through the oracle with the broker's settings, has no
+    violation."""
+    config = {"initial_rebalance_delay_ms": 0, "consumer_heartbeat_interval_ms": 1000}
+    findings = check_files([path], Settings(config=config), out=io.StringIO())
+    assert findings.totals.events > 0
+    assert findings.violations == [], findings.violations[0]["message"]
 
 
 def kip848_consumer(bootstrap: str, group: str) -> Consumer:
@@ -49,7 +62,7 @@ def test_a_consumer_group_is_assigned_rebalances_commits_and_lives_beside_a_clas
     tmp_path: Path,
 ) -> None:
     expected = {f"value-{i}".encode() for i in range(RECORDS)}
-    with BrokerProcess(tmp_path, *BROKER_ARGS) as broker:
+    with BrokerProcess(tmp_path, *BROKER_ARGS, *FAST_HEARTBEATS) as broker:
         create_topic(broker.bootstrap, "orders", PARTITIONS)
         a = Member(kip848_consumer(broker.bootstrap, "billing"), "orders")
         wait_for(lambda: a.assigned() == set(range(PARTITIONS)), poll_all(a), 30, "a's assignment")
@@ -96,4 +109,36 @@ def test_a_consumer_group_is_assigned_rebalances_commits_and_lives_beside_a_clas
         assert not a.errors and not b.errors and not classic.errors
         a.client.close()
         classic.client.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")
+
+
+def test_a_regex_subscription_is_resolved_by_the_broker_and_follows_new_topics(
+    tmp_path: Path,
+) -> None:
+    """librdkafka sends a pattern starting with ^ as the subscription's regex: the broker
+    resolves it after the join (CG-68), and again once a matching topic is created."""
+    with BrokerProcess(tmp_path, *BROKER_ARGS, *FAST_HEARTBEATS) as broker:
+        create_topic(broker.bootstrap, "orders", 2)
+        create_topic(broker.bootstrap, "payments", 2)
+        member = Member(kip848_consumer(broker.bootstrap, "billing"), "^ord.*")
+        wait_for(
+            lambda: (
+                {(p.topic, p.partition) for p in member.client.assignment()}
+                == {("orders", 0), ("orders", 1)}
+            ),
+            poll_all(member),
+            30,
+            "the regex's topic assigned",
+        )
+        create_topic(broker.bootstrap, "orders-eu", 1)
+        wait_for(
+            lambda: {p.topic for p in member.client.assignment()} == {"orders", "orders-eu"},
+            poll_all(member),
+            30,
+            "the new matching topic assigned",
+        )
+        assert not member.errors
+        member.client.close()
+    trace = (tmp_path / "trace.jsonl").read_text()
+    assert trace.count('"kind":"resolve_regular_expressions"') >= 2
     assert_trace_replays(tmp_path / "trace.jsonl")
