@@ -21,7 +21,7 @@ known by Kafka's text form of its id (CG-70). After a ConsumerGroupHeartbeat is 
 group with a regular expression not yet resolved, or resolved against older topics, has its
 regexes resolved (``ResolveRegularExpressions``, CG-68), as Kafka 4.0 does asynchronously.
 The trace shows a consumer group's image before its first request after each change, and
-each resolution.
+each resolution. The cluster's brokers do the same (:mod:`coordspec.broker.group_image`).
 """
 
 from __future__ import annotations
@@ -32,12 +32,18 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from kio.serial.errors import SerialError as KioError
 
 from coordspec.broker.group_driver import GroupDriver
+from coordspec.broker.group_image import (
+    CONSUMER_GROUP_APIS,
+    Image,
+    ImagesShown,
+    Resolutions,
+    call_keeping_request,
+)
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import encode_group_batch
 from coordspec.broker.log.partition import PartitionLog
@@ -50,13 +56,11 @@ from coordspec.reference.group import (
     GroupConfig,
     GroupCoordinator,
     LoadGroups,
-    NewMetadataImage,
     ResolveRegularExpressions,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
 from coordspec.reference.group.records import GroupMetadataKey, Record
 from coordspec.reference.wire import kafka_uuid
-from coordspec.reference.wire.group_apis import TopicIds
 from coordspec.reference.wire.group_records import CorruptRecord, decode_records
 
 log = logging.getLogger(__name__)
@@ -71,30 +75,14 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
 
-CONSUMER_GROUP_APIS = frozenset({"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"})
-
-
-@dataclass(frozen=True)
-class Image:
-    """The broker's topics as the group coordinator knows them (NewMetadataImage)."""
-
-    version: int  # the TopicStore's
-    topics: dict[str, int]
-    topic_ids: dict[str, str]  # name -> Kafka's text form of the topic's Uuid
-
-    @staticmethod
-    def of(topics: TopicStore) -> Image:
-        entries = {name: topics.entry(name) for name in topics.names()}
-        return Image(
-            topics.version,
-            {name: e.partitions for name, e in entries.items()},
-            {name: kafka_uuid.to_text(e.topic_id) for name, e in entries.items()},
-        )
-
-    @cached_property
-    def wire_ids(self) -> TopicIds:
-        """The wire's topic ids, each read as the reference's id of its topic."""
-        return TopicIds({text: kafka_uuid.from_text(text) for text in self.topic_ids.values()})
+def image_of(topics: TopicStore) -> Image:
+    """The broker's topics as the coordinator's image: every topic has an id here."""
+    entries = {name: topics.entry(name) for name in topics.names()}
+    return Image(
+        topics.version,
+        {name: e.partitions for name, e in entries.items()},
+        {name: kafka_uuid.to_text(e.topic_id) for name, e in entries.items()},
+    )
 
 
 class _TraceAll:
@@ -104,15 +92,11 @@ class _TraceAll:
     def __init__(self, trace: Trace, image: Callable[[], Image]) -> None:
         self._trace = trace
         self._image = image
-        self._shown: dict[str, int] = {}  # group -> the image version its trace has
+        self._shown = ImagesShown(trace)
 
     def request(self, client: str, request: Any) -> None:
-        group_id = request.trace_group
         if request.api in CONSUMER_GROUP_APIS:
-            image = self._image()
-            if self._shown.get(group_id) != image.version:
-                self._shown[group_id] = image.version
-                self._trace.metadata_image(request.now_ms, group_id, image.topics, image.topic_ids)
+            self._shown.show(request.now_ms, request.trace_group, self._image())
         self._trace.request(request.now_ms, client, request)
 
     def resolved(self, now_ms: int, group_id: str) -> None:
@@ -151,10 +135,10 @@ class GroupService:
         )
         self._writes: list[_Write] = []  # the next batch of the group commit
         self._writer: asyncio.Task | None = None
-        self.image = Image.of(topics)
-        self._run(NewMetadataImage(self.image.topics, self._now(), self.image.topic_ids))
+        self.image = image_of(topics)
+        self._run(self.image.event(self._now()))
         self._run(LoadGroups(self._read_records(), self._now()))
-        self._resolved: dict[str, int] = {}  # group -> the image version its regexes last saw
+        self._resolutions = Resolutions()
 
     def _now(self) -> int:
         self._now_ms = max(self._now_ms, int(time.time() * 1000))
@@ -163,30 +147,16 @@ class GroupService:
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
         """Send the request ``make(request_id, now_ms)`` builds for ``client``; wait for its reply."""
         if self._topics.version != self.image.version:
-            self.image = Image.of(self._topics)
-            self._run(NewMetadataImage(self.image.topics, self._now(), self.image.topic_ids))
-        made: list[Any] = []
-
-        def kept(request_id: int, now_ms: int) -> Any:
-            made.append(make(request_id, now_ms))
-            return made[-1]
-
-        response = await self.driver.call(client, kept)
-        if made[0].api == "ConsumerGroupHeartbeat":
-            self._maybe_resolve(made[0].group_id)
+            self.image = image_of(self._topics)
+            self._run(self.image.event(self._now()))
+        request, response = await call_keeping_request(self.driver, client, make)
+        if request.api == "ConsumerGroupHeartbeat":
+            self._maybe_resolve(request.group_id)
         return response
 
     def _maybe_resolve(self, group_id: str) -> None:
         """CG-68: resolve the group's regexes if one is new or the topics changed since."""
-        group = self.coordinator.consumer_groups.get(group_id)
-        if group is None:
-            return
-        regexes = {m.subscribed_topic_regex for m in group.members.values()} - {None, ""}
-        if regexes and (
-            not regexes <= group.resolved_regexes.keys()
-            or self._resolved.get(group_id) != self.image.version
-        ):
-            self._resolved[group_id] = self.image.version
+        if self._resolutions.due(self.coordinator, group_id, self.image):
             now = self._now()
             if self._traced is not None:
                 self._traced.resolved(now, group_id)

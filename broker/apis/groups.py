@@ -43,7 +43,7 @@ async def _ask_by_topic_id(
     ctx: BrokerContext, client: Client, api: str, version: int, body: Any
 ) -> dict[str, Any]:
     """As :func:`_ask`, for the consumer group's APIs, which name topics by id: the ids the
-    coordinator's image gives them (coordspec.broker.group_service.Image)."""
+    coordinator's image gives them (coordspec.broker.group_image.Image)."""
     response = await ctx.groups.call(
         client.name,
         lambda rid, now: request_from_kio(

@@ -585,10 +585,9 @@ async def list_offsets_handle(
 
 
 # The single broker's table with the cluster's handlers: the group APIs (and ApiVersions) are
-# the same, with the node's coordinator host behind ``ctx.groups``, but for the consumer
-# group's (68, 69): the cluster's coordinators are not given the topics yet (issue 20).
+# the same, with the node's coordinator host behind ``ctx.groups``.
 APIS: dict[int, Api] = with_handlers(
-    {key: api for key, api in registry.APIS.items() if key not in (68, 69)},
+    registry.APIS,
     {
         0: produce_handle,
         1: fetch_handle,

@@ -19,14 +19,20 @@ coordinator decides is traced:
   longer than 1.5 ZooKeeper session timeouts, becoming coordinator less that much (a
   crashed or paused coordinator's session expires one timeout after it stopped). A broker
   that has just started (the cluster starting again) cannot tell how long ago the previous
-  coordinator stopped.
+  coordinator stopped;
+- the broker's topics as its coordinators know them (a ``metadata_image``): after a group's
+  ``load_group`` fault, the image the partition was loaded with, and before a group's
+  request after the image changed, the new one; and each regex resolution
+  (``resolve_regular_expressions``), as the single broker writes them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from coordspec.broker.group_image import Image, ImagesShown
 from coordspec.broker.trace import Trace
 from coordspec.reference.errors import ErrorCode
 from coordspec.reference.failover.host import CoordinatorHost
@@ -39,6 +45,7 @@ LOAD_GROUP = "load_group"
 class _Tenure:
     down_ms: int  # the previous coordinator had not stopped before this
     loaded_ms: int = -1  # -1: loading
+    image: Image | None = None  # what the partition's coordinator was loaded with
     announced: set[str] = field(default_factory=set)  # groups with their load_group fault written
 
 
@@ -58,9 +65,12 @@ class GroupTrace:
         host: CoordinatorHost,
         zookeeper_session_timeout_ms: int,
         started_ms: int,
+        image: Callable[[], Image],
     ) -> None:
         self.trace = trace
         self.host = host
+        self._image = image
+        self._shown = ImagesShown(trace)
         self.stop_margin_ms = zookeeper_session_timeout_ms * 3 // 2
         self.started_ms = started_ms
         self._tenures: dict[int, _Tenure] = {}
@@ -83,6 +93,7 @@ class GroupTrace:
             return
         tenure.loaded_ms = now_ms
         tenure.down_ms = max(tenure.down_ms, last_write_ms)
+        tenure.image = self._image()
         for group_id in sorted(coordinator.groups):
             self._announce(partition, tenure, group_id)
 
@@ -98,21 +109,35 @@ class GroupTrace:
         if group_id not in tenure.announced:
             tenure.announced.add(group_id)
             self.trace.fault(tenure.loaded_ms, group_id, LOAD_GROUP, down_ms=tenure.down_ms)
+            if tenure.image is not None:
+                self._shown.show(tenure.loaded_ms, group_id, tenure.image, again=True)
+
+    def _tenure(self, group_id: str) -> _Tenure | None:
+        """The tenure of the group's partition, if this broker serves it."""
+        partition = self.host.partition_for(group_id)
+        tenure = self._tenures.get(partition)
+        if tenure is None or tenure.loaded_ms < 0 or self.host.serving(partition) is None:
+            return None
+        return tenure
 
     def request(self, client: str, request: Any) -> None:
         if not self.trace.enabled:
             return
         group_id = request.trace_group
-        partition = self.host.partition_for(group_id)
-        tenure = self._tenures.get(partition)
-        if group_id and (
-            tenure is None or tenure.loaded_ms < 0 or self.host.serving(partition) is None
-        ):
-            return  # no coordinator here: the host refuses it
         if group_id:
-            self._announce(partition, tenure, group_id)
-        self._traced[request.request_id] = partition
+            tenure = self._tenure(group_id)
+            if tenure is None:
+                return  # no coordinator here: the host refuses it
+            self._announce(self.host.partition_for(group_id), tenure, group_id)
+            # every coordinator here knows the topics (GM-56), classic ones too
+            self._shown.show(request.now_ms, group_id, self._image())
+        self._traced[request.request_id] = self.host.partition_for(group_id)
         self.trace.request(request.now_ms, client, request)
+
+    def resolved(self, now_ms: int, group_id: str) -> None:
+        """The group's coordinator here resolved its regexes (CG-68)."""
+        if self.trace.enabled and self._tenure(group_id) is not None:
+            self.trace.resolve_regular_expressions(now_ms, group_id)
 
     def reply(self, now_ms: int, reply: Reply, resigning: bool) -> None:
         if self._traced.pop(reply.request_id, None) is None:

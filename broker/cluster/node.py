@@ -51,6 +51,7 @@ from coordspec.broker.cluster.replica_logs import (
 )
 from coordspec.broker.cluster.zk_session import ZkSession, now_ms
 from coordspec.broker.group_driver import GroupDriver
+from coordspec.broker.group_image import Image, Resolutions, call_keeping_request
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import decode_group_batch, encode_group_batch
 from coordspec.broker.trace import Trace
@@ -66,7 +67,7 @@ from coordspec.reference.failover.events import (
 )
 from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
-from coordspec.reference.group import GroupConfig
+from coordspec.reference.group import GroupConfig, ResolveRegularExpressions
 from coordspec.reference.group.effects import Reply
 from coordspec.reference.group.records import GroupMetadataKey
 from coordspec.reference.replication.broker import Broker
@@ -99,6 +100,7 @@ from coordspec.reference.replication.znodes import (
     delete_topic_path,
     topic_path,
 )
+from coordspec.reference.wire import kafka_uuid
 
 log = logging.getLogger("coordspec.broker.cluster")
 
@@ -156,8 +158,14 @@ class ClusterNode:
             run=config.trace_run,
             epoch_ms=config.trace_epoch_ms,
         )
+        self.image = Image(-1, {}, {})  # the topics the host was last given (none yet)
+        self._resolutions = Resolutions()
         self.trace = GroupTrace(
-            trace, self.host, config.replication.zookeeper_session_timeout_ms, now_ms()
+            trace,
+            self.host,
+            config.replication.zookeeper_session_timeout_ms,
+            now_ms(),
+            lambda: self.image,
         )
         self.zk: ZkSession | None = None
         self.view: PublishedView | None = None
@@ -660,7 +668,35 @@ class ClusterNode:
 
     async def call(self, client: str, make: Callable[[int, int], Any]) -> Any:
         """A group request built by ``make(request_id, now_ms)``; its response (coordspec.broker.apis.groups)."""
-        return await self.driver.call(client, make)
+        self._refresh_image()
+        request, response = await call_keeping_request(self.driver, client, make)
+        if request.api == "ConsumerGroupHeartbeat":
+            self._maybe_resolve(request.group_id)
+        return response
+
+    def _refresh_image(self) -> None:
+        """CF-14, CG-70: the topics ZooKeeper publishes, given to the host when they changed.
+        A topic whose znode has no id (written before Kafka 2.8) cannot be named by id, as
+        KIP-848 clients name topics: it is left out, as if it did not exist."""
+        view = self.view
+        if view is None or view.topics_version == self.image.version:
+            return
+        version, assignments, ids = view.topics_version, view.assignments, view.topic_ids
+        named = [t for t in assignments if t in ids]
+        self.image = Image(
+            version,
+            {t: len(assignments[t]) for t in named},
+            {t: kafka_uuid.to_text(ids[t]) for t in named},
+        )
+        self._host(self.image.event(self.now()))
+
+    def _maybe_resolve(self, group_id: str) -> None:
+        """CG-68, as the single broker: the group's coordinator here resolves its regexes."""
+        coordinator = self.host.serving(self.host.partition_for(group_id))
+        if self._resolutions.due(coordinator, group_id, self.image):
+            now = self.now()
+            self.trace.resolved(now, group_id)
+            self._host(ResolveRegularExpressions(group_id, now))
 
     def _host(self, event) -> None:
         refused: set[int] = set()  # partitions whose earlier append of this step the log refused
@@ -731,6 +767,7 @@ class ClusterNode:
             return  # leadership went meanwhile; the host heard ResignCoordinator
         replica_log = self.files.logs[tp]
         batches = tuple(decode_group_batch(r.value) for r in replica_log.records)
+        self._refresh_image()  # the new coordinator starts with the current topics
         now = self.now()
         self._host(
             LoadGroup(number, partition.leader_epoch, batches, replica_log.high_watermark, now)

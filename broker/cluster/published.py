@@ -38,6 +38,7 @@ class PublishedView:
     controller: int = -1
     assignments: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # of the znodes that have one
+    topics_version: int = 0  # moves whenever assignments or topic_ids change
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     _watched_topics: set[str] = field(default_factory=set)
     _watched_states: set[TopicPartition] = field(default_factory=set)
@@ -97,6 +98,7 @@ class PublishedView:
             self._watched_topics |= set(new)
             self.assignments = {t: p for t, p in self.assignments.items() if t in children}
             self.topic_ids = {t: i for t, i in self.topic_ids.items() if t in children}
+            self.topics_version += 1
         for topic in new:
             self._watch(topic_path(topic), self._on_assignment(topic))
 
@@ -113,6 +115,7 @@ class PublishedView:
                 self.assignments = {t: p for t, p in self.assignments.items() if t != topic}
                 self.topic_ids = {t: i for t, i in self.topic_ids.items() if t != topic}
                 self._watched_topics.discard(topic)
+                self.topics_version += 1
             return False  # stop watching a deleted topic
         try:
             assignment = TopicAssignment.decode(topic_path(topic), data)
@@ -123,6 +126,7 @@ class PublishedView:
             self.assignments = {**self.assignments, topic: partitions}
             if assignment.topic_id is not None:
                 self.topic_ids = {**self.topic_ids, topic: assignment.topic_id}
+            self.topics_version += 1
             new = [
                 TopicPartition(topic, n)
                 for n in partitions

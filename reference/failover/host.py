@@ -5,14 +5,17 @@
     host.handle(LoadGroup(0, 4, batches=log, high_watermark=hw, now_ms=5))  # now serving
     host.handle(OffsetCommit(...))                                          # -> [AppendToPartition(...)]
     host.handle(HighWatermarkUpdated(0, hw + 1, now_ms=9))                  # -> [Reply(...)]
+    host.handle(NewMetadataImage(topics, now_ms=10, topic_ids=ids))         # every coordinator
 
 The host routes each group request to the partition ``partition_for(group_id)``. A partition
 it does not lead answers NOT_COORDINATOR, one it is loading COORDINATOR_LOAD_IN_PROGRESS,
 and a loaded one hands the request to its own
 :class:`~coordspec.reference.group.coordinator.GroupCoordinator` (``complete_appends=False``), whose
 writes become :class:`~coordspec.reference.failover.effects.AppendToPartition` effects and complete
-only when the partition's high watermark passes them. This follows Kafka 4.0's
-``CoordinatorRuntime``; spec/coordinator-failover.md states the rules.
+only when the partition's high watermark passes them. The broker's topics reach every
+coordinator as the reference's ``NewMetadataImage`` (a coordinator loaded later starts with
+the last one), and ``ResolveRegularExpressions`` goes to its group's coordinator. This
+follows Kafka 4.0's ``CoordinatorRuntime``; spec/coordinator-failover.md states the rules.
 """
 
 from __future__ import annotations
@@ -43,25 +46,32 @@ from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
     GROUP_REQUESTS,
     AppendCompleted,
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
     ListGroups,
     LoadGroups,
+    NewMetadataImage,
     OffsetFetch,
     Request,
+    ResolveRegularExpressions,
     Tick,
     UnloadGroups,
 )
 from coordspec.reference.group.requests import Event as GroupEvent
 from coordspec.reference.group.responses import (
+    ConsumerGroupDescribeResponse,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
     DescribeGroupsResponse,
     ListGroupsResponse,
     Response,
 )
 
-MultiGroupRequest = DescribeGroups | DeleteGroups | ListGroups
-# The entries of a multi-group response: DescribedGroup, DeletableGroupResult or ListedGroup,
+MultiGroupRequest = DescribeGroups | DeleteGroups | ListGroups | ConsumerGroupDescribe
+# The entries of a multi-group response: DescribedGroup, DeletableGroupResult, ListedGroup or
+# DescribedConsumerGroup,
 # one kind per request (its type says which, which mypy cannot follow).
 Entries: TypeAlias = tuple[Any, ...]
 _HOST_EVENTS = (
@@ -72,6 +82,8 @@ _HOST_EVENTS = (
     ResignCoordinator,
     HighWatermarkUpdated,
     AppendFailed,
+    NewMetadataImage,
+    ResolveRegularExpressions,
 )
 
 
@@ -130,6 +142,7 @@ class CoordinatorHost:
         self._fan_outs: dict[int | str, _FanOut] = {}  # sub-request id -> the request it is part of
         self._closing: set[int] = set()  # partitions being unloaded: their new writes fail at once
         self._effects: list[HostEffect] = []
+        self.image: NewMetadataImage | None = None  # the broker's topics, once given
 
     # -- driving -------------------------------------------------------------------
 
@@ -155,7 +168,7 @@ class CoordinatorHost:
             self.observer.before(self, event)
         if not isinstance(event, ResignCoordinator):
             self._fire_due_timers()
-        if isinstance(event, (DescribeGroups, DeleteGroups, ListGroups)):
+        if isinstance(event, (DescribeGroups, DeleteGroups, ListGroups, ConsumerGroupDescribe)):
             self._fan_out(event)
         elif isinstance(event, Request):
             self._route(event)
@@ -169,6 +182,10 @@ class CoordinatorHost:
             self._resign(event)
         elif isinstance(event, HighWatermarkUpdated):
             self._advance(event)
+        elif isinstance(event, NewMetadataImage):
+            self._new_image(event)
+        elif isinstance(event, ResolveRegularExpressions):
+            self._resolve(event)
         else:
             self._append_failed(event)
         effects, self._effects = self._effects, []
@@ -231,8 +248,15 @@ class CoordinatorHost:
                 f"but broker {self.broker_id} leads it at {hosted.leader_epoch}"
             )
         observer = self.group_observer() if self.group_observer is not None else None
+        image = self.image  # CF-14: the new coordinator knows the broker's topics
         hosted.coordinator = GroupCoordinator(
-            self.config, self.choices, now_ms=self.now_ms, complete_appends=False, observer=observer
+            self.config,
+            self.choices,
+            now_ms=self.now_ms,
+            complete_appends=False,
+            observer=observer,
+            topics=None if image is None else image.topics,
+            topic_ids=None if image is None else image.topic_ids,
         )
         hosted.state = PartitionState.SERVING
         hosted.next_offset = len(event.batches)
@@ -265,6 +289,21 @@ class CoordinatorHost:
             self._drive(hosted, UnloadGroups(frozen))
             self._closing.discard(hosted.partition)
         del self.hosted[event.partition]
+
+    # -- the broker's topics (CF-14) -------------------------------------------------------
+
+    def _new_image(self, event: NewMetadataImage) -> None:
+        """Kafka's runtime keeps the image and hands it to every active coordinator."""
+        self.image = event
+        for hosted in self.hosted.values():
+            if hosted.serving:
+                self._drive(hosted, event)
+
+    def _resolve(self, event: ResolveRegularExpressions) -> None:
+        """The group's coordinator resolves its regexes; a group not served here has none."""
+        hosted = self.hosted.get(self.partition_for(event.group_id))
+        if hosted is not None and hosted.serving:
+            self._drive(hosted, event)
 
     # -- the log (CF-6) ----------------------------------------------------------------
 
@@ -365,15 +404,20 @@ class CoordinatorHost:
                 return
             batches = {p: () for p in sorted(self.hosted)}
         else:
-            ids = request.groups if isinstance(request, DescribeGroups) else request.groups_names
-            invalid = tuple(g for g in ids if g is None)
-            if invalid:
+            ids = _named(request)
+            invalid = tuple(g for g in ids if not _valid(request, g))
+            if isinstance(request, ConsumerGroupDescribe):
+                # Kafka answers each blank id on its own, with no id
+                fan.parts.extend(
+                    (DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, None),) for _ in invalid
+                )
+            elif invalid:
                 fan.parts.append(
                     _entries(refusal(_sub(request, "", invalid), ErrorCode.INVALID_GROUP_ID))
                 )
             batches = {}
             for group_id in ids:
-                if group_id is not None:
+                if group_id is not None and _valid(request, group_id):
                     partition = self.partition_for(group_id)
                     batches[partition] = (*batches.get(partition, ()), group_id)
         forwards = []
@@ -408,6 +452,8 @@ class CoordinatorHost:
             self._emit(request, DescribeGroupsResponse(entries))
         elif isinstance(request, DeleteGroups):
             self._emit(request, DeleteGroupsResponse(entries))
+        elif isinstance(request, ConsumerGroupDescribe):
+            self._emit(request, ConsumerGroupDescribeResponse(entries))
         else:
             self._emit(request, ListGroupsResponse(ErrorCode.NONE, entries))
 
@@ -468,7 +514,8 @@ def _coordinator(hosted: HostedPartition) -> GroupCoordinator:
 def _group_of(request: Request) -> str:
     """The group of a single-group request that passed ``service_check`` (which answers a
     missing group id)."""
-    group_id = request.group_id if isinstance(request, GROUP_REQUESTS) else None
+    routed = isinstance(request, (*GROUP_REQUESTS, ConsumerGroupHeartbeat))
+    group_id = request.group_id if routed else None
     if group_id is None:
         raise UsageError(f"{type(request).__name__} names no group to route by")
     return group_id
@@ -482,13 +529,38 @@ def _sub(
         return DescribeGroups(request_id, request.api_version, request.now_ms, groups=group_ids)
     if isinstance(request, DeleteGroups):
         return DeleteGroups(request_id, request.api_version, request.now_ms, groups_names=group_ids)
+    if isinstance(request, ConsumerGroupDescribe):
+        return ConsumerGroupDescribe(
+            request_id,
+            request.api_version,
+            request.now_ms,
+            group_ids=tuple(g for g in group_ids if g is not None),
+            include_authorized_operations=request.include_authorized_operations,
+        )
     return ListGroups(
         request_id, request.api_version, request.now_ms, states_filter=request.states_filter
     )
 
 
+def _named(
+    request: DescribeGroups | DeleteGroups | ConsumerGroupDescribe,
+) -> tuple[str | None, ...]:
+    if isinstance(request, DescribeGroups):
+        return request.groups
+    if isinstance(request, DeleteGroups):
+        return request.groups_names
+    return request.group_ids
+
+
+def _valid(request: MultiGroupRequest, group_id: str | None) -> bool:
+    """A null id is invalid; for ConsumerGroupDescribe a blank one too (Kafka's isGroupIdNotEmpty)."""
+    return group_id is not None and (
+        group_id != "" or not isinstance(request, ConsumerGroupDescribe)
+    )
+
+
 def _entries(response: Response) -> Entries:
-    if isinstance(response, DescribeGroupsResponse):
+    if isinstance(response, (DescribeGroupsResponse, ConsumerGroupDescribeResponse)):
         return response.groups
     if isinstance(response, DeleteGroupsResponse):
         return response.results

@@ -37,6 +37,8 @@ from coordspec.reference.group.records import (
     Record,
 )
 from coordspec.reference.group.requests import (
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
     Heartbeat,
@@ -50,6 +52,8 @@ from coordspec.reference.group.requests import (
     SyncGroup,
 )
 from coordspec.reference.group.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsResponse,
     DescribeGroupsResponse,
     HeartbeatResponse,
@@ -399,6 +403,9 @@ def _answers(request: Request, response: Response) -> list[tuple[str | None, Err
     if isinstance(request, DeleteGroups):
         assert isinstance(response, DeleteGroupsResponse)
         return [(e.group_id, e.error_code) for e in response.results]
+    if isinstance(request, ConsumerGroupDescribe):
+        assert isinstance(response, ConsumerGroupDescribeResponse)
+        return [(e.group_id, e.error_code) for e in response.groups]
     if isinstance(request, ListGroups):
         assert isinstance(response, ListGroupsResponse)
         return [(g.group_id, response.error_code) for g in response.groups]
@@ -417,8 +424,17 @@ def _answers(request: Request, response: Response) -> list[tuple[str | None, Err
         if request.api_version < 2 and request.topics and not response.topics:
             return []  # below v2 a group error leaves only an empty answer
         return [(request.group_id, response.error_code)]
-    assert isinstance(request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup))
     assert isinstance(
-        response, (JoinGroupResponse, SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse)
+        request, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat)
+    )
+    assert isinstance(
+        response,
+        (
+            JoinGroupResponse,
+            SyncGroupResponse,
+            HeartbeatResponse,
+            LeaveGroupResponse,
+            ConsumerGroupHeartbeatResponse,
+        ),
     )
     return [(request.group_id, response.error_code)]

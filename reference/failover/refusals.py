@@ -12,6 +12,8 @@ from coordspec.reference.errors import ErrorCode, UsageError
 from coordspec.reference.group.config import GroupConfig
 from coordspec.reference.group.offsets import commit_error_response
 from coordspec.reference.group.requests import (
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
     DeleteGroups,
     DescribeGroups,
     Heartbeat,
@@ -25,8 +27,11 @@ from coordspec.reference.group.requests import (
     SyncGroup,
 )
 from coordspec.reference.group.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeletableGroupResult,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsResponse,
     HeartbeatResponse,
@@ -43,7 +48,14 @@ from coordspec.reference.group.responses import (
 # record the partition wrote before is committed (CF-6). JoinGroup and SyncGroup are
 # writes too, but the classic group completes their futures itself. A stable OffsetFetch
 # is one as well; the host holds it before it reads (CoordinatorHost._forward).
-DEFERRED_REPLY_APIS = ("Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetDelete", "DeleteGroups")
+DEFERRED_REPLY_APIS = (
+    "Heartbeat",
+    "LeaveGroup",
+    "OffsetCommit",
+    "OffsetDelete",
+    "DeleteGroups",
+    "ConsumerGroupHeartbeat",
+)
 
 
 def is_deferred_write(request: Request) -> bool:
@@ -95,5 +107,12 @@ def refusal(request: Request, error: ErrorCode) -> Response:
     if isinstance(request, DeleteGroups):
         return DeleteGroupsResponse(
             tuple(DeletableGroupResult(g, error) for g in request.groups_names)
+        )
+    if isinstance(request, ConsumerGroupHeartbeat):
+        return ConsumerGroupHeartbeatResponse(error)
+    if isinstance(request, ConsumerGroupDescribe):
+        # ConsumerGroupDescribeRequest.getErrorDescribedGroupList
+        return ConsumerGroupDescribeResponse(
+            tuple(DescribedConsumerGroup(error, g) for g in request.group_ids)
         )
     raise UsageError(f"refusal: {type(request).__name__} is not a group request")

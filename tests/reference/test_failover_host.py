@@ -35,20 +35,29 @@ from coordspec.reference.group import (
     LeaveGroup,
     ListGroups,
     MemberIdentity,
+    NewMetadataImage,
     OffsetCommit,
     OffsetDelete,
     OffsetDeletePartition,
     OffsetDeleteTopic,
     OffsetFetch,
+    ResolveRegularExpressions,
     SyncGroup,
     Tick,
 )
-from coordspec.reference.group.requests import VERSIONS
+from coordspec.reference.group.requests import (
+    VERSIONS,
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
+)
 from coordspec.reference.group.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeletableGroupResult,
     DeleteGroupsResponse,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsResponse,
     HeartbeatResponse,
@@ -62,6 +71,7 @@ from coordspec.reference.group.responses import (
 )
 
 PARTITIONS = 3
+CG_JOIN = {"member_epoch": 0, "rebalance_timeout_ms": 5_000, "topic_partitions": ()}
 GROUP = "group-id"  # partition_for("group-id", 3) == 0
 OTHER = "a"  # partition_for("a", 3) == 1
 
@@ -209,6 +219,13 @@ def _request(api: str, version: int, group_id: str = GROUP):
             "group_id": group_id,
             "topics": (OffsetDeleteTopic("foo", (OffsetDeletePartition(0),)),),
         },
+        "ConsumerGroupHeartbeat": {
+            "group_id": group_id,
+            "member_id": "m",
+            "subscribed_topic_names": ("foo",),
+            **CG_JOIN,
+        },
+        "ConsumerGroupDescribe": {"group_ids": (group_id,)},
     }[api]
     cls = {
         c.__name__: c
@@ -222,6 +239,8 @@ def _request(api: str, version: int, group_id: str = GROUP):
             DescribeGroups,
             DeleteGroups,
             OffsetDelete,
+            ConsumerGroupHeartbeat,
+            ConsumerGroupDescribe,
         )
     }[api]
     return cls(f"{api}-v{version}", version, 0, **fields)
@@ -262,6 +281,11 @@ def _expected_refusal(api: str, version: int, error: ErrorCode):
         return DescribeGroupsResponse((DescribedGroup(error, GROUP, "", "", "", ()),))
     if api == "OffsetDelete":
         return OffsetDeleteResponse(error, ())
+    if api == "ConsumerGroupHeartbeat":
+        return ConsumerGroupHeartbeatResponse(error)
+    if api == "ConsumerGroupDescribe":
+        # ConsumerGroupDescribeRequest.getErrorDescribedGroupList: the id and the error
+        return ConsumerGroupDescribeResponse((DescribedConsumerGroup(error, GROUP),))
     return DeleteGroupsResponse((DeletableGroupResult(GROUP, error),))
 
 
@@ -277,6 +301,8 @@ API_VERSIONS = [
         "DescribeGroups",
         "DeleteGroups",
         "OffsetDelete",
+        "ConsumerGroupHeartbeat",
+        "ConsumerGroupDescribe",
     )
     for v in VERSIONS[api]
 ]
@@ -765,3 +791,78 @@ def test_offset_delete_acknowledged_only_after_replication():
     broker.replicate()
     assert broker.reply(delete).topics[0].partitions[0].error_code == ErrorCode.NONE
     assert broker.reply(broker.fetch()).topics[0].partitions[0].committed_offset == -1
+
+
+# -- consumer groups: the broker's topics reach every coordinator (CF-14) ----------------------
+
+IMAGE = NewMetadataImage({"foo": 2}, 0, {"foo": "foo-id"})
+
+
+def test_metadata_image_reaches_serving_and_later_loaded_coordinators():
+    """Kafka 4.0 CoordinatorRuntime.onNewMetadataImage (active coordinators) and onLoaded."""
+    broker = OneBroker()
+    broker.lead(partition=0)
+    broker.become(partition=1)  # loading when the image comes
+    broker.step(IMAGE)
+    assert dict(broker.host.serving(0).topics) == {"foo": 2}
+    assert broker.host.serving(0).topic_ids == {"foo": "foo-id"}
+    broker.load(partition=1)
+    assert dict(broker.host.serving(1).topics) == {"foo": 2}
+    broker.lead(partition=2)
+    assert broker.host.serving(2).topic_ids == {"foo": "foo-id"}
+    broker.now_ms = 5
+    broker.step(NewMetadataImage({"foo": 2, "bar": 1}, 5, {"foo": "foo-id", "bar": "bar-id"}))
+    assert all(dict(broker.host.serving(p).topics) == {"foo": 2, "bar": 1} for p in range(3))
+
+
+def _cg_join(broker: OneBroker, member_id: str, group_id: str = GROUP, **fields):
+    fields.setdefault("subscribed_topic_names", ("foo",))
+    return broker.send(
+        ConsumerGroupHeartbeat, 1, group_id=group_id, member_id=member_id, **CG_JOIN, **fields
+    )
+
+
+def test_consumer_group_heartbeat_is_answered_once_its_write_is_committed():
+    broker = OneBroker()
+    broker.lead()
+    broker.step(IMAGE)
+    join = _cg_join(broker, "m1")
+    assert join not in broker.replies  # the new member's records wait for the high watermark
+    broker.replicate()
+    response = broker.reply(join)
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 1)
+    assert [(t.topic_id, t.partitions) for t in response.assignment] == [("foo-id", (0, 1))]
+    elsewhere = _cg_join(broker, "m2", group_id=OTHER)  # partition 1: not led here
+    assert broker.reply(elsewhere) == ConsumerGroupHeartbeatResponse(ErrorCode.NOT_COORDINATOR)
+
+
+def test_consumer_group_describe_split_by_partition():
+    """Kafka 4.0 GroupCoordinatorService.consumerGroupDescribe: a blank id is answered
+    INVALID_GROUP_ID with no id, first; then each partition's groups."""
+    broker = OneBroker()
+    broker.lead(partition=0)
+    broker.become(partition=1)
+    broker.step(IMAGE)
+    _cg_join(broker, "m1")
+    broker.replicate()
+    broker.step(ConsumerGroupDescribe(9, 0, 0, group_ids=(GROUP, OTHER, "b", "")))
+    assert [(g.group_id, g.error_code, g.group_state) for g in broker.reply(9).groups] == [
+        (None, ErrorCode.INVALID_GROUP_ID, ""),
+        (GROUP, ErrorCode.NONE, "Stable"),
+        (OTHER, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ""),
+        ("b", ErrorCode.NOT_COORDINATOR, ""),
+    ]
+
+
+def test_resolve_regular_expressions_goes_to_the_groups_coordinator():
+    broker = OneBroker()
+    broker.lead()
+    broker.step(IMAGE)
+    join = _cg_join(broker, "m1", subscribed_topic_names=None, subscribed_topic_regex="fo.*")
+    broker.replicate()
+    assert broker.reply(join).assignment == ()  # nothing resolved yet
+    broker.step(ResolveRegularExpressions(GROUP, 0))
+    broker.replicate()
+    group = broker.host.serving(0).consumer_groups[GROUP]
+    assert group.resolved_regexes == {"fo.*": frozenset({"foo"})}
+    assert broker.step(ResolveRegularExpressions(OTHER, 0)) == []  # not served here: nothing
