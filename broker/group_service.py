@@ -44,6 +44,7 @@ from coordspec.broker.group_image import (
     Resolutions,
     call_keeping_request,
 )
+from coordspec.broker.group_turns import commits_only
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import encode_group_batch
 from coordspec.broker.log.partition import PartitionLog
@@ -59,7 +60,7 @@ from coordspec.reference.group import (
     ResolveRegularExpressions,
 )
 from coordspec.reference.group.effects import AppendRecords, Reply
-from coordspec.reference.group.records import GroupMetadataKey, Record
+from coordspec.reference.group.records import Record
 from coordspec.reference.wire import kafka_uuid
 from coordspec.reference.wire.group_records import CorruptRecord, decode_records
 
@@ -185,17 +186,17 @@ class GroupService:
             OFFSETS_TOPIC, offsets_partition(effect.group_id, self.offsets_partitions)
         )
         assert log_ is not None
-        commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in effect.records)
+        commits = commits_only(effect.records)
         self._writes.append(
             _Write(
                 effect.append_id,
                 effect.group_id,
-                commits_only,
+                commits,
                 log_,
                 encode_group_batch(effect.records, self._now_ms),
             )
         )
-        self.driver.turns.writing(effect.group_id, commits_only)
+        self.driver.turns.writing(effect.group_id, commits)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_batches())
 

@@ -25,6 +25,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordspec.reference.group import OffsetCommit
+from coordspec.reference.group.records import (
+    CONSUMER_GROUP_KEYS,
+    EndTransactionMarker,
+    GroupMetadataKey,
+    Record,
+)
+
+
+def commits_only(records: tuple[Record, ...]) -> bool:
+    """A write no group's metadata is in (classic or consumer group): commits, markers."""
+    return not any(isinstance(r.key, (GroupMetadataKey, *CONSUMER_GROUP_KEYS)) for r in records)
+
+
+def groups_of(records: tuple[Record, ...]) -> set[str]:
+    """The groups whose records these are (a transaction marker names none)."""
+    return {
+        r.key.group_id if isinstance(r.key, CONSUMER_GROUP_KEYS) else r.key.group
+        for r in records
+        if not isinstance(r.key, EndTransactionMarker)
+    }
 
 
 @dataclass

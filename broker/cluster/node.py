@@ -52,6 +52,7 @@ from coordspec.broker.cluster.replica_logs import (
 from coordspec.broker.cluster.zk_session import ZkSession, now_ms
 from coordspec.broker.group_driver import GroupDriver
 from coordspec.broker.group_image import Image, Resolutions, call_keeping_request
+from coordspec.broker.group_turns import commits_only, groups_of
 from coordspec.broker.log.batches import read_header
 from coordspec.broker.log.group_batches import decode_group_batch, encode_group_batch
 from coordspec.broker.trace import Trace
@@ -69,7 +70,6 @@ from coordspec.reference.failover.host import CoordinatorHost
 from coordspec.reference.failover.placement import OFFSETS_TOPIC
 from coordspec.reference.group import GroupConfig, ResolveRegularExpressions
 from coordspec.reference.group.effects import Reply
-from coordspec.reference.group.records import GroupMetadataKey
 from coordspec.reference.replication.broker import Broker
 from coordspec.reference.replication.config import ReplicationConfig
 from coordspec.reference.replication.effects import (
@@ -720,12 +720,12 @@ class ClusterNode:
 
     def _writing(self, append: AppendToPartition) -> None:
         """The groups of ``append`` take turns with it (coordspec.broker.group_turns) until it ends."""
-        commits_only = not any(isinstance(r.key, GroupMetadataKey) for r in append.records)
-        for group_id in {r.key.group for r in append.records}:
+        commits = commits_only(append.records)
+        for group_id in groups_of(append.records):
             self._unwritten.setdefault(append.partition, []).append(
-                _Unwritten(append.offset, group_id, commits_only)
+                _Unwritten(append.offset, group_id, commits)
             )
-            self.driver.turns.writing(group_id, commits_only)
+            self.driver.turns.writing(group_id, commits)
 
     def _written(self, partition: int, ended: Callable[[_Unwritten], bool]) -> None:
         pending = self._unwritten.get(partition, [])

@@ -538,7 +538,11 @@ def _sub(
             include_authorized_operations=request.include_authorized_operations,
         )
     return ListGroups(
-        request_id, request.api_version, request.now_ms, states_filter=request.states_filter
+        request_id,
+        request.api_version,
+        request.now_ms,
+        states_filter=request.states_filter,
+        types_filter=request.types_filter,
     )
 
 

@@ -26,6 +26,7 @@ from test_cluster_failover import (
 
 from coordspec.broker.cluster.group_trace import GroupTrace
 from coordspec.broker.cluster.launcher import Cluster
+from coordspec.broker.group_image import Image
 from coordspec.broker.trace import Trace
 from coordspec.reference.failover.events import BecomeCoordinator, LoadGroup, ResignCoordinator
 from coordspec.reference.failover.host import CoordinatorHost
@@ -88,14 +89,18 @@ def test_only_what_a_coordinator_decides_is_traced(
 ) -> None:
     """GroupTrace on the reference's coordinator host, driven as a cluster broker drives it:
     a request for a partition the broker does not serve is not traced, a group's first
-    request is preceded by its load_group fault (stamped at the load), and a write in
-    flight when the broker resigns keeps no response; the trace replays."""
+    request is preceded by its load_group fault and the topics it was loaded with (stamped
+    at the load), and a write in flight when the broker resigns keeps no response; the trace
+    replays."""
     host = CoordinatorHost(1, 2, GroupConfig(initial_rebalance_delay_ms=0))
     served, other = (
         next(g for g in (f"g{i}" for i in range(20)) if host.partition_for(g) == p) for p in (0, 1)
     )
     path = tmp_path / "trace.jsonl"
-    trace = GroupTrace(Trace(path, 1, 0, run="cluster-test", epoch_ms=0), host, 4000, started_ms)
+    image = Image(1, {"t": 1}, {"t": "AAAAAAAAAAAAAAAAAAAAAQ"})
+    trace = GroupTrace(
+        Trace(path, 1, 0, run="cluster-test", epoch_ms=0), host, 4000, started_ms, lambda: image
+    )
 
     def handle(event, now_ms: int) -> list:
         effects = host.handle(event)
@@ -106,6 +111,7 @@ def test_only_what_a_coordinator_decides_is_traced(
             trace.resigned(event.partition)
         return effects
 
+    handle(image.event(7000), 7000)
     trace.became(0, 8000)
     handle(BecomeCoordinator(0, 3, 8000), 8000)
     handle(LoadGroup(0, 3, (), 0, 8100), 8100)
@@ -128,17 +134,21 @@ def test_only_what_a_coordinator_decides_is_traced(
     trace.close()
 
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [(r["kind"], r.get("api") or r["fault"], r["group_id"], r["t_ms"]) for r in records] == [
+    assert [
+        (r["kind"], r.get("api") or r.get("fault"), r["group_id"], r["t_ms"]) for r in records
+    ] == [
         ("fault", "load_group", served, 8100),
+        ("metadata_image", None, served, 8100),
         ("request", "JoinGroup", served, 9000),
         ("response", "JoinGroup", served, 9000),
         ("request", "OffsetCommit", served, 9100),
     ]
     assert records[0]["down_ms"] == down_ms
-    assert records[2]["fields"]["error_code"] == 79  # MEMBER_ID_REQUIRED
+    assert records[1]["topics"] == {"t": 1}
+    assert records[3]["fields"]["error_code"] == 79  # MEMBER_ID_REQUIRED
     findings = check(path)
     assert (
-        findings.violations == [] and findings.totals.events == 4 and findings.totals.unchecked == 0
+        findings.violations == [] and findings.totals.events == 5 and findings.totals.unchecked == 0
     )
 
 

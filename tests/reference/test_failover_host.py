@@ -866,3 +866,15 @@ def test_resolve_regular_expressions_goes_to_the_groups_coordinator():
     group = broker.host.serving(0).consumer_groups[GROUP]
     assert group.resolved_regexes == {"fo.*": frozenset({"foo"})}
     assert broker.step(ResolveRegularExpressions(OTHER, 0)) == []  # not served here: nothing
+
+
+def test_list_groups_keeps_its_filters_on_every_partition():
+    broker = OneBroker()
+    broker.lead()
+    broker.step(IMAGE)
+    _cg_join(broker, "m1")
+    broker.replicate()
+    for request_id, types in ((20, ("classic",)), (21, ("Consumer",))):
+        broker.step(ListGroups(request_id, 5, 0, types_filter=types))
+    assert [g.group_id for g in broker.reply(20).groups] == []
+    assert [(g.group_id, g.group_type) for g in broker.reply(21).groups] == [(GROUP, "consumer")]
