@@ -514,8 +514,9 @@ def _coordinator(hosted: HostedPartition) -> GroupCoordinator:
 def _group_of(request: Request) -> str:
     """The group of a single-group request that passed ``service_check`` (which answers a
     missing group id)."""
-    routed = isinstance(request, (*GROUP_REQUESTS, ConsumerGroupHeartbeat))
-    group_id = request.group_id if routed else None
+    group_id = (
+        request.group_id if isinstance(request, (*GROUP_REQUESTS, ConsumerGroupHeartbeat)) else None
+    )
     if group_id is None:
         raise UsageError(f"{type(request).__name__} names no group to route by")
     return group_id
