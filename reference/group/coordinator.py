@@ -377,7 +377,9 @@ class GroupCoordinator:
                 self.now_ms + self.config.consumer_session_timeout_ms,
             )
             if member.state == UNREVOKED_PARTITIONS:
-                heartbeat.schedule_rebalance_timeout(self, group, member)
+                heartbeat.schedule_rebalance_timeout(
+                    self, group, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                )
 
     def _unload(self) -> None:
         """GM-43: parked requests learn that this broker is no longer the coordinator."""

@@ -28,10 +28,12 @@ from coordspec.reference.group.consumer.replay import apply
 from coordspec.reference.group.consumer.state import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
+    NO_PARTITIONS,
     STATIC_LEAVE_EPOCH,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
+    MemberAssignment,
     Partitions,
     from_topic_partitions,
     to_topic_partitions,
@@ -72,6 +74,10 @@ def consumer_group_heartbeat(c: Context, req: ConsumerGroupHeartbeat) -> None:
     if error is not None:
         c.reply(req, ConsumerGroupHeartbeatResponse(error))
         return
+    response = _unchanged(c, req)
+    if response is not None:
+        c.reply(req, response)
+        return
     try:
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             records, response = _leave(c, req)
@@ -107,6 +113,47 @@ def invalid(req: ConsumerGroupHeartbeat) -> ErrorCode | None:
     if req.server_assignor is not None and req.server_assignor not in ASSIGNORS:
         return ErrorCode.UNSUPPORTED_ASSIGNOR
     return None
+
+
+def _unchanged(c: Context, req: ConsumerGroupHeartbeat) -> ConsumerGroupHeartbeatResponse | None:
+    """The answer to a heartbeat that can change nothing, or None when it may: from a dynamic
+    member at its current epoch, reconciled to a current target, sending no new subscription
+    or metadata, while no new metadata image is unchecked. It only renews the session (CG-33):
+    what ``_heartbeat`` does for it without building a member, a record or a write."""
+    if req.member_epoch <= 0 or req.group_id in c.groups:
+        return None
+    group = c.consumer_groups.get(req.group_id)
+    if (
+        group is None
+        or group.group_epoch != group.assignment_epoch
+        or group.metadata_version != c.metadata_version
+    ):
+        return None
+    member = group.members.get(req.member_id)
+    if (
+        member is None
+        or member.member_epoch != req.member_epoch
+        or not member.is_reconciled_to(group.assignment_epoch)
+        or req.instance_id is not None
+        or req.rack_id is not None
+        or req.rebalance_timeout_ms != -1
+        or req.server_assignor is not None
+        or req.subscribed_topic_names is not None
+        or req.subscribed_topic_regex is not None
+        or req.client_id != member.client_id
+        or req.client_host != member.client_host
+    ):
+        return None
+    c.timers.schedule(
+        (SESSION_TIMER, group.group_id, member.member_id),
+        c.now_ms + c.config.consumer_session_timeout_ms,
+    )
+    return ConsumerGroupHeartbeatResponse(
+        ErrorCode.NONE,
+        member_id=member.member_id,
+        member_epoch=member.member_epoch,
+        heartbeat_interval_ms=c.config.consumer_heartbeat_interval_ms,
+    )
 
 
 def _blank(value: str | None) -> bool:
@@ -196,13 +243,15 @@ def _heartbeat(
         target_epoch = group.assignment_epoch
         target = group.target_of(member_id, updated.instance_id)
 
-    reconciled = updated
+    assignment = reconciled = updated.assignment()
     if not updated.is_reconciled_to(target_epoch):  # CG-20
         reconciled = reconcile(updated, target_epoch, target, group.partition_epoch, owned)
-        if _assignment(reconciled) != _assignment(updated):
-            records.append(_current_record(group.group_id, reconciled))
+        if reconciled != assignment:
+            records.append(_current_record(group.group_id, member_id, reconciled))
             if reconciled.state == UNREVOKED_PARTITIONS:  # CG-34
-                schedule_rebalance_timeout(c, group, reconciled)
+                schedule_rebalance_timeout(
+                    c, group, member_id, reconciled.member_epoch, updated.rebalance_timeout_ms
+                )
             else:
                 cancel_rebalance_timeout(c, group, member_id)
     c.timers.schedule(
@@ -259,7 +308,7 @@ def _member(
     records.append(
         _target_record(group.group_id, member_id, group.target_of(static.member_id, None))
     )
-    records.append(_current_record(group.group_id, member))
+    records.append(_current_record(group.group_id, member_id, member.assignment()))
     return member, static.member_id
 
 
@@ -284,8 +333,10 @@ def _leave(
     if static.member_id != req.member_id:
         raise _Refused(ErrorCode.FENCED_INSTANCE_ID)
     if req.member_epoch == STATIC_LEAVE_EPOCH:
-        away = static.changed(member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=frozenset())
-        return [_current_record(group.group_id, away)], left
+        away = static.assignment()._replace(
+            member_epoch=STATIC_LEAVE_EPOCH, pending_revocation=NO_PARTITIONS
+        )
+        return [_current_record(group.group_id, static.member_id, away)], left
     return fence(c, group, static), left
 
 
@@ -308,12 +359,11 @@ def epoch_record(group_id: str, epoch: int) -> Record:
     return Record(ConsumerGroupMetadataKey(group_id), ConsumerGroupMetadataValue(epoch))
 
 
-def schedule_rebalance_timeout(c: Context, group: ConsumerGroup, member: ConsumerMember) -> None:
-    group.revoking_epochs[member.member_id] = member.member_epoch
-    c.timers.schedule(
-        (REBALANCE_TIMER, group.group_id, member.member_id),
-        c.now_ms + member.rebalance_timeout_ms,
-    )
+def schedule_rebalance_timeout(
+    c: Context, group: ConsumerGroup, member_id: str, member_epoch: int, timeout_ms: int
+) -> None:
+    group.revoking_epochs[member_id] = member_epoch
+    c.timers.schedule((REBALANCE_TIMER, group.group_id, member_id), c.now_ms + timeout_ms)
 
 
 def cancel_rebalance_timeout(c: Context, group: ConsumerGroup, member_id: str) -> None:
@@ -430,16 +480,6 @@ def _metadata(member: ConsumerMember) -> ConsumerGroupMemberMetadataValue:
     )
 
 
-def _assignment(member: ConsumerMember) -> tuple[int, int, int, Partitions, Partitions]:
-    return (
-        member.member_epoch,
-        member.previous_member_epoch,
-        member.state,
-        member.assigned,
-        member.pending_revocation,
-    )
-
-
 def _subscription_record(group_id: str, member: ConsumerMember) -> Record:
     return Record(ConsumerGroupMemberMetadataKey(group_id, member.member_id), _metadata(member))
 
@@ -451,15 +491,15 @@ def _target_record(group_id: str, member_id: str, partitions: Partitions) -> Rec
     )
 
 
-def _current_record(group_id: str, member: ConsumerMember) -> Record:
+def _current_record(group_id: str, member_id: str, assignment: MemberAssignment) -> Record:
     return Record(
-        ConsumerGroupCurrentMemberAssignmentKey(group_id, member.member_id),
+        ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
         ConsumerGroupCurrentMemberAssignmentValue(
-            member_epoch=member.member_epoch,
-            previous_member_epoch=member.previous_member_epoch,
-            state=member.state,
-            assigned_partitions=to_topic_partitions(member.assigned),
-            partitions_pending_revocation=to_topic_partitions(member.pending_revocation),
+            member_epoch=assignment.member_epoch,
+            previous_member_epoch=assignment.previous_member_epoch,
+            state=assignment.state,
+            assigned_partitions=to_topic_partitions(assignment.assigned),
+            partitions_pending_revocation=to_topic_partitions(assignment.pending_revocation),
         ),
     )
 

@@ -11,6 +11,7 @@ from coordspec.reference.group.consumer.state import (
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     ConsumerMember,
+    MemberAssignment,
     Partition,
     Partitions,
 )
@@ -22,16 +23,17 @@ def reconcile(
     target: Partitions,
     partition_epoch: Callable[[Partition], int],
     owned: Partitions | None,
-) -> ConsumerMember:
-    """The member after this heartbeat; ``owned``: the partitions the request says the member
-    holds (None: not sent)."""
+) -> MemberAssignment:
+    """The member's assignment after this heartbeat; ``owned``: the partitions the request
+    says the member holds (None: not sent). Only the assignment: the member itself changes
+    once, when its current-assignment record is applied."""
     if member.state == STABLE:
         if member.member_epoch == target_epoch:
-            return member
+            return member.assignment()
         return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
     if member.state == UNREVOKED_PARTITIONS:
         if _still_owns(owned, member.pending_revocation):
-            return member  # CG-22: it must revoke first
+            return member.assignment()  # CG-22: it must revoke first
         return _next(member, member.member_epoch + 1, target_epoch, target, partition_epoch, owned)
     return _next(member, member.member_epoch, target_epoch, target, partition_epoch, owned)
 
@@ -47,7 +49,7 @@ def _next(
     target: Partitions,
     partition_epoch: Callable[[Partition], int],
     owned: Partitions | None,
-) -> ConsumerMember:
+) -> MemberAssignment:
     kept = member.assigned & target
     revoking = member.assigned - kept
     wanted = target - kept
@@ -61,5 +63,5 @@ def _next(
 
 def _updated(
     member: ConsumerMember, state: int, epoch: int, assigned: Partitions, revoking: Partitions
-) -> ConsumerMember:
-    return member.with_assignment(state, epoch, member.member_epoch, assigned, revoking)
+) -> MemberAssignment:
+    return MemberAssignment(state, epoch, member.member_epoch, assigned, revoking)

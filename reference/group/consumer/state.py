@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from coordspec.reference.group.records import ConsumerGroupMemberMetadataValue, TopicPartitions
 from coordspec.reference.group.state import Group
@@ -22,6 +22,16 @@ UNRELEASED_PARTITIONS = 2
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+
+
+class MemberAssignment(NamedTuple):
+    """A member's current assignment: what its current-assignment record carries."""
+
+    state: int
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: Partitions
+    pending_revocation: Partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,15 @@ class ConsumerMember:
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch
+
+    def assignment(self) -> MemberAssignment:
+        return MemberAssignment(
+            self.state,
+            self.member_epoch,
+            self.previous_member_epoch,
+            self.assigned,
+            self.pending_revocation,
+        )
 
     def changed(self, **changes: Any) -> ConsumerMember:
         """``dataclasses.replace`` at half its cost (every field is an init field)."""
