@@ -76,7 +76,7 @@ def test_the_catalog_at_the_newest_versions_passes_on_the_embedded_clusters():
         for gb, b in spans.items()
         if ran[ga] in with_settings and ran[gb] in with_faults
     ), "no scenario with settings ran while one with faults did"
-    # Concurrent: the runs' scenario time is many times this (about 2,000 s in all).
+    # Concurrent: the runs' scenario time adds up to many times this bound.
     assert outcome.wall_s < 200
 
 
