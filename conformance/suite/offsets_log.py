@@ -10,7 +10,6 @@ does not write (other kinds of groups) are skipped.
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from collections.abc import Awaitable, Callable
 
@@ -38,10 +37,6 @@ def readable(versions: dict[int, range]) -> bool:
     return versions.get(LIST_OFFSETS, range(0)).stop > 1 and bool(overlap)  # ListOffsets v1+
 
 
-EMPTY_READ_RETRIES = 5
-EMPTY_READ_PAUSE_S = 0.1
-
-
 class OffsetsLog:
     """The records after a cursor, by partition; ``locate``: each partition's broker, looked up
     when the cursor is placed."""
@@ -60,14 +55,6 @@ class OffsetsLog:
                 self.leaders = await self.locate()
                 self.cursor = await self._ends()
                 return []
-            # A write answered a moment ago can still be above the high watermark the
-            # leader's Fetch answers with (its followers' next fetch moves it): an empty read
-            # is tried again a few times before it counts.
-            for _ in range(EMPTY_READ_RETRIES):
-                records = await self._read_on()
-                if records:
-                    return records
-                await asyncio.sleep(EMPTY_READ_PAUSE_S)
             return await self._read_on()
         except WireError as exc:
             raise WireError(f"reading {OFFSETS_TOPIC}: {exc}") from None

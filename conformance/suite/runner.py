@@ -3,6 +3,7 @@ against the scenario's expectations and against the oracle."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -41,6 +42,7 @@ from coordspec.reference.group.requests import API_KEYS, Request
 from coordspec.reference.group.responses import ListGroupsResponse, Response
 
 LISTEN_AFTER_FAILURE_MS = 30_000
+RECORDS_WAIT_S, RECORDS_POLL_S = 5.0, 0.05
 
 
 class _Stop(Exception):
@@ -208,6 +210,17 @@ class _Run:
         await self.take(index, step)
         if expected is not None:
             written = await self.session.written()
+            # Kafka may answer before its write is committed (a new group's JoinGroup answers
+            # MEMBER_ID_REQUIRED at once): on a real clock the records expected are waited
+            # for a while, as a cluster's followers replicate them.
+            deadline = time.monotonic() + RECORDS_WAIT_S
+            while (
+                len(written) < len(expected)
+                and self.target.clock == "real"
+                and time.monotonic() < deadline
+            ):
+                await asyncio.sleep(RECORDS_POLL_S)
+                written += await self.session.written()
             if problem := check_records(expected, written, self.symbols):
                 self.fail(index, "expectation", problem, request=self.sent[step.client])
 
