@@ -5,17 +5,28 @@ Two members share a topic of four partitions: the second takes half, the first l
 what the second gets. They consume and commit each record; then the coordinator (the leader of
 the group's offsets partition) is killed. The group is served again by the new leader: new
 records are consumed and their commits acknowledged there, and no commit acknowledged before
-is lost. The brokers' traces, with the topics each showed its coordinators, replay through
+is lost; librdkafka's admin client describes the group there (ConsumerGroupDescribe) as Stable
+with each member's partitions. The brokers' traces, with the topics each showed its coordinators, replay through
 the reference with no violation. Every wait is bounded.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from cluster_fixtures import SETTINGS, zookeeper_fixture  # noqa: F401 - the module's ZooKeeper, by name
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupType,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription
 from test_cluster_failover import assert_no_errors, assert_traces_replay, create_topic, wait_for
 
 from coordspec.broker.cluster.launcher import Cluster
@@ -77,6 +88,17 @@ class Member:
                 )
 
 
+def describe(bootstrap: str) -> ConsumerGroupDescription:
+    """The group as librdkafka's admin client describes it: for a consumer group it sends
+    ConsumerGroupDescribe (KIP-848), not DescribeGroups."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    return admin.describe_consumer_groups([GROUP], request_timeout=10)[GROUP].result(10)
+
+
+def assigned(member: MemberDescription) -> set[int]:
+    return {tp.partition for tp in member.assignment.topic_partitions if tp.topic == TOPIC}
+
+
 def test_consumer_group_rebalances_commits_and_survives_its_coordinators_kill(
     tmp_path: Path, zookeeper_connect: str
 ) -> None:
@@ -129,6 +151,13 @@ def test_consumer_group_rebalances_commits_and_survives_its_coordinators_kill(
             )
             expected = {f"value-{i}".encode() for i in range(60)}
             assert a.received | b.received == expected
+            described = describe(cluster.bootstrap)
+            assert described.type == ConsumerGroupType.CONSUMER
+            assert described.state == ConsumerGroupState.STABLE
+            assert described.coordinator.id == cluster.coordinator(GROUP) != victim
+            assert sorted(assigned(m) for m in described.members) == sorted(
+                [a.assigned(), b.assigned()], key=sorted
+            )
             fetched = a.client.committed(
                 [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10
             )
@@ -140,3 +169,10 @@ def test_consumer_group_rebalances_commits_and_survives_its_coordinators_kill(
         assert {tp.partition: tp.offset for tp in fetched} == acknowledged  # none lost
         assert_no_errors(cluster)
     assert_traces_replay(cluster, GROUP, min_checked=20, moved=True)
+    described_by = [
+        line
+        for path in cluster.trace_files()
+        for line in map(json.loads, path.read_text().splitlines())
+        if line.get("api") == "ConsumerGroupDescribe" and line["kind"] == "response"
+    ]
+    assert described_by and all(line["group_id"] == GROUP for line in described_by)
