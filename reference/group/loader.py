@@ -1,8 +1,8 @@
 """Rebuilding groups and offsets from ``__consumer_offsets`` records (GM-41, GM-42).
 
-The last record per key wins and tombstones delete. A group whose last metadata record
-lists members comes back Stable, otherwise Empty; groups known only through offsets come
-back as Empty simple groups. An in-flight rebalance is not in the log, so a loaded group
+The last record per key wins and tombstones delete (a group's, the group but not its
+offsets, CG-3). A group whose last metadata record lists members comes back Stable,
+otherwise Empty; groups known only through offsets come back as Empty simple groups. An in-flight rebalance is not in the log, so a loaded group
 resumes its last written generation. A transaction's offsets stay pending until its marker
 is read (GM-57, GM-58). Follows Kafka 4.x ``GroupMetadataManager.replay``,
 ``OffsetMetadataManager.replay`` / ``replayEndTransactionMarker`` and ``onLoaded``.
@@ -39,7 +39,7 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
             continue  # consumer groups are rebuilt by consumer.replay (CG-41)
         if isinstance(key, GroupMetadataKey):
             if value is None:
-                groups.pop(key.group, None)
+                _delete(groups, key.group)
             elif isinstance(value, GroupMetadataValue):
                 groups[key.group] = group_from_value(key.group, value, groups.get(key.group))
             else:
@@ -64,6 +64,21 @@ def replay(records: Iterable[Record]) -> dict[str, Group]:
     return groups
 
 
+def _delete(groups: dict[str, Group], group_id: str) -> None:
+    """A group's tombstone deletes the group, not its offsets: Kafka keeps them by group id
+    (a consumer group that took the id of an Empty classic group has them, CG-3)."""
+    group = groups.pop(group_id, None)
+    if group is not None and (group.offsets or group.pending_offsets):
+        groups[group_id] = _with_offsets(Group(group_id, in_log=True), group)
+
+
+def _with_offsets(group: Group, previous: Group) -> Group:
+    group.offsets = previous.offsets
+    group.offset_positions = previous.offset_positions
+    group.pending_offsets = previous.pending_offsets
+    return group
+
+
 def group_from_value(group_id: str, value: GroupMetadataValue, previous: Group | None) -> Group:
     """The group a metadata record describes, keeping the offsets read before it."""
     group = Group(
@@ -79,9 +94,7 @@ def group_from_value(group_id: str, value: GroupMetadataValue, previous: Group |
         in_log=True,
     )
     if previous is not None:
-        group.offsets = previous.offsets
-        group.offset_positions = previous.offset_positions
-        group.pending_offsets = previous.pending_offsets
+        _with_offsets(group, previous)
     for m in value.members:
         member = Member(
             member_id=m.member_id,

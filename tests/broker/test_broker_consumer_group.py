@@ -142,3 +142,33 @@ def test_a_regex_subscription_is_resolved_by_the_broker_and_follows_new_topics(
     trace = (tmp_path / "trace.jsonl").read_text()
     assert trace.count('"kind":"resolve_regular_expressions"') >= 2
     assert_trace_replays(tmp_path / "trace.jsonl")
+
+
+def test_a_consumer_group_takes_the_offsets_a_simple_consumer_committed(tmp_path: Path) -> None:
+    """CG-3: a consumer that assigns itself partitions and commits makes an Empty classic
+    group; a KIP-848 member joining under its id gets the group and starts where the commits
+    left off (librdkafka's 0029_assign_offset does this, and was refused GROUP_ID_NOT_FOUND)."""
+    with BrokerProcess(tmp_path, *BROKER_ARGS, *FAST_HEARTBEATS) as broker:
+        create_topic(broker.bootstrap, "orders", PARTITIONS)
+        produce(broker.bootstrap, "orders", RECORDS, PARTITIONS)
+        half = RECORDS // PARTITIONS // 2
+        simple = kip848_consumer(broker.bootstrap, "billing")
+        positions = [TopicPartition("orders", p, half) for p in range(PARTITIONS)]
+        simple.assign(positions)
+        simple.commit(offsets=positions, asynchronous=False)
+        simple.close()
+
+        member = Member(kip848_consumer(broker.bootstrap, "billing"), "orders")
+        wait_for(
+            lambda: len(member.received) == RECORDS // 2,
+            poll_all(member),
+            30,
+            "the records after the committed offsets",
+        )
+        assert member.assigned() == set(range(PARTITIONS))
+        assert {
+            int(v.decode().removeprefix("value-")) // PARTITIONS for v in member.received
+        } == set(range(half, RECORDS // PARTITIONS))
+        assert not member.errors
+        member.client.close()
+    assert_trace_replays(tmp_path / "trace.jsonl")

@@ -153,6 +153,28 @@ def test_consumer_group_heartbeat_with_empty_classic_group():
     assert coordinator.consumer_groups[GROUP_ID].group_epoch == 1
 
 
+def test_a_join_takes_an_empty_classic_group_with_its_offsets():
+    """CG-3: a simple consumer's commit makes an Empty classic group; a join takes its id and
+    keeps its offsets, also through a load (Kafka keeps offsets by group id: the classic
+    group's tombstone deletes the group only). librdkafka's 0029_assign_offset commits
+    after assign() and then subscribes under the same group id."""
+    ctx = Context({"foo": 1})
+    commit = OffsetCommit(20, 9, 0, group_id=GROUP_ID, topics=COMMIT_FOO_0)
+    effects = ctx.coordinator.handle(commit)
+    (reply,) = [e for e in effects if isinstance(e, Reply)]
+    assert reply.response.topics[0].partitions[0].error_code == ErrorCode.NONE
+    log = [r for e in effects if isinstance(e, AppendRecords) for r in e.records]
+    response, written = ctx.heartbeat(member_id="m", subscribed_topic_names=("foo",), **JOIN)
+    assert response.error_code == ErrorCode.NONE and response.member_epoch == 1
+    assert written[0] == Record(GroupMetadataKey(GROUP_ID), None)
+    assert GROUP_ID not in ctx.coordinator.groups
+    assert {k: v.offset for k, v in ctx.group().store.offsets.items()} == {("foo", 0): 1}
+
+    loaded = Context({"foo": 1}, [*log, *written])
+    assert GROUP_ID not in loaded.coordinator.groups
+    assert {k: v.offset for k, v in loaded.group().store.offsets.items()} == {("foo", 0): 1}
+
+
 def classic_request(ctx: Context, request) -> object:
     (reply,) = [e for e in ctx.coordinator.handle(request) if isinstance(e, Reply)]
     return reply.response

@@ -163,15 +163,18 @@ def _blank(value: str | None) -> bool:
 
 def _consumer_group(c: Context, group_id: str, create: bool) -> ConsumerGroup | None:
     """CG-3: the consumer group under ``group_id``; None when a join creates it. A classic
-    group under the id refuses, unless a join finds it Empty with nothing committed, when it
-    is deleted to make room (Kafka's maybeDeleteEmptyClassicGroup)."""
+    group under the id refuses, unless a join finds it Empty, when it is deleted to make room
+    (Kafka's maybeDeleteEmptyClassicGroup) and its offsets stay with the id."""
     classic = c.groups.get(group_id)
     if classic is not None and classic.state != DEAD:
-        empty = classic.state == EMPTY and not classic.offsets and not classic.pending_offsets
-        if not (create and empty):
+        if not (create and classic.state == EMPTY):
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
         c.write(group_id, (Record(GroupMetadataKey(group_id), None),), None)
         c.drop_group(group_id)
+        if classic.offsets or classic.pending_offsets:
+            # Kafka keeps offsets by group id, whichever kind of group holds it (CG-60): a
+            # simple consumer's commits are the new group's.
+            c.consumer_groups[group_id] = ConsumerGroup(group_id, offset_store=classic)
     group = c.consumer_groups.get(group_id)
     if group is None and not create:
         raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
