@@ -351,7 +351,9 @@ def classify(
     if returncode is None:
         outcome, line = "timeout", f"still running after {bound_s:.0f} s; " + first_failure(output)
     elif returncode == 0 and states and all(s == "SKIPPED" for _, s in states):
-        skipped = re.findall(r"SKIPPING TEST: (.*)|skipping[: ]+(.*)", output, re.IGNORECASE)
+        skipped = re.findall(
+            r"SKIPPING TEST: ([^[\n]*)|skipping[: ]+([^[\n]*)", output, re.IGNORECASE
+        )
         reasons = [a or b for a, b in skipped if FILTERED not in (a or b)]
         outcome, line = "skipped", next(iter(reasons), "skipped by the runner")
     elif returncode == 0 and sub_skipped and not sub_passed:
