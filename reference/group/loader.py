@@ -68,7 +68,7 @@ def _delete(groups: dict[str, Group], group_id: str) -> None:
     """A group's tombstone deletes the group, not its offsets: Kafka keeps them by group id
     (a consumer group that took the id of an Empty classic group has them, CG-3)."""
     group = groups.pop(group_id, None)
-    if group is not None and (group.offsets or group.pending_offsets):
+    if group is not None and (group.offsets or any(group.pending_offsets.values())):
         groups[group_id] = _with_offsets(Group(group_id, in_log=True), group)
 
 

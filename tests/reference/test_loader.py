@@ -226,6 +226,25 @@ def test_group_tombstone_after_offsets_deletes_group():
     assert set(d.coordinator.groups) == {"kept"}
 
 
+def test_group_tombstone_deletes_the_group_not_its_offsets():
+    """CG-3: a tombstone the join of a consumer group wrote over an Empty classic group leaves
+    the offsets committed under the id (Kafka keeps them by group id). A deleted group whose
+    transaction's offsets were tombstoned too is gone."""
+    d = Driver(now_ms=NOW)
+    pending = offset_record("gone", "bar", 0, 1)
+    d.load(
+        [
+            offset_record("taken", "bar", 0, 7),
+            Record(GroupMetadataKey("taken"), None),
+            Record(pending.key, pending.value, producer_id=5),
+            Record(OffsetCommitKey("gone", "bar", 0), None),
+            Record(GroupMetadataKey("gone"), None),
+        ]
+    )
+    assert set(d.coordinator.groups) == {"taken"}
+    assert d.group("taken").offsets[("bar", 0)].offset == 7
+
+
 def test_group_without_members_loads_empty():
     """A GroupMetadata record without members loads Empty, keeping its generation and protocol type."""
     d = Driver(now_ms=NOW)

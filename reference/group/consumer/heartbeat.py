@@ -171,7 +171,7 @@ def _consumer_group(c: Context, group_id: str, create: bool) -> ConsumerGroup | 
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND)
         c.write(group_id, (Record(GroupMetadataKey(group_id), None),), None)
         c.drop_group(group_id)
-        if classic.offsets or classic.pending_offsets:
+        if classic.offsets or any(classic.pending_offsets.values()):
             # Kafka keeps offsets by group id, whichever kind of group holds it (CG-60): a
             # simple consumer's commits are the new group's.
             c.consumer_groups[group_id] = ConsumerGroup(group_id, offset_store=classic)
