@@ -347,7 +347,7 @@ def classify(
     states = re.findall(r"Test (\w+) (PASSED|FAILED|SKIPPED) =", output)
     # A subtest the client skips (one for the other group protocol, say) is not passed.
     sub_passed = re.findall(r"\[ ([^\]]+?): PASS \(", output)
-    sub_skipped = re.findall(r"\[ ([^\]]+?): SKIP: (.*?) \]", output)
+    sub_skipped = re.findall(r"\[ ([^\]]+?): SKIP: ([^\]]*?)\s*\]", output)
     if returncode is None:
         outcome, line = "timeout", f"still running after {bound_s:.0f} s; " + first_failure(output)
     elif returncode == 0 and states and all(s == "SKIPPED" for _, s in states):
@@ -357,7 +357,7 @@ def classify(
         reasons = [a or b for a, b in skipped if FILTERED not in (a or b)]
         outcome, line = "skipped", next(iter(reasons), "skipped by the runner")
     elif returncode == 0 and sub_skipped and not sub_passed:
-        outcome, line = "skipped", sub_skipped[0][1]
+        outcome, line = "skipped", " ".join(sub_skipped[0][1].split())
     elif returncode == 0:
         outcome, line = "passed", ""
         if sub_skipped:
