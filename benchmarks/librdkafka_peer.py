@@ -440,7 +440,7 @@ def main() -> int:
     passed = sum(r.outcome == "passed" for r in counted)
     skipped = sum(r.outcome == "skipped" for r in results)
     say("")
-    say("| test | outcome | time | first failing line / why not applicable |")
+    say("| test | outcome | time | first failing line / why skipped or not applicable |")
     say("|---|---|---|---|")
     for r in results:
         say(f"| {r.test} | {r.outcome} | {r.seconds:.0f} s | {r.line.replace('|', '/')} |")
