@@ -408,7 +408,10 @@ class Oracle:
         while True:
             step = None  # the earliest deadline due by until_ms, in any hypothesis
             for h in frontier:
-                d = h.coordinator.next_deadline_ms()
+                timers = h.coordinator.timers
+                if timers.first_deadline_ms > until_ms:  # no timer is due before it: skip
+                    continue
+                d = timers.next_deadline_ms()
                 if d is not None and d <= until_ms and (step is None or d < step):
                     step = d
             if step is None:
