@@ -11,6 +11,7 @@ visible to OffsetFetch at the same moment.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from coordspec.reference.errors import ErrorCode, append_error_to_response_error
 from coordspec.reference.group.after_write import (
@@ -139,26 +140,27 @@ def write_accepted(
     """Write the offsets a validated (Txn)OffsetCommit carries; their answer waits for it."""
     assert req.group_id is not None
     producer_id = req.producer_id if isinstance(req, TxnOffsetCommit) else NO_PRODUCER_ID
+    max_metadata, now_ms = c.config.offset_metadata_max_bytes, c.now_ms
     topics = []
     accepted: list[Record] = []
     for topic in req.topics:
         answers = []
         for p in topic.partitions:
             metadata = p.committed_metadata
-            if metadata is not None and len(metadata) > c.config.offset_metadata_max_bytes:
+            if metadata is not None and len(metadata) > max_metadata:
                 answers.append(
                     CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
                 )
                 continue
-            answers.append(CommitPartitionResponse(p.partition_index, ErrorCode.NONE))
-            value = OffsetCommitValue(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch if with_leader_epochs else -1,
-                metadata=metadata or "",
-                commit_timestamp=c.now_ms,
-                expire_timestamp=expire_timestamp,
+            answers.append(_accepted(p.partition_index))
+            value = OffsetCommitValue(  # offset, leader_epoch, metadata, commit and expire times
+                p.committed_offset,
+                p.committed_leader_epoch if with_leader_epochs else -1,
+                metadata or "",
+                now_ms,
+                expire_timestamp,
             )
-            key = OffsetCommitKey(req.group_id, topic.name, p.partition_index)
+            key = _offset_key(req.group_id, topic.name, p.partition_index)
             accepted.append(Record(key, value, producer_id))
         topics.append(CommitTopicResponse(topic.name, tuple(answers)))
     response = _response_type(req)(tuple(topics))
@@ -169,6 +171,15 @@ def write_accepted(
         req.group_id, group.incarnation, created, req, tuple(accepted), response
     )
     c.write(req.group_id, tuple(accepted), written)
+
+
+# Answers and keys are immutable values: every commit of a partition shares one of each.
+@functools.lru_cache(maxsize=4096)
+def _accepted(partition_index: int) -> CommitPartitionResponse:
+    return CommitPartitionResponse(partition_index, ErrorCode.NONE)
+
+
+_offset_key = functools.lru_cache(maxsize=4096)(OffsetCommitKey)
 
 
 def offsets_written(c: Context, after: OffsetsWritten, error: ErrorCode) -> None:
