@@ -202,9 +202,14 @@ class Coverage:
             self.seen[group_id] = now
 
     def _moved(self, source: str, target: str, cause: str | None) -> None:
-        matches = _TRANSITIONS_BY_MOVE.get((source, target), [])
-        exact = [name for name, t in matches if t.cause == cause]
-        for name in exact or [name for name, _ in matches[:1]]:
+        names = _NAMES_BY_MOVE.get((source, target, cause))
+        if names is None:
+            matches = _TRANSITIONS_BY_MOVE.get((source, target), [])
+            exact = [name for name, t in matches if t.cause == cause]
+            names = _NAMES_BY_MOVE[(source, target, cause)] = exact or [
+                name for name, _ in matches[:1]
+            ]
+        for name in names:
             self.transitions[name] += 1
 
 
@@ -215,3 +220,5 @@ for _t in TRANSITIONS:
         (f"{_t.source} -> {_t.target} ({_t.cause}) {_t.rule}", _t)
     )
 del _t
+# (source, target, cause) -> the coverage names of that move, found once
+_NAMES_BY_MOVE: dict[tuple[str, str, str | None], list[str]] = {}
