@@ -126,19 +126,27 @@ class ExploringChoices:
         self.arities: list[int] = []
         self.made: list[str] = []
         self.chose = False  # whether this step picked among several options
+        # The broker's id for a member this step names, when known (see Oracle.request); and
+        # whether this step named it so.
+        self.given: str | None = None
+        self.gave = False
 
     def copy(self) -> ExploringChoices:
         other = ExploringChoices()
         other.issued, other.script, other.position = self.issued, self.script, self.position
         other.arities, other.made = list(self.arities), list(self.made)
-        other.chose = self.chose
+        other.chose, other.given, other.gave = self.chose, self.given, self.gave
         return other
 
-    def start(self, script: tuple[int, ...]) -> None:
+    def start(self, script: tuple[int, ...], given: str | None = None) -> None:
         self.script, self.position, self.arities, self.chose = script, 0, [], False
+        self.given, self.gave = given, False
 
     def member_id(self, prefix: str) -> str:
-        self.issued += 1
+        self.issued += 1  # numbered alike either way: the placeholders after it stay the same
+        if self.given is not None and not self.gave:
+            self.gave = True
+            return self.given
         return f"{TOKEN}{self.issued}"
 
     def _pick(self, what: str, options: Sequence[str]) -> str:
@@ -184,7 +192,7 @@ class Hypothesis:
     # A copy of the coordinator from a few steps back and the events it has taken since:
     # the coordinator as it was before any of them, rebuilt when needed (see take()).
     checkpoint: GroupCoordinator | None = None
-    since: list[Event] = field(default_factory=list)
+    since: list[tuple[Event, str | None]] = field(default_factory=list)  # with their given ids
 
     @property
     def choices(self) -> ExploringChoices:
@@ -214,6 +222,7 @@ class Hypothesis:
             and self.reply_needs == other.reply_needs
             and self.replies == other.replies
             and self.binding.ids == other.binding.ids
+            and self.binding.named == other.binding.named
             and self.choices.issued == other.choices.issued  # numbers the next member ids
             and self.deadlines.keys() == other.deadlines.keys()
             and all(d.same(other.deadlines[r]) for r, d in self.deadlines.items())
@@ -238,7 +247,14 @@ class Hypothesis:
         """A new coordinator in place of this one (a restart); what it takes starts afresh."""
         self.coordinator, self.checkpoint, self.since = coordinator, None, []
 
-    def take(self, make_event, record) -> bool:
+    def given(self, member_id: str | None) -> str | None:
+        """``member_id``, if this hypothesis has not seen the broker give it out already."""
+        binding = self.binding
+        if member_id is None or member_id in binding.placeholders or member_id in binding.named:
+            return None
+        return member_id
+
+    def take(self, make_event, record, given: str | None = None) -> bool:
         """Apply the event from ``make_event`` to this hypothesis itself, if the reference
         has only one way to take it, and ``record`` its effects; True if so. Otherwise (a
         choice had several options) False, with the coordinator as it was before the event.
@@ -253,17 +269,18 @@ class Hypothesis:
         if self.checkpoint is None or len(self.since) >= CHECKPOINT_EVERY:
             self.checkpoint, self.since = _copy_coordinator(coordinator), []
         choices = coordinator.choices
-        choices.start(())
+        given = self.given(given)
+        choices.start((), given)
         event = make_event(self)
         cause = _cause(coordinator, event)
         effects = coordinator.handle(event)
         if choices.chose:
             self.coordinator, self.checkpoint = self.checkpoint, None
-            for earlier in self.since:
-                self.choices.start(())
+            for earlier, named in self.since:
+                self.choices.start((), named)
                 self.coordinator.handle(earlier)
             return False
-        self.since.append(event)
+        self.since.append((event, given))
         record(self, event, cause, effects)
         return True
 
@@ -352,23 +369,28 @@ class Oracle:
     # -- time -----------------------------------------------------------------------------
 
     def _expand(
-        self, hypotheses: list[Hypothesis], make_event, in_place: bool = True
+        self,
+        hypotheses: list[Hypothesis],
+        make_event,
+        in_place: bool = True,
+        given: str | None = None,
     ) -> list[Hypothesis]:
         """Apply an event to each hypothesis, in every way the reference could choose.
 
         ``in_place``: the caller keeps no hypothesis as it was, so one where the reference
         has a single way may take the event itself, uncopied (see :meth:`Hypothesis.take`).
+        ``given``: the member id the broker gave, if the event names a new member (request).
         """
         expanded = []
         for hypothesis in hypotheses:
-            if in_place and hypothesis.take(make_event, self._record):
+            if in_place and hypothesis.take(make_event, self._record, given):
                 expanded.append(hypothesis)
                 continue
             scripts: list[tuple[int, ...]] = [()]
             while scripts:
                 script = scripts.pop()
                 branch = hypothesis.copy()
-                branch.choices.start(script)
+                branch.choices.start(script, branch.given(given))
                 event = make_event(branch)
                 cause = _cause(branch.coordinator, event)
                 self._record(branch, event, cause, branch.coordinator.handle(event))
@@ -384,7 +406,11 @@ class Oracle:
         return expanded
 
     def _record(self, branch: Hypothesis, event: Event, cause: str | Event, effects) -> None:
-        """What the reference did on ``event``: its replies and their deadlines, its writes."""
+        """What the reference did on ``event``: its replies and their deadlines, its writes;
+        and the broker's id it gave a new member, which no later placeholder may take."""
+        choices = branch.choices
+        if choices.gave and choices.given is not None:
+            branch.binding.named.add(choices.given)
         for effect in effects:
             if isinstance(effect, Reply):
                 branch.replies[effect.request_id] = effect.response
@@ -515,9 +541,11 @@ class Oracle:
 
     # -- inputs -------------------------------------------------------------------------
 
-    def request(self, client: str, request: Request) -> None:
+    def request(self, client: str, request: Request, given: str | None = None) -> None:
         """``client`` sent ``request`` (in the broker's member ids) at ``request.now_ms``; the
-        broker handles it up to ``latency_ms`` later."""
+        broker handles it up to ``latency_ms`` later. ``given``: the member id the broker's
+        answer gives a new member, when the caller knows it already (a trace): the reference
+        then names that member so, instead of by a placeholder that the answer would bind."""
         sent = request.now_ms
         self.advance(sent)
         self._maybe_fired(sent + self.latency_ms)
@@ -533,7 +561,7 @@ class Oracle:
             translated = h.binding.translate(request)
             return translated if at == sent else dataclasses.replace(translated, now_ms=at)
 
-        self.hypotheses = self._expand(self.hypotheses, arrive)
+        self.hypotheses = self._expand(self.hypotheses, arrive, given=given)
 
     def _answer_unserved(self, unserved: Unserved, request: Request) -> None:
         """Every hypothesis answers at once as the broker's host does, with no group to ask."""

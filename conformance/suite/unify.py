@@ -63,22 +63,25 @@ Tolerate = Callable[[Mismatch], bool]
 
 
 class Binding:
-    """Placeholder <-> broker member id, one to one; and the differences tolerated so far."""
+    """Placeholder <-> broker member id, one to one; the broker's ids the reference took as
+    they are (``named``: no placeholder may bind to them); and the differences tolerated so far."""
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}
         self.placeholders: dict[str, str] = {}
+        self.named: set[str] = set()
         self.tolerated: list[Mismatch] = []
 
     def copy(self) -> Binding:
         other = Binding()
         other.ids, other.placeholders = dict(self.ids), dict(self.placeholders)
+        other.named = set(self.named)
         other.tolerated = list(self.tolerated)
         return other
 
     def adopt(self, other: Binding) -> None:
         self.ids, self.placeholders = other.ids, other.placeholders
-        self.tolerated = other.tolerated
+        self.named, self.tolerated = other.named, other.tolerated
 
     def translate(self, value):
         """A request in the broker's ids, rewritten into the placeholders of this binding."""
@@ -215,7 +218,7 @@ def _unify(expected, actual, binding: Binding, path: str, tolerate: Tolerate | N
             return None
         if not isinstance(actual, str) or not actual:
             return Mismatch(path, "a new member id", repr(actual), actual)
-        if actual in binding.placeholders:
+        if actual in binding.placeholders or actual in binding.named:
             return Mismatch(
                 path, "a new member id", f"{actual!r}, which was already given out", actual
             )

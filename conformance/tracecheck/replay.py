@@ -195,6 +195,7 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         report.unchecked = len(parsed) - index - 1
 
     api_versions: Counter[tuple[str, int]] = Counter()  # the requests checked, by API and version
+    given = _ids_given(parsed)
     for index, (_, record, message) in enumerate(parsed):
         kind = record.kind  # not isinstance: the records' (pydantic) classes check it slowly
         try:
@@ -203,7 +204,7 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
                     f"{record.client}#{record.correlation_id}"  # a client may pipeline requests
                 )
                 open_requests[(record.client, record.correlation_id)] = (client, message)
-                oracle.request(client, message)
+                oracle.request(client, message, given.get(index))
                 api_versions[(record.api, record.api_version)] += 1
             elif kind == "response":
                 opened = open_requests.pop((record.client, record.correlation_id), None)
@@ -284,6 +285,27 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
         report.coverage[("transition", transition)] += count
         report.coverage[("rule", transition.rsplit(" ", 1)[1])] += count
     return report
+
+
+def _ids_given(parsed: list) -> dict[int, str]:
+    """The member id the broker's answer gave each JoinGroup that came without one, by the
+    request's index: the oracle's reference names the new member so from the start, instead
+    of by a placeholder that the answer binds and every later request is translated into."""
+    joining: dict[tuple[str, int], int] = {}  # (client, correlation id) -> request index
+    given: dict[int, str] = {}
+    for index, (_, record, message) in enumerate(parsed):
+        if record.kind == "request":
+            key = (record.client, record.correlation_id)
+            if record.api == "JoinGroup" and not message.member_id:
+                joining[key] = index
+            else:
+                joining.pop(key, None)
+        elif record.kind == "response":
+            asked = joining.pop((record.client, record.correlation_id), None)
+            member_id = record.fields.get("member_id")
+            if asked is not None and isinstance(member_id, str) and member_id:
+                given[asked] = member_id
+    return given
 
 
 def _check_partition(report: KeyReport, parsed: list) -> KeyReport:

@@ -25,8 +25,8 @@ def check_all(directory, counts: list[int]) -> list:
             keys.setdefault((group_id, run), []).append(line)
     expand = oracle.Oracle._expand
 
-    def counted(self, hypotheses, make_event, in_place=True):
-        expanded = expand(self, hypotheses, make_event, in_place)
+    def counted(self, hypotheses, make_event, in_place=True, given=None):
+        expanded = expand(self, hypotheses, make_event, in_place, given)
         counts.append(len(expanded))
         return expanded
 
@@ -58,14 +58,14 @@ def traces(tmp_path_factory):
 def test_in_place_keeps_the_hypotheses_and_verdicts_of_copying(traces, monkeypatch, every):
     copied: list[int] = []
     with pytest.MonkeyPatch.context() as patch:  # every event on a copy: the old way
-        patch.setattr(oracle.Hypothesis, "take", lambda self, make_event, record: False)
+        patch.setattr(oracle.Hypothesis, "take", lambda self, make_event, record, given: False)
         expected = check_all(traces, copied)
 
     rebuilt = []
     take = oracle.Hypothesis.take
 
-    def noting(self, make_event, record):
-        taken = take(self, make_event, record)
+    def noting(self, make_event, record, given):
+        taken = take(self, make_event, record, given)
         rebuilt.append(not taken)
         return taken
 
@@ -124,3 +124,30 @@ def test_hypotheses_differing_in_a_pending_write_do_not_merge():
     assert oracle._merged([h, other]) == [h]
     other.coordinator.now_ms += 1
     assert oracle._merged([h, other]) == [h, other]
+
+
+def test_ids_the_trace_gives_keep_the_hypotheses_and_verdicts_of_placeholders(traces, monkeypatch):
+    """A new member named by the id the broker's answer gives it (replay._ids_given) and one
+    named by a placeholder that the answer binds allow the same: the same hypotheses after
+    every event, the same verdicts."""
+    named: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:  # placeholders only: the way before
+        patch.setattr(replay, "_ids_given", lambda parsed: {})
+        expected = check_all(traces, named)
+    bindings = []
+    keep = oracle.Oracle._keep
+
+    def noting(self, request_id, response, tolerate):
+        kept, problems, deadlines = keep(self, request_id, response, tolerate)
+        bindings.extend(h.binding for h in kept)
+        return kept, problems, deadlines
+
+    monkeypatch.setattr(oracle.Oracle, "_keep", noting)
+    given: list[int] = []
+    got = check_all(traces, given)
+
+    assert given == named
+    assert verdicts(got) == verdicts(expected)
+    assert any(v.violations for v in got)
+    assert any(b.named for b in bindings)  # the trace's ids were taken as they are
+    assert not any(b.ids for b in bindings)  # and left nothing for a placeholder to bind
