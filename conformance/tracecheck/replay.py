@@ -294,16 +294,16 @@ def _ids_given(parsed: list) -> dict[int, str]:
     joining: dict[tuple[str, int], int] = {}  # (client, correlation id) -> request index
     given: dict[int, str] = {}
     for index, (_, record, message) in enumerate(parsed):
-        if record.kind == "request":
-            key = (record.client, record.correlation_id)
+        kind = record.kind
+        if kind == "request":
             if record.api == "JoinGroup" and not message.member_id:
-                joining[key] = index
-            else:
-                joining.pop(key, None)
-        elif record.kind == "response":
+                joining[(record.client, record.correlation_id)] = index
+            elif joining:  # a correlation id used again answers this request, not the join
+                joining.pop((record.client, record.correlation_id), None)
+        elif kind == "response" and joining:
             asked = joining.pop((record.client, record.correlation_id), None)
-            member_id = record.fields.get("member_id")
-            if asked is not None and isinstance(member_id, str) and member_id:
+            member_id = record.fields.get("member_id") if asked is not None else None
+            if isinstance(member_id, str) and member_id:
                 given[asked] = member_id
     return given
 

@@ -127,11 +127,15 @@ def errors_in(value) -> list[int]:
 
 
 def _collect_errors(value, found: list[int]) -> None:
-    items = value.items() if type(value) is dict else enumerate(value)
-    for name, item in items:
-        if name == "error_code":
-            found.append(item)
-        elif type(item) is dict or type(item) is list:
+    if type(value) is dict:
+        for name, item in value.items():
+            if name == "error_code":
+                found.append(item)
+            elif type(item) is dict or type(item) is list:
+                _collect_errors(item, found)
+        return
+    for item in value:
+        if type(item) is dict or type(item) is list:
             _collect_errors(item, found)
 
 
