@@ -269,7 +269,8 @@ class Hypothesis:
         if self.checkpoint is None or len(self.since) >= CHECKPOINT_EVERY:
             self.checkpoint, self.since = _copy_coordinator(coordinator), []
         choices = coordinator.choices
-        given = self.given(given)
+        if given is not None:
+            given = self.given(given)
         choices.start((), given)
         event = make_event(self)
         cause = _cause(coordinator, event)
@@ -801,10 +802,15 @@ def _merged(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
     kept: list[Hypothesis] = []
     seen: dict[tuple, list[Hypothesis]] = {}
     for hypothesis in hypotheses:
-        alike = seen.setdefault(hypothesis.fingerprint(), [])
-        if not any(k.same_future(hypothesis) for k in alike):
+        fingerprint = hypothesis.fingerprint()
+        alike = seen.get(fingerprint)
+        if alike is None:  # most: nothing to compare with
+            seen[fingerprint] = [hypothesis]
+        elif not any(k.same_future(hypothesis) for k in alike):
             alike.append(hypothesis)
-            kept.append(hypothesis)
+        else:
+            continue
+        kept.append(hypothesis)
     return kept
 
 
