@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.consumer.state import ConsumerGroup
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.requests import (
@@ -162,3 +163,6 @@ def same_group(groups: Mapping[str, Group], group_id: str, incarnation: int) -> 
     """The group a write was for, unless it was deleted or replaced since."""
     group = groups.get(group_id)
     return group if group is not None and group.incarnation == incarnation else None
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.records import Record
 from coordspec.reference.group.responses import Response
 
@@ -33,3 +34,6 @@ class AppendRecords:
 
 
 Effect = Reply | AppendRecords
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordspec.reference.frozen import quicken
+
 
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
@@ -203,3 +205,6 @@ class Record:
     # None: a tombstone (or a marker)
     value: GroupMetadataValue | OffsetCommitValue | ConsumerGroupValue | None
     producer_id: int = NO_PRODUCER_ID  # a transactional offset commit's producer, or a marker's
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

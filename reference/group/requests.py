@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode, UsageError
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.records import TRANSACTION_RESULTS, Record, TopicPartitions
 
 # API keys and the versions the reference answers (Kafka 4.x classic groups).
@@ -569,3 +570,6 @@ GROUP_REQUESTS = (
     OffsetFetch,
     OffsetDelete,
 )
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from coordspec.reference.errors import ErrorCode
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.records import TopicPartitions
 
 
@@ -352,3 +353,6 @@ Response = (
     | ConsumerGroupHeartbeatResponse
     | ConsumerGroupDescribeResponse
 )
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -14,6 +14,7 @@ from typing import TypeVar
 from coordspec.reference.choices import Choices
 from coordspec.reference.consumer_protocol import MalformedConsumerProtocol, decode_subscription
 from coordspec.reference.errors import ErrorCode, InvariantViolation
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.records import (
     NO_PRODUCER_ID,
     OffsetCommitKey,
@@ -338,3 +339,6 @@ def _subscribed_topics(metadata: bytes) -> tuple[str, ...] | None:
         return decode_subscription(metadata).topics
     except MalformedConsumerProtocol:
         return None
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

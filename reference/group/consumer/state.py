@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group.records import ConsumerGroupMemberMetadataValue, TopicPartitions
 from coordspec.reference.group.state import Group
 
@@ -217,3 +218,6 @@ def to_topic_partitions(partitions: Partitions) -> tuple[TopicPartitions, ...]:
 @lru_cache(maxsize=4096)
 def from_topic_partitions(topics: tuple[TopicPartitions, ...]) -> Partitions:
     return frozenset((t.topic_id, p) for t in topics for p in t.partitions)
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)
