@@ -44,6 +44,7 @@ from typing import Literal, Protocol
 from coordspec.conformance.suite.unify import TOKEN, Binding, Mismatch, unify
 from coordspec.conformance.suite.unserved import Unserved
 from coordspec.reference.errors import ErrorCode, Invariant
+from coordspec.reference.frozen import quicken
 from coordspec.reference.group import (
     FailNextWrite,
     GroupConfig,
@@ -298,7 +299,9 @@ def _copy_coordinator(coordinator: GroupCoordinator) -> GroupCoordinator:
     )
 
 
-@dataclass(frozen=True, eq=False)  # compared by identity: ``None in deadlines`` stays quick
+@dataclass(
+    frozen=True, eq=False, slots=True
+)  # compared by identity: ``None in deadlines`` stays quick
 class Deadline:
     """When the reference answered a request, and what made it answer then."""
 
@@ -857,3 +860,6 @@ def _most_telling(problems: list[Mismatch | None]) -> Mismatch | None:
 def _timeless(cause: str) -> str:
     """A cause without its times: the same timer in every run."""
     return re.sub(r",? (?:due |that arrived )?at t=[\d,]+ ms", "", cause)
+
+
+quicken(globals())  # Deadline: one for each reply (reference/frozen.py)

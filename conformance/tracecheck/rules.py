@@ -141,8 +141,34 @@ def _collect_errors(value, found: list[int]) -> None:
 
 def first_error(value) -> int | None:
     """The first non-zero error code in a response, else 0 (None: the response has none)."""
-    codes = errors_in(value)
-    return next((c for c in codes if c), codes[0] if codes else None)
+    if type(value) is dict or type(value) is list:
+        found = _first_error(value)
+        return None if found is _NO_CODE else found
+    return None
+
+
+_NO_CODE = object()
+
+
+def _first_error(value):
+    """As :func:`errors_in` walks, stopping at the first non-zero code; else the first code
+    (zero), else ``_NO_CODE``: most responses are all zeros, and no list is built for them."""
+    first = _NO_CODE
+    for name, item in value.items() if type(value) is dict else enumerate(value):
+        if name == "error_code":
+            if item:
+                return item
+        elif type(item) is dict or type(item) is list:
+            item = _first_error(item)
+            if item is _NO_CODE:
+                continue
+            if item:
+                return item
+        else:
+            continue
+        if first is _NO_CODE:
+            first = item
+    return first
 
 
 def classify(api: str, request, allowed: dict | None, broker: dict) -> tuple[str, str]:
