@@ -117,6 +117,18 @@ _HANDLERS: dict[type[object], Callable[..., None]] = {
     ConsumerGroupDescribe: describe.consumer_group_describe,
 }
 
+# The events that are not requests.
+_OTHER_EVENTS = (
+    Tick,
+    AppendCompleted,
+    FailNextWrite,
+    WriteTxnMarker,
+    LoadGroups,
+    UnloadGroups,
+    ResolveRegularExpressions,
+    NewMetadataImage,
+)
+
 # What follows a completed write, by the kind of write (see after_write).
 _AFTER_WRITE: dict[type, Callable[..., None]] = {
     NewGroupWritten: membership.new_group_written,
@@ -223,20 +235,8 @@ class GroupCoordinator:
 
     def handle(self, event: Event) -> list[Effect]:
         """Apply one event; return the effects it caused, in order."""
-        handler = _HANDLERS.get(type(event))
-        if handler is None and not isinstance(
-            event,
-            (
-                Tick,
-                AppendCompleted,
-                FailNextWrite,
-                WriteTxnMarker,
-                LoadGroups,
-                UnloadGroups,
-                ResolveRegularExpressions,
-                NewMetadataImage,
-            ),
-        ):
+        handler = _HANDLERS.get(type(event))  # every request's type, and only those
+        if handler is None and not isinstance(event, _OTHER_EVENTS):
             raise UsageError(
                 f"GroupCoordinator.handle: {type(event).__name__} is not a coordinator event"
             )
@@ -245,10 +245,14 @@ class GroupCoordinator:
             raise UsageError(
                 f"{type(event).__name__}: now_ms {now_ms} is before the coordinator's time {self.now_ms}"
             )
-        if isinstance(event, Request) and event.request_id in self._open_requests:
-            raise UsageError(
-                f"{event.api}: request_id {event.request_id!r} is still awaiting its reply"
-            )
+        req: Request | None = None
+        if handler is not None:
+            assert isinstance(event, Request)
+            req = event
+            if req.request_id in self._open_requests:
+                raise UsageError(
+                    f"{req.api}: request_id {req.request_id!r} is still awaiting its reply"
+                )
         self._effects = []
         self.touched_groups = set()
         if self.timers.first_deadline_ms <= now_ms:
@@ -256,47 +260,49 @@ class GroupCoordinator:
         self.now_ms = now_ms
         if self.observer is not None:
             self.observer.before(self, event)
-        match event:
-            case Request():
-                self._open_requests.add(event.request_id)
-                self.touched_groups.update(event.group_ids)
-                request = self._known_partitions(event)
-                consumer_group = self._consumer_group_named(event)
-                if consumer_group is not None:
-                    classic_requests.answer(self, event, consumer_group)
-                    self._complete_own_appends()
-                elif request is not None:
-                    _HANDLERS[type(request)](self, request)
-                    self._complete_own_appends()
-            case AppendCompleted():
-                self._complete_append(event.append_id, event.error)
-            case FailNextWrite():
-                if not self.complete_appends:
-                    raise UsageError(
-                        "FailNextWrite: this coordinator's driver completes its appends; "
-                        "answer AppendCompleted with the error instead"
-                    )
-                self.failing_writes.append(event.error)
-            case WriteTxnMarker():
-                self.touched_groups.update(self.groups)
-                txn_offsets.write_txn_marker(self, event)
+        if req is not None:
+            self._open_requests.add(req.request_id)
+            self.touched_groups.update(req.group_ids)
+            # each check skipped, call and all, where it cannot apply
+            request = req if self.topics is None else self._known_partitions(req)
+            consumer_group = self._consumer_group_named(req) if self.consumer_groups else None
+            if consumer_group is not None:
+                classic_requests.answer(self, req, consumer_group)
                 self._complete_own_appends()
-            case LoadGroups():
-                self._load(event.records)
-                self.touched_groups.update(self.groups)
-            case UnloadGroups():
-                self._unload()
-                self.touched_groups.update(self.groups)
-            case ResolveRegularExpressions():
-                self.touched_groups.add(event.group_id)
-                heartbeat.resolve_regular_expressions(self, event.group_id)
+            elif request is not None:
+                _HANDLERS[type(request)](self, request)
                 self._complete_own_appends()
-            case NewMetadataImage():
-                self.topics = MappingProxyType(dict(event.topics))
-                self.topic_ids = _ids(event.topics, event.topic_ids)
-                self.metadata_version += 1
-            case Tick():
-                pass  # only the timers due by now, fired above
+        else:
+            match event:
+                case Tick():
+                    pass  # only the timers due by now, fired above
+                case AppendCompleted():
+                    self._complete_append(event.append_id, event.error)
+                case FailNextWrite():
+                    if not self.complete_appends:
+                        raise UsageError(
+                            "FailNextWrite: this coordinator's driver completes its appends; "
+                            "answer AppendCompleted with the error instead"
+                        )
+                    self.failing_writes.append(event.error)
+                case WriteTxnMarker():
+                    self.touched_groups.update(self.groups)
+                    txn_offsets.write_txn_marker(self, event)
+                    self._complete_own_appends()
+                case LoadGroups():
+                    self._load(event.records)
+                    self.touched_groups.update(self.groups)
+                case UnloadGroups():
+                    self._unload()
+                    self.touched_groups.update(self.groups)
+                case ResolveRegularExpressions():
+                    self.touched_groups.add(event.group_id)
+                    heartbeat.resolve_regular_expressions(self, event.group_id)
+                    self._complete_own_appends()
+                case NewMetadataImage():
+                    self.topics = MappingProxyType(dict(event.topics))
+                    self.topic_ids = _ids(event.topics, event.topic_ids)
+                    self.metadata_version += 1
         if self.timers.first_deadline_ms <= now_ms:
             self._fire_timers(now_ms)
         effects, self._effects = self._effects, []
@@ -424,9 +430,7 @@ class GroupCoordinator:
 
     def _consumer_group_named(self, req: Request) -> ConsumerGroup | None:
         """CG-36..CG-38: a classic membership request naming a consumer group's id."""
-        if not self.consumer_groups or not isinstance(
-            req, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
-        ):
+        if not isinstance(req, (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)):
             return None
         return next(
             (self.consumer_groups[g] for g in req.group_ids if g in self.consumer_groups), None
@@ -434,8 +438,7 @@ class GroupCoordinator:
 
     def _known_partitions(self, req: Request) -> Request | None:
         """GM-56: what of ``req`` reaches the coordinator (None: nothing, it is answered)."""
-        if self.topics is None:
-            return req
+        assert self.topics is not None
         kept, refused, answer = reaching_coordinator(req, self.topics)
         if answer is not None:
             self.reply(req, answer)
