@@ -3,8 +3,8 @@
 A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__``,
 which looks the name up on the type again for every field. :func:`quicken` gives such a
 class an ``__init__`` that calls each slot's own setter instead: the same signature, the
-same defaults, the same objects; about 40% cheaper to build (CPython 3.11). The classes
-stay frozen: assigning a field still raises ``FrozenInstanceError``.
+same defaults and ``__post_init__``, the same objects; about 40% cheaper to build (CPython
+3.11). The classes stay frozen: assigning a field still raises ``FrozenInstanceError``.
 """
 
 from __future__ import annotations
@@ -24,17 +24,16 @@ def quicken(namespace: dict[str, Any]) -> None:
             and dataclasses.is_dataclass(cls)
             and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
             and "__slots__" in cls.__dict__
-            and not hasattr(cls, "__post_init__")
         ):
             _quicken(cls)
 
 
 def _quicken(cls: type) -> None:
     fields = dataclasses.fields(cls)
-    if any(
+    if len(fields) != len(cls.__dataclass_fields__) or any(  # type: ignore[attr-defined]
         not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING for f in fields
     ):
-        return
+        return  # InitVars (which fields() leaves out, as ClassVars), factories, keywords
     scope: dict[str, Any] = {}
     params, body = [], []
     for f in fields:
@@ -45,6 +44,8 @@ def _quicken(cls: type) -> None:
             scope[f"_default_{f.name}"] = f.default
         params.append(f"{f.name}{default}")
         body.append(f"    _set_{f.name}(self, {f.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"])
     exec(source, scope)  # noqa: S102 -- the source is built above from field names
     init = scope["__init__"]

@@ -37,6 +37,7 @@ quicken(globals())
 
 def test_a_quickened_class_keeps_its_signature_defaults_and_values():
     assert Point.__init__.__qualname__ == "Point.__init__"
+    assert "__setattr__" not in Point.__init__.__code__.co_names
     assert list(inspect.signature(Point).parameters) == ["x", "y"]
     assert Point(1) == Point(x=1, y=7) and Point(1, 2) != Point(1)
     assert hash(Point(1, 2)) == hash(Point(1, 2))
@@ -46,9 +47,15 @@ def test_a_quickened_class_keeps_its_signature_defaults_and_values():
         Point(1).x = 2  # type: ignore[misc]
 
 
-def test_classes_it_cannot_quicken_keep_their_own_constructor():
+def test_a_quickened_class_still_checks_itself_after_init():
+    assert "__setattr__" not in Checked.__init__.__code__.co_names
     with pytest.raises(ValueError, match="negative"):
         Checked(-1)
+    assert Checked(1).x == 1
+
+
+def test_a_class_with_a_default_factory_keeps_its_own_constructor():
+    assert "__setattr__" in Listed.__init__.__code__.co_names  # dataclasses' own
     assert Listed().items == [] and Listed().items is not Listed().items
 
 
