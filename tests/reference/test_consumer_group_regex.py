@@ -250,6 +250,27 @@ def test_changing_the_regex():
     assert records[1:3] == [regex_tombstone("fo+"), epoch_record(GROUP_ID, 13)]
 
 
+def test_a_regex_left_for_one_matching_nothing_gives_up_its_topics():
+    """CG-68, CG-69: m2 alone subscribed to "ba." moves to a regex matching no topic. Its
+    move tombstones "ba."'s resolution without moving the epoch; the resolution of the new
+    regex finds nothing, as before, but the group's subscribed topics have lost bar and baz,
+    so the epoch moves (Kafka recomputes the subscription metadata on every resolution) and
+    m2's target gives them up."""
+    context = stable_group()
+    context.heartbeat(
+        member_id="m2", subscribed_topic_regex="ba.", subscribed_topic_names=None, **JOIN
+    )
+    context.resolve_regular_expressions()
+    context.heartbeat(member_id="m2", member_epoch=10)
+    assert context.group().target["m2"] == assignment(bar=(0, 1), baz=(0,))
+    _, records = context.heartbeat(member_id="m2", member_epoch=11, subscribed_topic_regex="qu+x")
+    assert regex_tombstone("ba.") in records and epoch_record(GROUP_ID, 12) not in records
+    records = context.resolve_regular_expressions()
+    assert records == [regex_record("qu+x", ()), epoch_record(GROUP_ID, 12)]
+    context.heartbeat(member_id="m2", member_epoch=11)
+    assert context.group().target["m2"] == frozenset()
+
+
 def test_resolution_survives_failover():
     """CG-41, CG-68: the loader rebuilds each resolution from its record; a tombstone removes
     it."""

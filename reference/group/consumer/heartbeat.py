@@ -384,14 +384,24 @@ def on_session_timeout(c: Context, group_id: str, member_id: str) -> None:
 
 def resolve_regular_expressions(c: Context, group_id: str) -> None:
     """CG-68: the group's regexes resolved against the coordinator's topics now (Kafka's
-    asynchronous refresh and handleRegularExpressionsResult, as one step)."""
+    asynchronous refresh and handleRegularExpressionsResult, as one step). The epoch moves
+    when a regex's topics changed, or when the group's subscribed topics no longer match its
+    subscription metadata: a member that left the last subscriber of a regex for a new one
+    took the old regex's topics out of the subscription without moving the epoch. A move
+    takes the new subscription metadata at once, as Kafka writes it with the epoch."""
     group = c.consumer_groups.get(group_id)
     if group is None:
         return
     records, changed = resolution_records(group, c.topics, c.metadata_version, c.now_ms)
+    # Unchanged resolutions leave the subscribed topics as they are now.
+    changed = changed or group.subscription_metadata != subscribed_topics(
+        group, group.members, c.topics, c.topic_ids
+    )
     if changed:
         records.append(epoch_record(group_id, group.group_epoch + 1))
     write(c, group_id, records, None, None)
+    if changed:
+        take_subscription_metadata(c, c.consumer_groups[group_id])
 
 
 def on_rebalance_timeout(c: Context, group_id: str, member_id: str) -> None:
