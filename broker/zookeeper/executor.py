@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Self
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ZookeeperError
+from kazoo.exceptions import ConnectionLoss, ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.serialization import CheckVersion, GetChildren2
@@ -174,6 +174,8 @@ class KazooExecutor:
             twin = self._client(client_id=(real_id, password))
             try:
                 twin.start(timeout=self.timeout_s)
+            except (ConnectionLoss, KazooTimeoutError):
+                pass  # the session's own client took it back while the twin was connecting
             finally:
                 self._stop(twin)
             if session.lost.wait(self.timeout_s / _EXPIRE_ATTEMPTS):
