@@ -402,7 +402,10 @@ class Oracle:
                     prefix = script + (0,) * (depth - len(script))
                     scripts.extend((*prefix, k) for k in range(1, arity))
                 expanded.append(branch)
-        expanded = _merged(expanded)
+        # Where no hypothesis split, any that became alike merge at the next split or
+        # response (each response merges): their count does not grow meanwhile.
+        if len(expanded) > len(hypotheses):
+            expanded = _merged(expanded)
         if len(expanded) > MAX_HYPOTHESES:
             raise OracleOverflow(
                 f"more than {MAX_HYPOTHESES} outcomes of the reference are still open"
@@ -614,7 +617,8 @@ class Oracle:
                     )
                 )
                 reloaded.append(branch)
-        self.hypotheses = self._expand(reloaded, lambda h: LoadGroups(tuple(h.log), up_ms))
+        # Prefixes of the log may load alike.
+        self.hypotheses = _merged(self._expand(reloaded, lambda h: LoadGroups(tuple(h.log), up_ms)))
 
     # -- observations -------------------------------------------------------------------
 

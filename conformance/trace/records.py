@@ -194,6 +194,8 @@ def _loads(text: str) -> Any:
         return json.loads(text)
 
 
-def order(line: Line, t_ms: int) -> tuple[int, str, int]:
-    """Events of a key replay in this order: session time, then file and line."""
-    return (t_ms, line.path, line.number)
+def order(parsed: tuple) -> tuple[int, str, int]:
+    """Events of a key replay in this order: session time, then file and line (of a line
+    and its record, as ``check_key`` holds them)."""
+    line = parsed[0]
+    return (parsed[1].t_ms, line.path, line.number)

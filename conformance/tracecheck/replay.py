@@ -120,10 +120,8 @@ def check_key(key: str, run: str, lines: Iterable[Line], settings: Settings) -> 
     """Replay one key's trace lines (in any order; the key from :func:`~coordspec.conformance.trace.records.quick_key`): a
     group's through the oracle (see the module docstring), a partition's through :mod:`partitions`."""
     # Requests are numbered in the key (their correlation ids are unique only per connection).
-    parsed = sorted(
-        ((line, *parse(line, i)) for i, line in enumerate(lines)),
-        key=lambda e: order(e[0], e[1].t_ms),
-    )
+    parsed = [(line, *parse(line, i)) for i, line in enumerate(lines)]
+    parsed.sort(key=order)
     if partitions.is_partition_key(key):
         report = KeyReport(key, run, events=len(parsed))
         return _check_partition(report, parsed) if parsed else report
