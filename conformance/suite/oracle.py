@@ -88,6 +88,11 @@ _TIMER_SETTINGS = {
 }
 
 
+# What made the reference answer, told only when a report asks (see _cause): a text, the
+# event, or the timers a Tick fired as (kind, setting, deadline).
+Why = str | Event | tuple[tuple[str, str, int], ...]
+
+
 class Tolerance(Protocol):
     """Differences the user accepts (``--allow``): in a field, or in when an answer came."""
 
@@ -306,8 +311,9 @@ class Deadline:
     """When the reference answered a request, and what made it answer then."""
 
     at_ms: int
-    # The cause, or the request (or other event) it is told from when asked: most never are.
-    why: str | Event
+    # What the cause is told from when asked (most never are): a text, the request (or other
+    # event), or the timers a Tick fired (see _cause).
+    why: Why
 
     def same(self, other: Deadline) -> bool:
         return self.at_ms == other.at_ms and self.why == other.why
@@ -315,7 +321,7 @@ class Deadline:
     @property
     def cause(self) -> str:
         """ "the Heartbeat that arrived at t=…", "CompleteJoin at the end of …, due at t=…" """
-        return self.why if isinstance(self.why, str) else _event_cause(self.why)
+        return _told(self.why)
 
 
 @dataclass(frozen=True)
@@ -412,7 +418,7 @@ class Oracle:
             )
         return expanded
 
-    def _record(self, branch: Hypothesis, event: Event, cause: str | Event, effects) -> None:
+    def _record(self, branch: Hypothesis, event: Event, cause: Why, effects) -> None:
         """What the reference did on ``event``: its replies and their deadlines, its writes;
         and the broker's id it gave a new member, which no later placeholder may take."""
         choices = branch.choices
@@ -469,12 +475,12 @@ class Oracle:
         if self.latency_ms:
             self.hypotheses = self._tick_through(self.hypotheses, until_ms, keep_each_step=True)
 
-    def _deadline(self, event: Event, cause: str | Event) -> Deadline:
+    def _deadline(self, event: Event, cause: Why) -> Deadline:
         """A timer due while the coordinator was paused fires when it resumes."""
         for down_ms, up_ms in self.pauses if isinstance(event, Tick) else ():
             if down_ms < event.now_ms <= up_ms:
                 return Deadline(
-                    up_ms, f"{cause}, in a pause of the coordinator until t={up_ms:,} ms"
+                    up_ms, f"{_told(cause)}, in a pause of the coordinator until t={up_ms:,} ms"
                 )
         return Deadline(event.now_ms, cause)
 
@@ -821,20 +827,33 @@ def _merged(hypotheses: list[Hypothesis]) -> list[Hypothesis]:
     return kept
 
 
-def _cause(coordinator: GroupCoordinator, event: Event) -> str | Event:
+def _cause(coordinator: GroupCoordinator, event: Event) -> Why:
     """What the reference answers on when ``event`` makes it answer: the timers due by a
-    Tick (named before they fire, while a join timer's group still says whether it ends the
-    initial delay), or the event itself (told by :func:`_event_cause` when asked)."""
+    Tick, as (kind, setting, deadline) (taken before they fire, while a join timer's group
+    still says whether it ends the initial delay; told by :func:`_timers_cause`), or the
+    event itself (told by :func:`_event_cause`). Told only when a report asks."""
     if not isinstance(event, Tick):
         return event
     timers = []
     for key, deadline in coordinator.timers.due(event.now_ms):
         setting = _TIMER_SETTINGS.get(key[0], "")
-        group = coordinator.groups.get(key[1]) if len(key) > 1 else None
-        if key[0] == "CompleteJoin" and group is not None and group.in_initial_delay:
-            setting = "group.initial.rebalance.delay.ms"
-        timers.append(f"{key[0]} at the end of {setting}, due at t={deadline:,} ms")
-    return " and ".join(timers) or f"a Tick at t={event.now_ms:,} ms"
+        if key[0] == "CompleteJoin":
+            group = coordinator.groups.get(key[1])
+            if group is not None and group.in_initial_delay:
+                setting = "group.initial.rebalance.delay.ms"
+        timers.append((key[0], setting, deadline))
+    return tuple(timers) or f"a Tick at t={event.now_ms:,} ms"
+
+
+def _told(why: Why) -> str:
+    if isinstance(why, str):
+        return why
+    if isinstance(why, tuple):
+        return " and ".join(
+            f"{kind} at the end of {setting}, due at t={deadline:,} ms"
+            for kind, setting, deadline in why
+        )
+    return _event_cause(why)
 
 
 def _event_cause(event: Event) -> str:
