@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.replication.events import FetchResponse
 from coordspec.reference.replication.messages import ControllerRequest
 from coordspec.reference.zookeeper import Op
@@ -158,3 +159,6 @@ Effect = (
     | ProduceFailed
     | FetchResponse  # a leader's answer to a Fetch, an event of the follower it goes to
 )
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

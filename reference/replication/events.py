@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.replication.log import Record
 from coordspec.reference.replication.messages import ControllerRequest
 from coordspec.reference.zookeeper import EventType, Result
@@ -125,3 +126,6 @@ BrokerEvent = (
     | FetchResponse
     | BrokerTick
 )
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.replication.znodes import TopicPartition
 
 
@@ -43,3 +44,6 @@ class StopReplica:
 
 
 ControllerRequest = LeaderAndIsr | StopReplica
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from coordspec.reference.errors import UsageError
+from coordspec.reference.frozen import quicken
 from coordspec.reference.wire import kafka_uuid
 
 NO_LEADER = -1  # LeaderAndIsr.NoLeader
@@ -326,3 +327,6 @@ def decode_controller_epoch(path: str, data: bytes) -> int:
     if not text.isdigit():
         raise UsageError(f"{path}: expected a decimal epoch, got {data[:40]!r}")
     return int(text)
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from coordspec.reference.frozen import quicken
 from coordspec.reference.zookeeper.ops import Op
 from coordspec.reference.zookeeper.results import Result
 
@@ -52,3 +53,6 @@ class WatchFired:
 
 
 Effect = Reply | SessionOpened | SessionClosed | SessionExpired | WatchFired
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from coordspec.reference.errors import UsageError
+from coordspec.reference.frozen import quicken
 from coordspec.reference.zookeeper.ops import OPS, Op
 
 
@@ -107,3 +108,6 @@ class Tick:
 
 
 Event = OpenSession | CloseSession | Ping | Request | Tick
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)

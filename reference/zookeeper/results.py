@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from coordspec.reference.errors import UsageError
+from coordspec.reference.frozen import quicken
 from coordspec.reference.zookeeper.codes import Code
 from coordspec.reference.zookeeper.ops import (
     Check,
@@ -158,3 +159,6 @@ def stat_of(result: Result | ErrorResult) -> Stat:
     if result.stat is None:
         raise UsageError(f"expected a {type(result).__name__} with a stat, got {result!r}")
     return result.stat
+
+
+quicken(globals())  # cheaper constructors (reference/frozen.py)
