@@ -50,7 +50,8 @@ def pack(
     ops: list[WriteOp] = []
     size = fixed
     for key, group in groups:
-        cost = sum(map(op_bytes, group))
+        # most groups are one state write: spare them sum() and map()
+        cost = op_bytes(group[0]) if len(group) == 1 else sum(map(op_bytes, group))
         if fixed + cost > budget:
             raise UsageError(
                 f"pack: a group of {len(group)} ops ({cost} bytes) does not fit a budget of {budget} bytes"

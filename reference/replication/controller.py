@@ -127,6 +127,7 @@ T = TypeVar("T")
 K = TypeVar("K")
 # A job yields a round of operations, is sent their results, and returns a T.
 Job: TypeAlias = Generator[Sequence[Op], list[Result], T]
+# A partition's next state and the ops that write it, the state znode's write last.
 Decision: TypeAlias = tuple[PartitionState, tuple[WriteOp, ...]]
 Decide: TypeAlias = Callable[[TopicPartition], Decision | None]
 _LOST = (Code.SESSIONEXPIRED, Code.CONNECTIONLOSS)
@@ -423,7 +424,8 @@ class Controller:
 
     def _decide(self, tp: TopicPartition) -> Decision | None:
         replicas = self.assignments[tp.topic].partitions[tp.partition]
-        if tp not in self.states:
+        published = self.states.get(tp)
+        if published is None:
             state = init_leader(replicas, self.live_brokers, self.controller_epoch)
             if state is None:
                 return None
@@ -437,17 +439,16 @@ class Controller:
                 dirs.add(tp.partition)
             ops.append(Create(state_path(tp), state.encode()))
             return state, tuple(ops)
-        published, zk_version = self.states[tp]
         state = elect_leader(
             replicas,
-            published,
+            published[0],
             self.live_brokers,
             self.controller_epoch,
             unclean=self.config.unclean_leader_election_enable,
         )
         if state is None:
             return None
-        return state, (SetData(state_path(tp), state.encode(), zk_version),)
+        return state, (SetData(state_path(tp), state.encode(), published[1]),)
 
     def _change_leaders(
         self, tps: list[TopicPartition], reason: str, decide: Decide | None = None
@@ -466,9 +467,9 @@ class Controller:
             outcomes = yield from self._write((tp, ops) for tp, (_, ops) in decisions.items())
             multis += len(outcomes)
             stale: list[TopicPartition] = []
-            for keys, multi, result in outcomes:
+            for keys, result in outcomes:
                 if result.code == Code.OK:
-                    self._learn_written(multi, result, {tp: decisions[tp][0] for tp in keys})
+                    self._learn_written(keys, result, decisions)
                     decided += keys
                     written += len(keys)
                 else:
@@ -492,61 +493,66 @@ class Controller:
 
     def _write(
         self, groups: Iterable[tuple[K, tuple[WriteOp, ...]]]
-    ) -> Job[list[tuple[list[K], Multi, MultiResult]]]:
+    ) -> Job[list[tuple[list[K], MultiResult]]]:
         """Write ``groups`` (key, ops) as multis headed by the epoch check: all at once,
         packed under the byte budget, or one group per multi, one multi at a time. The
-        result: (keys, multi, result) per multi. Resigns if the epoch check failed."""
+        result: (keys, result) per multi, whose ops are the keys' in order after the check.
+        Resigns if the epoch check failed."""
         head = (Check(CONTROLLER_EPOCH, self.epoch_zk_version),)
         if self.config.batch_writes:
-            packed = [
-                (keys, Multi(ops))
-                for keys, ops in pack(head, groups, self.config.multi_byte_budget)
+            packed = list(pack(head, groups, self.config.multi_byte_budget))
+            answers = yield [Multi(ops) for _, ops in packed]
+            outcomes = [
+                (keys, expect(MultiResult, r)) for (keys, _), r in zip(packed, answers, strict=True)
             ]
-            results = [expect(MultiResult, r) for r in (yield [multi for _, multi in packed])]
         else:
-            packed, results = [], []
+            outcomes = []
             for key, ops in groups:
-                multi = Multi(head + ops)
-                (answer,) = yield [multi]
+                (answer,) = yield [Multi(head + ops)]
                 result = expect(MultiResult, answer)
-                packed.append(([key], multi))
-                results.append(result)
+                outcomes.append(([key], result))
                 if result.code != Code.OK and self._epoch_failed(result):
                     break
+        results = [result for _, result in outcomes]
         self._check_session(results)
         if any(r.code != Code.OK and self._epoch_failed(r) for r in results):
             self._resign("controller epoch moved on")
             raise _Resigned()
-        return [
-            (keys, multi, result) for (keys, multi), result in zip(packed, results, strict=False)
-        ]
+        return outcomes
 
     @staticmethod
     def _epoch_failed(result: MultiResult) -> bool:
         return bool(result.results) and result.results[0].code != Code.OK
 
     def _learn_written(
-        self, multi: Multi, result: MultiResult, decided: dict[TopicPartition, PartitionState]
+        self,
+        keys: list[TopicPartition],
+        result: MultiResult,
+        decisions: dict[TopicPartition, Decision],
     ) -> None:
-        """Cache the states a successful multi wrote, with the versions ZooKeeper gave them."""
-        written = {state_path(tp): tp for tp in decided}
-        for op, op_result in zip(multi.ops, result.results, strict=True):
-            tp = written.get(op.path)
-            if tp is None:
-                continue
-            if isinstance(op, SetData):
-                self.states[tp] = (decided[tp], stat_of(op_result).version)
-            elif isinstance(op, Create):
-                self.states[tp] = (decided[tp], 0)
+        """Cache the states a successful multi of ``keys`` wrote, with the versions ZooKeeper
+        gave them. The multi holds each key's ops in order after the epoch check, and a
+        decision writes its state last, so the answers are found by counting."""
+        answers = result.results
+        position = 0  # answers[0]: the epoch check
+        for tp in keys:
+            state, ops = decisions[tp]
+            position += len(ops)
+            if isinstance(ops[-1], SetData):
+                self.states[tp] = (state, stat_of(answers[position]).version)
+            else:  # Create: a new znode's version is 0
+                self.states[tp] = (state, 0)
 
     def _send_leader_and_isr(self, tps: list[TopicPartition], brokers: set[int]) -> None:
         """One LeaderAndIsr per broker, listing the published decision of each of its
         partitions in ``tps`` (the replicas that are live and among ``brokers``)."""
-        requests: dict[int, list[LeaderAndIsrPartition]] = {}
-        receivers = brokers & self.live_brokers
+        requests: dict[int, list[LeaderAndIsrPartition]] = {
+            broker: [] for broker in sorted(brokers & self.live_brokers)
+        }
+        states, assignments = self.states, self.assignments
         for tp in tps:
-            published = self.states.get(tp)
-            assignment = self.assignments.get(tp.topic)
+            published = states.get(tp)
+            assignment = assignments.get(tp.topic)
             if published is None or assignment is None:
                 continue
             state, zk_version = published
@@ -562,14 +568,17 @@ class Controller:
                 state.controller_epoch,
             )
             for broker in replicas:
-                if broker in receivers:
-                    requests.setdefault(broker, []).append(decision)
-        for broker, decisions in sorted(requests.items()):
-            self._effects.append(
-                SendRequest(
-                    broker, LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions))
+                listed = requests.get(broker)
+                if listed is not None:
+                    listed.append(decision)
+        for broker, decisions in requests.items():
+            if decisions:
+                self._effects.append(
+                    SendRequest(
+                        broker,
+                        LeaderAndIsr(self.broker_id, self.controller_epoch, tuple(decisions)),
+                    )
                 )
-            )
 
     # -- TopicChange: new topics (ISR-8) -------------------------------------------------------------
 
@@ -668,7 +677,7 @@ class Controller:
                 tail += (Delete(topic_path(topic)),)
             groups.append((topic, (*tail, Delete(delete_topic_path(topic)))))
             outcomes = yield from self._write(groups)
-            if all(result.code == Code.OK for _, _, result in outcomes):
+            if all(result.code == Code.OK for _, result in outcomes):
                 return
 
     # -- IsrChangeNotification (ISR-19) ---------------------------------------------------------------

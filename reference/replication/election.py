@@ -36,21 +36,23 @@ def elect_leader(
     replica leader with itself as ISR; else the partition goes offline: leader -1, and the
     ISR keeps its last member (Kafka never writes an empty ISR). Every change bumps the
     leader epoch."""
-    live_isr = tuple([r for r in state.isr if r in live])
-    if state.leader in live and state.leader in state.isr:
-        if live_isr == state.isr:
+    # Runs once per partition in a failover: filter and loops, not comprehensions
+    # (each a function call in CPython 3.11).
+    isr, leader = state.isr, state.leader
+    live_isr = tuple(filter(live.__contains__, isr))
+    if leader in live and leader in isr:
+        if live_isr == isr:
             return None
-        return state.next(state.leader, live_isr, controller_epoch)
-    candidates = [r for r in replicas if r in live and r in state.isr]
-    if candidates:
-        return state.next(candidates[0], live_isr, controller_epoch)
+        return state.next(leader, live_isr, controller_epoch)
+    for r in replicas:
+        if r in live and r in isr:
+            return state.next(r, live_isr, controller_epoch)
     alive = [r for r in replicas if r in live]
     if unclean and alive:
         return state.next(alive[0], (alive[0],), controller_epoch)
-    if state.leader == NO_LEADER:
+    if leader == NO_LEADER:
         return None  # offline already; its ISR holds no live member
-    isr = (state.leader,) if state.leader in state.isr else state.isr
-    return state.next(NO_LEADER, isr, controller_epoch)
+    return state.next(NO_LEADER, (leader,) if leader in isr else isr, controller_epoch)
 
 
 def elect_reassigned_leader(
