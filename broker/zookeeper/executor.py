@@ -31,13 +31,14 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Self
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, ZookeeperError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.paths import _prefix_root
-from kazoo.protocol.serialization import CheckVersion, GetChildren2
+from kazoo.protocol.serialization import CheckVersion, GetChildren2, Transaction
 from kazoo.protocol.serialization import Create as KCreate
 from kazoo.protocol.serialization import Delete as KDelete
 from kazoo.protocol.serialization import Exists as KExists
@@ -47,8 +48,8 @@ from kazoo.protocol.states import Callback, KazooState, ZnodeStat
 from kazoo.protocol.states import EventType as KEventType
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from coordspec.broker.zookeeper import kazoo_calls
-from coordspec.broker.zookeeper.multi_wire import MultiRequest, create_flags
+from coordspec.broker.zookeeper import kazoo_calls, multi_wire
+from coordspec.broker.zookeeper.multi_wire import MultiRequest, StatFields, create_flags
 from coordspec.broker.zookeeper.process import four_letter_word
 from coordspec.reference.errors import UsageError
 from coordspec.reference.zookeeper import (
@@ -85,6 +86,9 @@ _EVENT_TYPES = {
 }
 _EXPIRE_ATTEMPTS = 5
 _STATS_KEPT = 4096
+_PATH = attrgetter("path")
+# A kazoo stat's fields the model keeps: version, cversion, ephemeralOwner, dataLength, numChildren.
+_STAT_FIELDS = itemgetter(4, 5, 7, 8, 9)
 
 
 class ExecutorError(RuntimeError):
@@ -334,7 +338,8 @@ class KazooExecutor:
 
     def _send(self, session: _Session, op):
         """Send ``op`` on the session's connection; what to wait on for its answer."""
-        if any(o.path == "" for o in (op.ops if isinstance(op, Multi) else (op,))):
+        names = list(map(_PATH, op.ops)) if isinstance(op, Multi) else [op.path]
+        if "" in names:
             raise UsageError(
                 f"KazooExecutor: kazoo sends an empty path as null, so {op} cannot be asked"
             )
@@ -342,8 +347,12 @@ class KazooExecutor:
         watch = session.watcher if getattr(op, "watch", False) else None
         if isinstance(op, Multi):
             # The wire request kazoo's transaction() would build, without its per-op
-            # checks: the paths are sent exactly as given (after the chroot).
-            paths = [self._server_path(o) for o in op.ops]
+            # checks: the paths are sent exactly as given (after the chroot; "/" is
+            # special, see _server_path).
+            if "/" in names:
+                paths = [self._server_path(o) for o in op.ops]
+            else:
+                paths = list(map(self.chroot.__add__, names))
             return self._call_async(client, MultiRequest(op.ops, paths))
         if self._raw(op):
             return self._call_async(client, self._request(op, watch))
@@ -354,29 +363,41 @@ class KazooExecutor:
             value = self._wait(pending)
         except ZookeeperError as e:
             return failure(op, Code(e.code))
-        if isinstance(op, Create) and self._raw(op):
+        if isinstance(op, Multi):  # MultiRequest's answer: its bytes
+            (answer,) = value
+            result = multi_wire.read(answer, self._stat_of, session.client.unchroot)
+            if result is not None:
+                if len(result.results) != len(op.ops):
+                    raise ExecutorError(
+                        f"a multi of {len(op.ops)} ops answered with {len(result.results)} results"
+                    )
+                return result
+            value = Transaction.unchroot(session.client, multi_wire.decode(answer, 0))
+        elif isinstance(op, Create) and self._raw(op):
             value = session.client.unchroot(value)  # a raw request's answer keeps the chroot
         return kazoo_calls.result(op, value, self._stat)
 
     def _stat(self, stat: ZnodeStat) -> Stat:
+        return self._stat_of(_STAT_FIELDS(stat))
+
+    def _stat_of(self, fields: StatFields) -> Stat:
         # A multi's answers mostly share their stat fields: one Stat for each kind.
-        key = stat[4:10]  # version, cversion, aversion, ephemeralOwner, dataLength, numChildren
-        known = self._stats.get(key)
+        known = self._stats.get(fields)
         if known is not None:
             return known
-        owner = stat.ephemeralOwner
+        version, cversion, owner, data_length, num_children = fields
         if owner not in self._owners:
             raise ExecutorError(
                 f"node owned by session 0x{owner:x}, which this executor did not open"
             )
         if len(self._stats) >= _STATS_KEPT:
             self._stats.clear()
-        known = self._stats[key] = Stat(
-            version=stat.version,
-            cversion=stat.cversion,
+        known = self._stats[fields] = Stat(
+            version=version,
+            cversion=cversion,
             ephemeral_owner=self._owners[owner],
-            data_length=stat.dataLength,
-            num_children=stat.numChildren,
+            data_length=data_length,
+            num_children=num_children,
         )
         return known
 

@@ -1,5 +1,6 @@
 """A Multi as the executor sends it: the request's bytes built at once, and its answer
-read back into kazoo's values (what ``kazoo_calls.result`` reads).
+read straight into the model's result (:func:`read`) or, for a failed multi, into kazoo's
+values (:func:`decode`, what ``kazoo_calls.result`` reads).
 
 kazoo's ``Transaction`` builds a namedtuple and a bytearray per operation in its
 connection thread, and a ``MultiHeader`` per answer: for a failover's 10,000
@@ -11,7 +12,7 @@ sends and reads (tests/broker/test_zookeeper_multi_wire.py compares them).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.serialization import Transaction, read_string
@@ -19,13 +20,28 @@ from kazoo.protocol.states import ZnodeStat
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from coordspec.reference.errors import UsageError
-from coordspec.reference.zookeeper import Check, Create, Delete, SetData
+from coordspec.reference.zookeeper import (
+    Check,
+    CheckResult,
+    Code,
+    Create,
+    CreateResult,
+    Delete,
+    DeleteResult,
+    MultiResult,
+    SetData,
+    SetDataResult,
+    Stat,
+)
 from coordspec.reference.zookeeper.ops import WriteOp
 
 _SEQUENTIAL, _EPHEMERAL = 2, 1  # CreateMode flags
 _INT = struct.Struct("!i")
 _HEADER = struct.Struct("!iBi")  # MultiHeader: type, done, err
 _STAT = struct.Struct("!qqqqiiiqiiq")
+# A stat's fields the model keeps: version, cversion, ephemeralOwner, dataLength, numChildren.
+_STAT_FIELDS = struct.Struct("!32xii4xqii8x")
+StatFields = tuple[int, int, int, int, int]
 _CREATE, _DELETE, _SET_DATA, _CHECK, _ERROR = 1, 2, 5, 13, -1
 _END = _HEADER.pack(-1, True, -1)
 
@@ -95,11 +111,51 @@ def decode(buffer: bytes, offset: int) -> list:
             raise ValueError(f"multi_wire: an answer of type {kind} in a multi's response")
 
 
+_CHECKED, _DELETED = CheckResult(Code.OK), DeleteResult(Code.OK)
+
+
+def read(
+    answer: bytes, stat: Callable[[StatFields], Stat], unchroot: Callable[[str], str]
+) -> MultiResult | None:
+    """The answer to a successful multi as the model's result, without kazoo's values;
+    None for a failed multi (:func:`decode` reads those). ``stat`` gives the model's stat
+    of a stat's fields, ``unchroot`` the path a Create answer names. Equal answers share
+    one result object: a failover's thousands of SetData answers hold a handful of
+    distinct stats."""
+    results: list[CreateResult | DeleteResult | SetDataResult | CheckResult] = []
+    shared: dict[StatFields, SetDataResult] = {}
+    header, fields = _HEADER.unpack_from, _STAT_FIELDS.unpack_from
+    offset = 0
+    while True:
+        kind, done, _ = header(answer, offset)
+        offset += _HEADER.size
+        if done == 1:
+            return MultiResult(Code.OK, tuple(results))
+        if kind == _SET_DATA:
+            key = fields(answer, offset)
+            offset += _STAT.size
+            result = shared.get(key)
+            if result is None:
+                result = shared[key] = SetDataResult(Code.OK, stat(key))
+            results.append(result)
+        elif kind == _CHECK:
+            results.append(_CHECKED)
+        elif kind == _CREATE:
+            path, offset = read_string(answer, offset)
+            results.append(CreateResult(Code.OK, unchroot(path)))
+        elif kind == _DELETE:
+            results.append(_DELETED)
+        elif kind == _ERROR:
+            return None  # a failed multi answers every op with an error
+        else:
+            raise ValueError(f"multi_wire: an answer of type {kind} in a multi's response")
+
+
 class MultiRequest:
     """A multi for kazoo's connection (``client._call``): what it needs of a request."""
 
     __slots__ = ("body",)
-    type = Transaction.type  # kazoo also strips the chroot from its Create answers
+    type = Transaction.type
 
     def __init__(self, ops: Sequence[WriteOp], paths: Sequence[str]) -> None:
         self.body = encode(ops, paths)
@@ -108,5 +164,8 @@ class MultiRequest:
         return self.body
 
     @staticmethod
-    def deserialize(buffer: bytes, offset: int) -> list:
-        return decode(buffer, offset)
+    def deserialize(buffer: bytes, offset: int) -> list[bytes]:
+        """The answer's bytes, for :func:`read` or :func:`decode` on the thread that waits
+        for them. kazoo's connection copies a multi's answer item by item
+        (``Transaction.unchroot``): as one item, a copy of thousands is spared."""
+        return [buffer[offset:]]
