@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import replace
+from operator import itemgetter
 from typing import TypeAlias, TypeVar
 
 from coordspec.reference.errors import UsageError
@@ -131,6 +132,8 @@ Job: TypeAlias = Generator[Sequence[Op], list[Result], T]
 Decision: TypeAlias = tuple[PartitionState, tuple[WriteOp, ...]]
 Decide: TypeAlias = Callable[[TopicPartition], Decision | None]
 _LOST = (Code.SESSIONEXPIRED, Code.CONNECTIONLOSS)
+_OPS = itemgetter(1)  # of a Decision
+_pair = tuple.__new__  # what NamedTuple's _make does
 
 
 class _Resigned(Exception):
@@ -412,8 +415,9 @@ class Controller:
     # -- ChangeLeaders: InitLeaders and ElectLeader for many partitions, batched (ISR-4, ISR-5) --------
 
     def _all_partitions(self) -> list[TopicPartition]:
+        # TopicPartition's own __new__ is a Python function: made from pairs in C instead
         return [
-            TopicPartition(t, p)
+            _pair(TopicPartition, (t, p))
             for t, a in sorted(self.assignments.items())
             for p in sorted(a.partitions)
         ]
@@ -464,7 +468,10 @@ class Controller:
             decisions = {tp: d for tp in pending if (d := decide(tp)) is not None}
             if not decisions:
                 break
-            outcomes = yield from self._write((tp, ops) for tp, (_, ops) in decisions.items())
+            # (partition, ops) pairs made in C, not by a generator resumed per partition
+            outcomes = yield from self._write(
+                zip(decisions, map(_OPS, decisions.values()), strict=True)
+            )
             multis += len(outcomes)
             stale: list[TopicPartition] = []
             for keys, result in outcomes:

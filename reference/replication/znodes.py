@@ -12,7 +12,6 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from coordspec.reference.errors import UsageError
@@ -128,11 +127,18 @@ def _brokers(path: str, value: object) -> tuple[int, ...]:
 # -- /brokers/topics/<t>/partitions/<p>/state -----------------------------------------
 
 _STATE_JSON = b'{"controller_epoch":%d,"leader":%d,"version":1,"leader_epoch":%d,"isr":[%b]}'
+_ISR_JSON: dict[tuple[int, ...], bytes] = {}  # a cluster has few distinct ISRs
+_ISRS_KEPT = 256
 
 
-@lru_cache(maxsize=256)  # a cluster has few distinct ISRs; each is encoded once
 def _isr_json(isr: tuple[int, ...]) -> bytes:
-    return ",".join(str(int(b)) for b in isr).encode()
+    """The ISR's JSON list items, each ISR encoded once (a dict, cheaper than lru_cache)."""
+    known = _ISR_JSON.get(isr)
+    if known is None:
+        if len(_ISR_JSON) >= _ISRS_KEPT:
+            _ISR_JSON.clear()
+        known = _ISR_JSON[isr] = ",".join(str(int(b)) for b in isr).encode()
+    return known
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +153,9 @@ class PartitionState:
 
     def next(self, leader: int, isr: tuple[int, ...], controller_epoch: int) -> PartitionState:
         """The next decision: every change of leader or ISR by the controller bumps the leader epoch."""
-        return PartitionState(leader, self.leader_epoch + 1, tuple(isr), controller_epoch)
+        if type(isr) is not tuple:  # tuple() of a tuple is itself, but a call
+            isr = tuple(isr)
+        return PartitionState(leader, self.leader_epoch + 1, isr, controller_epoch)
 
     def with_isr(self, isr: tuple[int, ...]) -> PartitionState:
         """A leader's own ISR change: same leader, same leader epoch (Kafka 2.6)."""
@@ -156,11 +164,12 @@ class PartitionState:
     def encode(self) -> bytes:
         # Formatted by hand: a failover encodes one state per partition, and json.dumps
         # costs most of the controller's time there. Same bytes as _dumps (a test checks).
+        isr = self.isr
         return _STATE_JSON % (
-            int(self.controller_epoch),
-            int(self.leader),
-            int(self.leader_epoch),
-            _isr_json(tuple(self.isr)),
+            self.controller_epoch,
+            self.leader,
+            self.leader_epoch,
+            _isr_json(isr if type(isr) is tuple else tuple(isr)),
         )
 
     @staticmethod
