@@ -2,16 +2,17 @@
 counting instructions while the machine is busy.
 
     .venv/bin/python benchmarks/failover_python.py [--partitions 10000] [--one-at-a-time] [--repeat 5]
-    valgrind --tool=callgrind --collect-atstart=no --toggle-collect=functools_reduce \\
-        .venv/bin/python benchmarks/failover_python.py --repeat 1
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --collect-atstart=no \\
+        --toggle-collect=functools_reduce .venv/bin/python benchmarks/failover_python.py --repeat 1
 
 The same topic, brokers and controller as ``failover_10k.py`` (its ``seed`` and ``run``),
 on the in-process ZooKeeper model (reference/zookeeper). Broker 3's session closes and the
-controller's failover runs twice from the same state. First on the model, recording every
-answer. Then, measured, through ``KazooExecutor.pipeline`` with kazoo's connection
-replaced by the recorded answers: each multi is encoded as the executor sends it, and its
-answer is read from the bytes ZooKeeper would send (jute's layout) by the code kazoo's
-connection thread runs. What is left out is the socket, kazoo's threads and ZooKeeper.
+controller's failover runs from the same state: first on the model, recording every
+answer; then, measured, ``--repeat`` times through ``KazooExecutor.pipeline`` with kazoo's
+connection replaced by the recorded answers: each multi is encoded as the executor sends
+it, and its answer is handed over from the bytes ZooKeeper would send (jute's layout) by
+the code kazoo's connection thread runs. What is left out is the socket, kazoo's threads
+and ZooKeeper.
 
 The measured window runs inside ``functools.reduce``, which nothing else in it calls, so
 callgrind's ``--toggle-collect=functools_reduce`` counts exactly it. Python's garbage is
