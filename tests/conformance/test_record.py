@@ -168,16 +168,14 @@ def test_kafka_python_behind_the_proxy_against_the_project_broker_passes_the_tra
                 for batch in consumer.poll(200).values():
                     got.extend(batch)
             assert len(got) == 10
-            # The records can all come before the first heartbeat is due: poll on until one
-            # has gone through the proxy.
-            wait_for(
-                lambda: (
-                    consumer.poll(50) is not None
-                    and any(r["api"] == "Heartbeat" for r in records(trace))
-                ),
-                10,
-                "a heartbeat",
-            )
+
+            def polled_until_a_heartbeat() -> bool:
+                # The records can all come before the first heartbeat is due: the consumer
+                # polls on (staying in the group) until one has gone through the proxy.
+                consumer.poll(50)
+                return any(r["api"] == "Heartbeat" for r in records(trace))
+
+            wait_for(polled_until_a_heartbeat, 10, "a heartbeat")
             consumer.commit()
             consumer.close()
         finally:
